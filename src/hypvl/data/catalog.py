@@ -1,0 +1,172 @@
+"""Catalog of the zero-shot classification datasets (MERU Tables 2, 6 and 8).
+
+One YAML file per dataset in the package folder `hypvl/data/catalog/`, named `<name>.yaml`, gives
+the test split as MERU defines it, its size, the class names, the prompt templates (`{}` marks the
+class name), the chance level and where the data comes from. Files are validated when loaded; a
+malformed file raises `InputError` naming the file and the offending field.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+
+from hypvl.errors import InputError
+
+CATALOG_DIR = Path(__file__).with_name("catalog")
+SOURCE_KINDS = ("tfds", "torchvision", "imagefolder")
+LAYOUTS = ("imagefolder", "clip_benchmark_wds")
+METRICS = ("mean_per_class_accuracy",)
+PLACEHOLDER = "{}"
+FIELDS = (
+    "name", "display_name", "source", "split", "test_size", "num_classes", "chance", "metric",
+    "manual_download", "class_names", "prompts", "layout", "notes",
+)
+
+
+@dataclass(frozen=True)
+class DatasetSource:
+    """Where the images come from: `kind` is tfds | torchvision | imagefolder; `name` is the tfds
+    builder name, the torchvision dataset class, or the folder under the evaluation data root."""
+
+    kind: str
+    name: str
+
+
+@dataclass(frozen=True)
+class ManualDownload:
+    """Whether the files must be fetched by hand (licence or dead URL), and how."""
+
+    required: bool
+    instructions: str
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    """One evaluation dataset. `chance` is 100 / num_classes, in percent (the papers' units);
+    `class_names[i]` names label i; every entry of `prompts` holds exactly one `{}`."""
+
+    name: str
+    display_name: str
+    source: DatasetSource
+    split: str
+    test_size: int
+    num_classes: int
+    chance: float
+    metric: str
+    manual_download: ManualDownload
+    class_names: tuple[str, ...]
+    prompts: tuple[str, ...]
+    layout: str
+    notes: str
+    path: Path
+
+
+def dataset_names(catalog_dir: Path | None = None) -> list[str]:
+    """Names of all datasets in the catalog (the YAML file stems), sorted."""
+    return sorted(p.stem for p in Path(catalog_dir or CATALOG_DIR).glob("*.yaml"))
+
+
+def load_dataset_info(name: str, catalog_dir: Path | None = None) -> DatasetInfo:
+    """Load and validate `<catalog_dir>/<name>.yaml`; an unknown name lists the known ones."""
+    return _load(name, Path(catalog_dir or CATALOG_DIR).resolve())
+
+
+def prompts_for(name: str, class_name: str, catalog_dir: Path | None = None) -> list[str]:
+    """The dataset's prompt templates filled with `class_name`, in catalog order."""
+    info = load_dataset_info(name, catalog_dir)
+    return [template.replace(PLACEHOLDER, class_name) for template in info.prompts]
+
+
+@lru_cache(maxsize=None)
+def _load(name: str, catalog_dir: Path) -> DatasetInfo:
+    path = catalog_dir / f"{name}.yaml"
+    if not path.is_file():
+        known = ", ".join(dataset_names(catalog_dir))
+        raise InputError(f"unknown dataset {name!r}; the catalog {catalog_dir} holds: {known}")
+    try:
+        record = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as error:
+        raise InputError(f"{path}: not valid YAML: {error}") from error
+    return _parse(record, path)
+
+
+def _parse(record, path: Path) -> DatasetInfo:
+    """Check every field of one catalog record and build its DatasetInfo."""
+
+    def fail(message: str):
+        raise InputError(f"{path}: {message}")
+
+    if not isinstance(record, dict):
+        fail("expected a mapping of fields at the top level")
+    missing = [f for f in FIELDS if f not in record]
+    unknown = sorted(set(record) - set(FIELDS))
+    if missing or unknown:
+        fail(f"missing fields {missing}, unknown fields {unknown}")
+
+    def typed(field: str, kind: type, value):
+        """`value` of `field`, which must be of type `kind` (a bool is not accepted as an int)."""
+        is_bool = isinstance(value, bool)
+        if not isinstance(value, kind) or (is_bool and kind is not bool):
+            fail(f"field {field!r} must be {kind.__name__}, got {value!r}")
+        return value
+
+    if record["name"] != path.stem:
+        fail(f"name {record['name']!r} does not match the file name {path.stem!r}")
+    source = typed("source", dict, record["source"])
+    if set(source) != {"kind", "name"} or source["kind"] not in SOURCE_KINDS:
+        fail(f"source must be {{kind: one of {SOURCE_KINDS}, name: str}}, got {source!r}")
+    manual = typed("manual_download", dict, record["manual_download"])
+    if set(manual) != {"required", "instructions"}:
+        fail(f"manual_download must have keys required and instructions, got {sorted(manual)}")
+    typed("manual_download.required", bool, manual["required"])
+    if manual["required"] and not str(manual["instructions"] or "").strip():
+        fail("manual_download.required is true but no instructions are given")
+
+    num_classes = typed("num_classes", int, record["num_classes"])
+    if num_classes < 2:
+        fail(f"num_classes must be at least 2, got {num_classes}")
+    class_names = typed("class_names", list, record["class_names"])
+    bad_names = [c for c in class_names if not isinstance(c, str) or not c.strip()]
+    if bad_names:
+        fail(f"class_names must be non-empty strings (quote numbers), got {bad_names[:5]!r}")
+    if num_classes != len(class_names):
+        fail(f"num_classes is {num_classes} but class_names has {len(class_names)} entries")
+    prompts = typed("prompts", list, record["prompts"])
+    bad_prompts = [p for p in prompts if not isinstance(p, str) or p.count(PLACEHOLDER) != 1
+                   or p.replace(PLACEHOLDER, "").count("{") + p.replace(PLACEHOLDER, "").count("}")]
+    if not prompts or bad_prompts:
+        fail(f"every prompt must hold exactly one {PLACEHOLDER} and no other braces, "
+             f"got {bad_prompts or prompts!r}")
+    chance = record["chance"]
+    if not isinstance(chance, (int, float)) or isinstance(chance, bool) \
+            or not math.isclose(chance, 100 / num_classes, abs_tol=5e-5):
+        fail(f"chance {chance!r} is not 100/num_classes = {100 / num_classes:.4f}")
+    if record["metric"] not in METRICS:
+        fail(f"metric must be one of {METRICS}, got {record['metric']!r}")
+    if record["layout"] not in LAYOUTS:
+        fail(f"layout must be one of {LAYOUTS}, got {record['layout']!r}")
+    if typed("test_size", int, record["test_size"]) <= 0:
+        fail(f"test_size must be positive, got {record['test_size']}")
+
+    return DatasetInfo(
+        name=record["name"],
+        display_name=typed("display_name", str, record["display_name"]),
+        source=DatasetSource(kind=source["kind"], name=typed("source.name", str, source["name"])),
+        split=typed("split", str, record["split"]),
+        test_size=record["test_size"],
+        num_classes=num_classes,
+        chance=float(chance),
+        metric=record["metric"],
+        manual_download=ManualDownload(required=manual["required"],
+                                       instructions=str(manual["instructions"] or "")),
+        class_names=tuple(class_names),
+        prompts=tuple(prompts),
+        layout=record["layout"],
+        notes=typed("notes", str, record["notes"]),
+        path=path,
+    )
