@@ -1,0 +1,136 @@
+"""Phrase-grounding detector loaded through `transformers` (OWL-ViT / OWLv2 family).
+
+HyCoCLIP grounded RedCaps with GLIP, which `transformers` does not ship; OWLv2
+(`google/owlv2-base-patch16-ensemble`) is the open-vocabulary substitute configured here.
+For every phrase the detector returns its best box (the highest-scoring of the model's box
+predictions for that text query) with that box's sigmoid score; HyCoCLIP's filters
+(`filters.BoxFilter`) then decide what to keep.
+"""
+
+import torch
+
+from hypvl.errors import InputError
+from hypvl.grounding.filters import clip_box
+
+SUPPORTED_MODEL_TYPES = ("owlv2", "owlvit")
+
+
+def _corners(boxes):
+    """(..., 4) centre-size boxes -> (..., 4) corner boxes [x1, y1, x2, y2], same units."""
+    cx, cy, w, h = boxes.unbind(-1)
+    return torch.stack([cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2], dim=-1)
+
+
+class PhraseGroundingDetector:
+    """Boxes for text phrases in images, from an OWL-ViT/OWLv2 model and its processor."""
+
+    def __init__(self, model, processor, device="cpu", batch_size=8):
+        model_type = model.config.model_type
+        if model_type not in SUPPORTED_MODEL_TYPES:
+            raise InputError(f"detector model type {model_type!r} is not one of "
+                             f"{SUPPORTED_MODEL_TYPES}")
+        self.model = model.to(device).eval()
+        self.processor = processor
+        self.device = device
+        self.batch_size = batch_size
+        # OWLv2 pads each image to a square (bottom/right) before resizing, so its normalised
+        # boxes are relative to the padded square; OWL-ViT stretches the image instead.
+        self.pads_to_square = model_type == "owlv2"
+
+    @classmethod
+    def from_pretrained(cls, model_id, device="cpu", batch_size=8):
+        """Load model and processor by Hub id or local path (HF_HUB_OFFLINE=1 uses the cache)."""
+        from transformers import AutoModelForZeroShotObjectDetection, AutoProcessor
+
+        try:
+            processor = AutoProcessor.from_pretrained(model_id)
+            model = AutoModelForZeroShotObjectDetection.from_pretrained(model_id)
+        except OSError as error:
+            raise InputError(f"detector {model_id!r} could not be loaded: {error}") from error
+        return cls(model, processor, device, batch_size)
+
+    def _pixel_scale(self, width, height):
+        """(sx, sy) multiplying normalised box coordinates into original image pixels."""
+        if self.pads_to_square:
+            side = max(width, height)
+            return side, side
+        return width, height
+
+    @torch.no_grad()
+    def _detect_chunk(self, images, phrase_lists):
+        """Best box per phrase for at most `batch_size` images (each with >= 1 phrase)."""
+        inputs = self.processor(images=[im.convert("RGB") for im in images], text=phrase_lists,
+                                return_tensors="pt", truncation=True).to(self.device)
+        outputs = self.model(**inputs)
+        # logits: (B, num_boxes, max_queries); pred_boxes: (B, num_boxes, 4) normalised cxcywh.
+        best_logit, best_box = outputs.logits.max(dim=1)
+        results = []
+        for i, (image, phrases) in enumerate(zip(images, phrase_lists)):
+            sx, sy = self._pixel_scale(*image.size)
+            scale = torch.tensor([sx, sy, sx, sy], dtype=torch.float32)
+            boxes = _corners(outputs.pred_boxes[i].float().cpu()) * scale
+            scores = torch.sigmoid(best_logit[i].float().cpu())
+            results.append([
+                {"phrase": phrase,
+                 "box": clip_box(boxes[best_box[i, q]].tolist(), *image.size),
+                 "score": float(scores[q])}
+                for q, phrase in enumerate(phrases)])
+        return results
+
+    def __call__(self, records, phrase_lists):
+        """Candidate boxes, one list per record: [{phrase (text), box [x1,y1,x2,y2] pixels,
+        score}] for every `Phrase` of `phrase_lists[i]` in `records[i]["image"]`."""
+        results = [[] for _ in records]
+        todo = [i for i, phrases in enumerate(phrase_lists) if phrases]
+        for start in range(0, len(todo), self.batch_size):
+            chunk = todo[start:start + self.batch_size]
+            found = self._detect_chunk([records[i]["image"] for i in chunk],
+                                       [[p.text for p in phrase_lists[i]] for i in chunk])
+            for i, candidates in zip(chunk, found):
+                results[i] = candidates
+        return results
+
+
+def char_level_clip_tokenizer(max_length=32):
+    """An offline CLIPTokenizer with no BPE merges: its vocabulary is the 256 byte-level
+    characters, each also as a word-final `</w>` symbol, plus CLIP's start/end tokens, so every
+    text tokenises to characters. Stands in for a Hub tokenizer in tests and benchmarks."""
+    from tokenizers.pre_tokenizers import ByteLevel
+    from transformers import CLIPTokenizer
+
+    symbols = sorted(ByteLevel.alphabet())
+    vocab = {s: i for i, s in enumerate(symbols + [s + "</w>" for s in symbols])}
+    vocab["<|startoftext|>"] = len(vocab)
+    vocab["<|endoftext|>"] = len(vocab)
+    return CLIPTokenizer(vocab=vocab, merges=[], model_max_length=max_length)
+
+
+def random_owlv2_detector(seed=0, image_size=64, width=32, max_text_length=32, device="cpu"):
+    """A randomly initialised, tiny OWLv2 (1 layer per tower, `width` hidden units, patch 16,
+    `image_size` input) with the char-level tokenizer and an OWLv2 image processor; built
+    offline, for tests and benchmarks."""
+    from transformers import (Owlv2Config, Owlv2ForObjectDetection, Owlv2ImageProcessor,
+                              Owlv2Processor)
+
+    tokenizer = char_level_clip_tokenizer(max_text_length)
+    tower = dict(hidden_size=width, intermediate_size=2 * width, num_hidden_layers=1,
+                 num_attention_heads=2)
+    config = Owlv2Config(
+        text_config=dict(tower, vocab_size=len(tokenizer), max_position_embeddings=max_text_length,
+                         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+                         pad_token_id=tokenizer.pad_token_id),
+        vision_config=dict(tower, image_size=image_size, patch_size=16),
+        projection_dim=width)
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        model = Owlv2ForObjectDetection(config)
+        # Default-initialised heads saturate (boxes collapse to zero size, scores to 1); small
+        # head weights leave boxes near OWLv2's per-patch anchor boxes and scores near
+        # sigmoid(cosine similarity), spread around the 0.65 threshold.
+        for head in (model.class_head, model.box_head):
+            for parameter in head.parameters():
+                torch.nn.init.normal_(parameter, std=0.02)
+    processor = Owlv2Processor(
+        image_processor=Owlv2ImageProcessor(size={"height": image_size, "width": image_size}),
+        tokenizer=tokenizer)
+    return PhraseGroundingDetector(model, processor, device)

@@ -1,0 +1,110 @@
+"""The grounding pipeline of HyCoCLIP App. A over image-caption records.
+
+caption -> spaCy phrases (+ dependency parse) -> candidate boxes from a box source (a detector,
+or the record's own boxes at smoke scale) -> BoxFilter -> square crops. Samples left without a
+box are dropped. Output records are in memory; the grounded shard writer stores them.
+"""
+
+import re
+from itertools import islice
+
+from hypvl.errors import InputError
+from hypvl.grounding.filters import BoxFilter, CROP_SIZE, crop_box
+from hypvl.grounding.parses import parse_record
+
+ARTICLES = {"a", "an", "the"}
+
+
+def normalise_phrase(text):
+    """Lower-cased words of `text` without leading articles, e.g. "The red dog" -> "red dog"."""
+    words = re.findall(r"[\w'-]+", text.lower())
+    while words and words[0] in ARTICLES:
+        words = words[1:]
+    return " ".join(words)
+
+
+class OracleBoxes:
+    """Box source reading boxes already in each record (the smoke world's own objects).
+
+    A record holds `regions`: a list of {"text": str, "box": [x1, y1, x2, y2] pixels,
+    optional "score"}. A phrase gets the box of the longest region text that occurs in the
+    phrase as whole words and ends with the phrase's head noun ("red dog" and "dog" ground
+    "a big red dog next to a car"; "car" does not); score is the region's, 1.0 if absent.
+    """
+
+    def __init__(self, field="regions"):
+        self.field = field
+
+    def _match(self, phrase, regions):
+        """The region grounding `phrase` (a `Phrase`), or None."""
+        target = f" {normalise_phrase(phrase.text)} "
+        head = phrase.head.lower()
+        best, best_len = None, 0
+        for region in regions:
+            text = normalise_phrase(region["text"])
+            if (text and text.split()[-1] == head and f" {text} " in target
+                    and len(text) > best_len):
+                best, best_len = region, len(text)
+        return best
+
+    def __call__(self, records, phrase_lists):
+        """Candidates [{phrase (text), box, score}] per record, for the `Phrase`s that match a
+        region."""
+        results = []
+        for record, phrases in zip(records, phrase_lists):
+            if self.field not in record:
+                raise InputError(f"record {record.get('key')!r}: no {self.field!r} for oracle boxes")
+            found = []
+            for phrase in phrases:
+                region = self._match(phrase, record[self.field])
+                if region is not None:
+                    found.append({"phrase": phrase.text, "box": [float(v) for v in region["box"]],
+                                  "score": float(region.get("score", 1.0))})
+            results.append(found)
+        return results
+
+
+def _batches(iterable, size):
+    """Successive lists of up to `size` items."""
+    iterator = iter(iterable)
+    while batch := list(islice(iterator, size)):
+        yield batch
+
+
+def ground(records, phrase_extractor, box_source, box_filter=BoxFilter(), crop_size=CROP_SIZE,
+           batch_size=32, counts=None):
+    """Yield grounded samples for image-caption records.
+
+    records: iterable of {"key", "image" (PIL), "caption", ...}; phrase_extractor: a
+    `PhraseExtractor`; box_source: callable (records, `Phrase` lists) -> candidate lists
+    (`OracleBoxes` or a `PhraseGroundingDetector`). Each yielded sample is
+    {"key", "image", "caption", "boxes": [{"phrase", "box" [x1,y1,x2,y2] pixels, "score"}],
+    "crops": [PIL crop_size x crop_size, one per box], "parse": `parse_record` dict}.
+    `counts` (dict, optional) is filled with samples_in, samples_out, samples_no_phrase,
+    samples_no_box, boxes_proposed, boxes_kept and the per-filter dropped box counts.
+    """
+    counts = {} if counts is None else counts
+    for key in ("samples_in", "samples_out", "samples_no_phrase", "samples_no_box",
+                "boxes_proposed", "boxes_kept", "boxes_below_threshold", "boxes_too_small",
+                "boxes_duplicate_phrase"):
+        counts.setdefault(key, 0)
+    for batch in _batches(records, batch_size):
+        docs = list(phrase_extractor.parse(record["caption"] for record in batch))
+        phrase_lists = [phrase_extractor.phrases(doc) for doc in docs]
+        candidate_lists = box_source(batch, phrase_lists)
+        for record, doc, phrases, candidates in zip(batch, docs, phrase_lists, candidate_lists):
+            counts["samples_in"] += 1
+            counts["boxes_proposed"] += len(candidates)
+            if not phrases:
+                counts["samples_no_phrase"] += 1
+                continue
+            kept = box_filter.apply(candidates, counts)
+            if not kept:
+                counts["samples_no_box"] += 1
+                continue
+            counts["samples_out"] += 1
+            counts["boxes_kept"] += len(kept)
+            yield {"key": record["key"], "image": record["image"], "caption": record["caption"],
+                   "boxes": kept,
+                   "crops": [crop_box(record["image"], c["box"], crop_size) for c in kept],
+                   "parse": parse_record(doc)}
