@@ -1,0 +1,1 @@
+"""Hyperbolic geometry: the Lorentz model (MERU/HyCoCLIP) and the Poincaré ball (PoinCLIP)."""

@@ -1,0 +1,164 @@
+"""Poincaré ball model of hyperbolic space (PoinCLIP), with conversions to the Lorentz model.
+
+`curv` is the positive c of the curvature -c (a float or a 0-dim tensor); the ball has
+radius 1/sqrt(c) and its origin is 0. Formulas are the standard ones (Ganea et al. 2018,
+as in geoopt's `PoincareBall`). PoinCLIP prints the conformal factor as 1/(1 - ||x||^2)
+instead of 2/(1 - c||x||^2); `exp_map0` here is the standard `tanh(sqrt(c)||v||) v /
+(sqrt(c)||v||)`, not the literal reading with half the hyperbolic radius.
+
+Boundary handling (the paper gives none): `exp_map0` and `project` keep points at most
+`(1 - BOUNDARY_EPS[dtype]) / sqrt(c)` from the origin (geoopt's margins), and every artanh
+input is clamped below 1. All functions compute in float32 (float64 stays float64), also
+under autocast.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from hypvl.geometry.lorentz import time_component
+from hypvl.geometry.precision import full_precision, unit_margin
+
+BOUNDARY_EPS = {torch.float32: 4e-3, torch.float64: 1e-5}
+
+
+def _artanh_below_one(z: Tensor, eps: float) -> Tensor:
+    """artanh of `z` >= 0 clamped to at most `1 - unit_margin(eps)`."""
+    return torch.atanh(torch.clamp(z, max=1 - unit_margin(eps, z.dtype)))
+
+
+@full_precision
+def project(x: Tensor, curv: float | Tensor) -> Tensor:
+    """Pull points back inside the ball: norms are capped at `(1 - BOUNDARY_EPS) / sqrt(c)`.
+
+    Args:
+        x: (..., D) points.
+        curv: positive c of the curvature -c.
+    Returns:
+        (..., D) points, unchanged where already inside the cap.
+    """
+    max_norm = (1 - BOUNDARY_EPS[x.dtype]) / curv**0.5
+    norm = torch.linalg.vector_norm(x, dim=-1, keepdim=True).clamp(min=1e-15)
+    return torch.where(norm > max_norm, x / norm * max_norm, x)
+
+
+@full_precision
+def mobius_add(x: Tensor, y: Tensor, curv: float | Tensor, eps: float = 1e-15) -> Tensor:
+    """Möbius addition `x (+)_c y` (PoinCLIP Eq. 5 with K = -c).
+
+    `((1 + 2c<x,y> + c|y|^2) x + (1 - c|x|^2) y) / (1 + 2c<x,y> + c^2 |x|^2 |y|^2)`.
+
+    Args:
+        x: (..., D) points (broadcast against `y`).
+        y: (..., D) points.
+        curv: positive c of the curvature -c.
+        eps: lower clamp of the denominator.
+    Returns:
+        (..., D) sums.
+    """
+    xy = torch.sum(x * y, dim=-1, keepdim=True)
+    x2 = torch.sum(x * x, dim=-1, keepdim=True)
+    y2 = torch.sum(y * y, dim=-1, keepdim=True)
+    numerator = (1 + 2 * curv * xy + curv * y2) * x + (1 - curv * x2) * y
+    denominator = 1 + 2 * curv * xy + curv**2 * x2 * y2
+    return numerator / denominator.clamp(min=eps)
+
+
+@full_precision
+def exp_map0(v: Tensor, curv: float | Tensor, eps: float = 1e-15) -> Tensor:
+    """Exponential map at the origin: `tanh(sqrt(c)||v||) v / (sqrt(c)||v||)`, then `project`.
+
+    Args:
+        v: (..., D) tangent vectors at the origin (Euclidean features).
+        curv: positive c of the curvature -c.
+        eps: lower clamp of `sqrt(c)||v||`, avoids division by zero.
+    Returns:
+        (..., D) points in the ball.
+    """
+    rc_norm = curv**0.5 * torch.linalg.vector_norm(v, dim=-1, keepdim=True)
+    rc_norm = rc_norm.clamp(min=eps)
+    return project(torch.tanh(rc_norm) * v / rc_norm, curv)
+
+
+@full_precision
+def log_map0(x: Tensor, curv: float | Tensor, eps: float = 1e-8) -> Tensor:
+    """Logarithmic map at the origin, the inverse of `exp_map0`: `artanh(sqrt(c)||x||) x / (sqrt(c)||x||)`.
+
+    Args:
+        x: (..., D) points in the ball.
+        curv: positive c of the curvature -c.
+        eps: lower clamp of `sqrt(c)||x||`; margin of the artanh clamp.
+    Returns:
+        (..., D) tangent vectors at the origin, of norm `dist_to_origin(x)`.
+    """
+    rc_norm = curv**0.5 * torch.linalg.vector_norm(x, dim=-1, keepdim=True)
+    return _artanh_below_one(rc_norm, eps) * x / rc_norm.clamp(min=eps)
+
+
+@full_precision
+def dist_to_origin(x: Tensor, curv: float | Tensor, eps: float = 1e-8) -> Tensor:
+    """Geodesic distance from the origin, `2 artanh(sqrt(c)||x||) / sqrt(c)`.
+
+    Args:
+        x: (..., D) points in the ball.
+        curv: positive c of the curvature -c.
+        eps: margin of the artanh clamp.
+    Returns:
+        (...,) distances.
+    """
+    rc_norm = curv**0.5 * torch.linalg.vector_norm(x, dim=-1)
+    return 2 * _artanh_below_one(rc_norm, eps) / curv**0.5
+
+
+@full_precision
+def pairwise_dist(x: Tensor, y: Tensor, curv: float | Tensor, eps: float = 1e-8) -> Tensor:
+    """Geodesic distance of all pairs, `2 artanh(sqrt(c) ||(-x) (+)_c y||) / sqrt(c)` (PoinCLIP Eq. 2).
+
+    The norm of the Möbius difference is expanded in inner products, so memory is
+    O(B1 * B2), not O(B1 * B2 * D).
+
+    Args:
+        x: (B1, D) points in the ball.
+        y: (B2, D) points in the ball.
+        curv: positive c of the curvature -c.
+        eps: margin of the artanh clamp; `eps**2` floors the squared norm under the sqrt.
+    Returns:
+        (B1, B2) distances.
+    """
+    xy = -(x @ y.T)  # <-x, y>
+    x2 = torch.sum(x * x, dim=-1, keepdim=True)
+    y2 = torch.sum(y * y, dim=-1, keepdim=True).T
+    coef_x = 1 + 2 * curv * xy + curv * y2  # multiplies -x in the Möbius numerator
+    coef_y = 1 - curv * x2  # multiplies y
+    numerator_sq = coef_x**2 * x2 + 2 * coef_x * coef_y * xy + coef_y**2 * y2
+    denominator = (1 + 2 * curv * xy + curv**2 * x2 * y2).clamp(min=1e-15)
+    diff_norm = torch.sqrt(numerator_sq.clamp(min=eps**2)) / denominator
+    return 2 * _artanh_below_one(curv**0.5 * diff_norm, eps) / curv**0.5
+
+
+@full_precision
+def lorentz_to_poincare(x: Tensor, curv: float | Tensor) -> Tensor:
+    """Isometry from the hyperboloid to the ball: `x_space / (1 + sqrt(c) x_time)`.
+
+    Args:
+        x: (..., D) Lorentz space components (curvature -c).
+        curv: positive c of the curvature -c.
+    Returns:
+        (..., D) points in the ball of radius 1/sqrt(c).
+    """
+    return x / (1 + curv**0.5 * time_component(x, curv).unsqueeze(-1))
+
+
+@full_precision
+def poincare_to_lorentz(x: Tensor, curv: float | Tensor, eps: float = 1e-15) -> Tensor:
+    """Isometry from the ball to the hyperboloid: `2 x / (1 - c||x||^2)` (MERU Eq. 14).
+
+    Args:
+        x: (..., D) points in the ball of radius 1/sqrt(c).
+        curv: positive c of the curvature -c.
+        eps: lower clamp of `1 - c||x||^2`.
+    Returns:
+        (..., D) Lorentz space components.
+    """
+    return 2 * x / (1 - curv * torch.sum(x * x, dim=-1, keepdim=True)).clamp(min=eps)

@@ -1,0 +1,1 @@
+"""Training losses: contrastive (CLIP, MERU, HyCoCLIP hCC) and entailment cones (MERU, HyCoCLIP hCE)."""

@@ -1,0 +1,130 @@
+"""Contrastive (InfoNCE / multi-class N-pair) losses: CLIP, MERU and HyCoCLIP's hCC.
+
+Logits are similarities times `exp(logit_scale)`, where `logit_scale = log(1/tau)` is the
+learned log inverse temperature (clamping it is the model's job). Losses are means over
+the query rows, as in the reference code. Everything computes in float32 under autocast.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from hypvl.geometry import lorentz
+from hypvl.geometry.precision import full_precision
+
+HCC_TERMS = ("i2t", "t2i", "boxi2t", "boxt2i")
+
+
+@full_precision
+def info_nce(logits: Tensor, offset: int = 0) -> Tensor:
+    """Mean cross-entropy of each row (query) against its positive column.
+
+    Args:
+        logits: (B1, B2) scores, rows are queries, columns candidates.
+        offset: column of row 0's positive; row i's positive is column `offset + i`
+            (`rank * B1` when the columns were gathered across ranks).
+    Returns:
+        () mean over rows of `-log softmax(logits[i])[offset + i]`. The positive is part of
+        the softmax denominator.
+    """
+    targets = torch.arange(logits.shape[0], device=logits.device) + offset
+    return F.cross_entropy(logits, targets)
+
+
+def symmetric_contrastive(logits: Tensor) -> Tensor:
+    """CLIP/MERU contrastive loss: `0.5 * (info_nce(logits) + info_nce(logits.T))`.
+
+    Args:
+        logits: (B, B) image-to-text scores, matching pairs on the diagonal.
+    Returns:
+        () the average of the image-to-text and text-to-image losses.
+    """
+    return 0.5 * (info_nce(logits) + info_nce(logits.T))
+
+
+@full_precision
+def clip_logits(a: Tensor, b: Tensor, logit_scale: Tensor | float) -> Tensor:
+    """CLIP logits: cosine similarities of L2-normalised features times `exp(logit_scale)`.
+
+    Args:
+        a: (B1, D) query features.
+        b: (B2, D) candidate features.
+        logit_scale: log inverse temperature.
+    Returns:
+        (B1, B2) logits.
+    """
+    scale = torch.exp(torch.as_tensor(logit_scale, dtype=a.dtype, device=a.device))
+    return scale * F.normalize(a, dim=-1) @ F.normalize(b, dim=-1).T
+
+
+@full_precision
+def lorentz_logits(
+    a: Tensor, b: Tensor, curv: float | Tensor, logit_scale: Tensor | float
+) -> Tensor:
+    """MERU/HyCoCLIP logits: negative Lorentzian distance times `exp(logit_scale)`.
+
+    Args:
+        a: (B1, D) space components of query embeddings.
+        b: (B2, D) space components of candidate embeddings.
+        curv: positive c of the curvature -c.
+        logit_scale: log inverse temperature.
+    Returns:
+        (B1, B2) logits `-d_L(a_i, b_k) / tau`.
+    """
+    scale = torch.exp(torch.as_tensor(logit_scale, dtype=a.dtype, device=a.device))
+    return -lorentz.pairwise_dist(a, b, curv) * scale
+
+
+def check_terms(terms: Sequence[str], known: Sequence[str]) -> None:
+    """Raise ValueError unless `terms` is a non-empty set of names drawn from `known`."""
+    unknown = [t for t in terms if t not in known]
+    if unknown or not terms or len(set(terms)) != len(terms):
+        raise ValueError(
+            f"loss terms must be distinct names from {list(known)}, at least one; got {list(terms)}"
+        )
+
+
+def hcc_loss(
+    image: Tensor,
+    text: Tensor,
+    box_image: Tensor,
+    box_text: Tensor,
+    curv: float | Tensor,
+    logit_scale: Tensor | float,
+    terms: Sequence[str] = HCC_TERMS,
+) -> Tensor:
+    """HyCoCLIP hierarchical Compositional Contrastive loss (Eq. 5-6).
+
+    The mean of the enabled terms among
+      "i2t":    L*_cont(I, T)      images against the batch's captions,
+      "t2i":    L*_cont(T, I)      captions against the batch's images,
+      "boxi2t": L*_cont(I^box, T)  box crops against the batch's *whole* captions,
+      "boxt2i": L*_cont(T^box, I)  box phrases against the batch's *whole* images,
+    each `info_nce(lorentz_logits(query, candidates))`, the positive being the pair's own
+    caption/image. With all four enabled this is Eq. 6's 1/4 * sum. Removing terms (Table 4
+    ablation) divides by the number of enabled terms (1/3 with three), so the loss stays an
+    average. As in the reference code the positive is in the softmax denominator; Eq. 5 as
+    printed sums over k != i, and writes d_L where -d_L is meant.
+
+    Args:
+        image, text, box_image, box_text: (B, D) space components; row i of each comes from
+            the same sample.
+        curv: positive c of the curvature -c.
+        logit_scale: log inverse temperature.
+        terms: enabled term names (distinct, non-empty subset of `HCC_TERMS`).
+    Returns:
+        () loss.
+    """
+    check_terms(terms, HCC_TERMS)
+    pairs = {
+        "i2t": (image, text),
+        "t2i": (text, image),
+        "boxi2t": (box_image, text),
+        "boxt2i": (box_text, image),
+    }
+    losses = [info_nce(lorentz_logits(*pairs[t], curv, logit_scale)) for t in terms]
+    return torch.stack(losses).mean()
