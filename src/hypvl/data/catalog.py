@@ -48,7 +48,8 @@ class ManualDownload:
 @dataclass(frozen=True)
 class DatasetInfo:
     """One evaluation dataset. `chance` is 100 / num_classes, in percent (the papers' units);
-    `class_names[i]` names label i; every entry of `prompts` holds exactly one `{}`."""
+    `class_names[i]` names label i; every entry of `prompts` holds exactly one `{}`; `path` is the
+    YAML file the entry was read from."""
 
     name: str
     display_name: str
@@ -95,6 +96,12 @@ def _load(name: str, catalog_dir: Path) -> DatasetInfo:
     return _parse(record, path)
 
 
+def _is_template(prompt) -> bool:
+    """True for a string holding exactly one `{}` and no other brace."""
+    return (isinstance(prompt, str) and prompt.count(PLACEHOLDER) == 1
+            and not {"{", "}"} & set(prompt.replace(PLACEHOLDER, "")))
+
+
 def _parse(record, path: Path) -> DatasetInfo:
     """Check every field of one catalog record and build its DatasetInfo."""
 
@@ -137,14 +144,13 @@ def _parse(record, path: Path) -> DatasetInfo:
     if num_classes != len(class_names):
         fail(f"num_classes is {num_classes} but class_names has {len(class_names)} entries")
     prompts = typed("prompts", list, record["prompts"])
-    bad_prompts = [p for p in prompts if not isinstance(p, str) or p.count(PLACEHOLDER) != 1
-                   or p.replace(PLACEHOLDER, "").count("{") + p.replace(PLACEHOLDER, "").count("}")]
+    bad_prompts = [p for p in prompts if not _is_template(p)]
     if not prompts or bad_prompts:
         fail(f"every prompt must hold exactly one {PLACEHOLDER} and no other braces, "
              f"got {bad_prompts or prompts!r}")
     chance = record["chance"]
-    if not isinstance(chance, (int, float)) or isinstance(chance, bool) \
-            or not math.isclose(chance, 100 / num_classes, abs_tol=5e-5):
+    is_number = isinstance(chance, (int, float)) and not isinstance(chance, bool)
+    if not is_number or not math.isclose(chance, 100 / num_classes, abs_tol=5e-5):
         fail(f"chance {chance!r} is not 100/num_classes = {100 / num_classes:.4f}")
     if record["metric"] not in METRICS:
         fail(f"metric must be one of {METRICS}, got {record['metric']!r}")
