@@ -1,0 +1,118 @@
+"""CLIP_benchmark's webdataset layout for zero-shot classification (`build_wds_dataset`).
+
+```
+<root>/classnames.txt                         one class name per line, in label order
+<root>/zeroshot_classification_templates.txt  one prompt per line, with the placeholder `{c}`
+<root>/<split>/nshards.txt                    the shard count N
+<root>/<split>/0.tar ... <N-1>.tar             samples: `<key>.cls` (label as text) + `<key>.webp|png|jpg|jpeg`
+```
+"""
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from hypvl.io import atomic_write
+
+from .common import Where, read_text
+from .shards import image_member, iter_tar_samples, text_member, write_tar_samples
+
+CLASSNAMES = "classnames.txt"
+TEMPLATES = "zeroshot_classification_templates.txt"
+NSHARDS = "nshards.txt"
+
+
+@dataclass(frozen=True)
+class LabelledImage:
+    """One test image (encoded bytes) with its integer class label."""
+
+    key: str
+    image: bytes
+    label: int
+
+
+@dataclass(frozen=True)
+class ClipBenchmarkDataset:
+    """Class names, prompt templates (`{c}` placeholder) and the samples of one split."""
+
+    classnames: tuple[str, ...]
+    templates: tuple[str, ...]
+    samples: tuple[LabelledImage, ...]
+
+
+def _lines(path: Path, what: str) -> tuple[str, ...]:
+    """Non-blank stripped lines of a text file; an empty list is an error."""
+    lines = tuple(line.strip() for line in read_text(path).splitlines() if line.strip())
+    if not lines:
+        raise Where(path).error(f"no {what}")
+    return lines
+
+
+def read_classnames(root: Path) -> tuple[str, ...]:
+    """The class names of `root/classnames.txt`, in label order."""
+    return _lines(Path(root) / CLASSNAMES, "class names")
+
+
+def read_templates(root: Path) -> tuple[str, ...]:
+    """The prompt templates of `root/zeroshot_classification_templates.txt`; each must hold `{c}`."""
+    path = Path(root) / TEMPLATES
+    templates = _lines(path, "templates")
+    for number, template in enumerate(templates, start=1):
+        if "{c}" not in template:
+            raise Where(path, f"template {number}").error(f"'{template}' lacks the placeholder {{c}}")
+    return templates
+
+
+def split_shards(root: Path, split: str) -> list[Path]:
+    """The shard files `0.tar ... N-1.tar` that `root/<split>/nshards.txt` announces."""
+    folder = Path(root) / split
+    count_file = folder / NSHARDS
+    text = read_text(count_file).strip()
+    if not text.isdigit() or int(text) < 1:
+        raise Where(count_file).error(f"should hold a positive shard count, got '{text}'")
+    shards = [folder / f"{index}.tar" for index in range(int(text))]
+    for shard in shards:
+        if not shard.is_file():
+            raise Where(count_file).error(f"announces {text} shards but {shard} is missing")
+    return shards
+
+
+def iter_clip_benchmark_samples(root: Path, split: str = "test", num_classes: int | None = None) -> Iterator[LabelledImage]:
+    """Samples of `root/<split>`; labels are checked to lie in [0, num_classes) (default: len(classnames))."""
+    if num_classes is None:
+        num_classes = len(read_classnames(root))
+    for shard in split_shards(root, split):
+        for key, where, members in iter_tar_samples(shard):
+            text = text_member(members, "cls", where).strip()
+            if not text.lstrip("-").isdigit():
+                raise where.error(f"'.cls' should hold an integer label, got '{text}'")
+            label = int(text)
+            if not 0 <= label < num_classes:
+                raise where.error(f"label {label} outside [0, {num_classes})")
+            yield LabelledImage(key, image_member(members, where), label)
+
+
+def read_clip_benchmark_wds(root: Path, split: str = "test") -> ClipBenchmarkDataset:
+    """Class names, templates and every sample of `root/<split>`."""
+    classnames = read_classnames(root)
+    return ClipBenchmarkDataset(
+        classnames, read_templates(root), tuple(iter_clip_benchmark_samples(root, split, len(classnames)))
+    )
+
+
+def write_clip_benchmark_wds(
+    root: Path, dataset: ClipBenchmarkDataset, split: str = "test", samples_per_shard: int = 1000, image_extension: str = "jpg"
+) -> None:
+    """Write `dataset` in the layout above, `samples_per_shard` samples per shard."""
+    root = Path(root)
+    for name, lines in ((CLASSNAMES, dataset.classnames), (TEMPLATES, dataset.templates)):
+        with atomic_write(root / name, mode="w", encoding="utf-8") as handle:
+            handle.write("".join(f"{line}\n" for line in lines))
+    chunks: Sequence = [dataset.samples[i : i + samples_per_shard] for i in range(0, len(dataset.samples), samples_per_shard)]
+    for index, chunk in enumerate(chunks or [()]):
+        write_tar_samples(
+            root / split / f"{index}.tar",
+            ((s.key, {"cls": str(s.label).encode(), image_extension: s.image}) for s in chunk),
+        )
+    with atomic_write(root / split / NSHARDS, mode="w") as handle:
+        handle.write(f"{max(len(chunks), 1)}\n")
