@@ -1,0 +1,52 @@
+"""`hypvl compare`, `hypvl report` and `hypvl index`: the replication steps of the workflow."""
+
+from hypvl.replication.compare import compare_table, read_compare_csv, write_compare_csv
+from hypvl.replication.report import render_index, write_report
+from hypvl.replication.spec import load_spec
+
+
+def _compare(args) -> None:
+    """Join a table's printed numbers with the metric JSONs; write the compare CSV."""
+    spec = load_spec(args.spec, args.expected_dir)
+    frame = compare_table(spec, args.table, args.metrics_dir, args.scale)
+    write_compare_csv(frame, args.out)
+
+
+def _report(args) -> None:
+    """Render a table report (markdown + PNG) from its compare CSV."""
+    spec = load_spec(args.spec, args.expected_dir)
+    frame = read_compare_csv(args.compare_csv)
+    write_report(spec, args.table, frame, args.out, also=args.also, source=args.compare_csv)
+
+
+def _index(args) -> None:
+    """Render reports/index.md linking every table report and the claims audit."""
+    render_index(args.reports_dir, args.out)
+
+
+def add_commands(subparsers) -> None:
+    """Register the `compare`, `report` and `index` subcommands."""
+    expected_help = "folder holding <paper>/<table>.csv (default: expected/ beside the spec's folder)"
+
+    compare = subparsers.add_parser("compare", help="join a table's printed numbers with our metric JSONs")
+    compare.add_argument("--spec", required=True, help="replication/<paper>.yaml")
+    compare.add_argument("--table", required=True, help="table name in the spec, e.g. table1")
+    compare.add_argument("--expected-dir", default=None, help=expected_help)
+    compare.add_argument("--metrics-dir", required=True, help="results/<scale>/metrics")
+    compare.add_argument("--scale", required=True, help="scale the metrics were measured at (smoke, full)")
+    compare.add_argument("--out", required=True, help="results/<scale>/tables/<paper>/<table>.csv")
+    compare.set_defaults(func=_compare)
+
+    report = subparsers.add_parser("report", help="render a table report (markdown + PNG plot)")
+    report.add_argument("--spec", required=True, help="replication/<paper>.yaml")
+    report.add_argument("--table", required=True, help="table name in the spec, e.g. table1")
+    report.add_argument("--expected-dir", default=None, help=expected_help)
+    report.add_argument("--compare-csv", required=True, help="the CSV written by `hypvl compare`")
+    report.add_argument("--out", required=True, help="reports/<paper>/<table>.md (the PNG goes beside it)")
+    report.add_argument("--also", action="append", default=[], help="another path for the same report (repeatable)")
+    report.set_defaults(func=_report)
+
+    index = subparsers.add_parser("index", help="render reports/index.md")
+    index.add_argument("--reports-dir", required=True, help="reports/")
+    index.add_argument("--out", required=True, help="reports/index.md")
+    index.set_defaults(func=_index)

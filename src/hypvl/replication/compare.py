@@ -1,0 +1,168 @@
+"""Join a table's printed numbers with our metric JSONs: one line per printed cell with a verdict.
+
+Verdicts, in order of precedence:
+  external        the row or column is outside the suite (the spec says why)
+  missing         a metric JSON the cell needs does not exist yet
+  no_paper_value  the paper prints no number there (`-`, `dnc`, `n/a`); ours is still shown
+  not_comparable  measured at a scale other than `full` (smoke numbers do not estimate the paper's)
+  within/outside  |ours - paper| <= tolerance, or not
+"""
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from hypvl.errors import InputError
+from hypvl.io import atomic_write
+from hypvl.replication.expected import load_expected
+from hypvl.replication.spec import Column, PaperSpec
+
+VERDICTS = ("within", "outside", "not_comparable", "no_paper_value", "missing", "external")
+FULL_SCALE = "full"
+COLUMNS = (
+    "row", "column", "experiment", "task", "metric", "tolerance", "paper", "paper_text",
+    "ours", "delta", "verdict", "scale", "config_hash", "git_commit", "date",
+)
+_TEXT_COLUMNS = ("row", "column", "experiment", "task", "metric", "paper_text", "verdict", "scale",
+                 "config_hash", "git_commit", "date")
+_NUMBER_COLUMNS = ("tolerance", "paper", "ours", "delta")
+_ROUNDING_SLACK = 1e-9  # |delta| == tolerance up to float error counts as within
+
+
+def metrics_path(metrics_dir, experiment: str, task: str) -> Path:
+    """Where the metrics JSON of (experiment, task) lives: `<metrics_dir>/<experiment>/<task>.json`."""
+    return Path(metrics_dir) / experiment / f"{task}.json"
+
+
+def read_metric(path: Path, experiment: str, task: str, metric: str, scale: str) -> tuple[float, dict]:
+    """Read one metric from a metrics JSON; return (value, provenance).
+
+    InputError names the file when it is not JSON, belongs to another experiment, task or scale,
+    lacks the metric or provenance, or holds a non-finite value.
+    """
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise InputError(f"{path}:{error.lineno}: not valid JSON: {error.msg}") from None
+    if not isinstance(record, dict):
+        raise InputError(f"{path}: expected a JSON object")
+    for key, wanted in (("experiment", experiment), ("task", task), ("scale", scale)):
+        if record.get(key) != wanted:
+            raise InputError(f"{path}: {key} is {record.get(key)!r}, expected {wanted!r}")
+    metrics = record.get("metrics")
+    if not isinstance(metrics, dict) or metric not in metrics:
+        have = ", ".join(metrics) if isinstance(metrics, dict) else "none"
+        raise InputError(f"{path}: no metric {metric!r} (metrics: {have})")
+    value = metrics[metric]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InputError(f"{path}: metric {metric!r} is {value!r}, not a finite number")
+    provenance = record.get("provenance")
+    if not isinstance(provenance, dict) or any(key not in provenance for key in ("config_hash", "git_commit", "date")):
+        raise InputError(f"{path}: provenance must give config_hash, git_commit and date")
+    return float(value), provenance
+
+
+def _joined(values) -> str:
+    """Distinct values, sorted, joined by ';' (one cell may rest on several JSONs)."""
+    return ";".join(sorted({str(value) for value in values}))
+
+
+def _verdict(paper: float | None, ours: float | None, scale: str, tolerance: float) -> str:
+    """The verdict of a cell whose row and column are both mapped."""
+    if ours is None:
+        return "missing"
+    if paper is None:
+        return "no_paper_value"
+    if scale != FULL_SCALE:
+        return "not_comparable"
+    return "within" if abs(ours - paper) <= tolerance + _ROUNDING_SLACK else "outside"
+
+
+def compare_table(spec: PaperSpec, table_name: str, metrics_dir, scale: str) -> pd.DataFrame:
+    """One line per printed cell (rows, then columns, in printed order); see COLUMNS and VERDICTS.
+
+    paper/ours/delta are NaN where absent; delta = ours - paper.
+    """
+    table = spec.table(table_name)
+    expected = load_expected(table.expected_path)
+    cache = {}
+
+    def measured(experiment: str, task: str, metric: str):
+        path = metrics_path(metrics_dir, experiment, task)
+        if (path, metric) not in cache:
+            cache[(path, metric)] = read_metric(path, experiment, task, metric, scale) if path.is_file() else None
+        return cache[(path, metric)]
+
+    lines = []
+    for row, experiment in table.rows.items():
+        for column, mapped in table.columns.items():
+            cell = expected.cells[(row, column)]
+            line = {
+                "row": row, "column": column, "experiment": experiment if isinstance(experiment, str) else "",
+                "task": "", "metric": "", "tolerance": table.tolerance_for(column),
+                "paper": cell.value, "paper_text": cell.printed or cell.token,
+                "ours": None, "delta": None, "verdict": "external", "scale": scale,
+                "config_hash": "", "git_commit": "", "date": "",
+            }
+            if isinstance(mapped, Column):
+                line.update(task=mapped.task_label, metric=mapped.metric)
+            if isinstance(mapped, Column) and isinstance(experiment, str):
+                results = [measured(experiment, task, mapped.metric) for task in mapped.tasks]
+                if all(result is not None for result in results):
+                    values = [value for value, _ in results]
+                    line["ours"] = sum(values) / len(values)
+                    if cell.value is not None:
+                        line["delta"] = line["ours"] - cell.value
+                    for key in ("config_hash", "git_commit", "date"):
+                        line[key] = _joined(provenance[key] for _, provenance in results)
+                line["verdict"] = _verdict(cell.value, line["ours"], scale, line["tolerance"])
+            lines.append(line)
+    frame = pd.DataFrame(lines, columns=list(COLUMNS))
+    for name in _NUMBER_COLUMNS:
+        frame[name] = frame[name].astype(float)
+    return frame
+
+
+def write_compare_csv(frame: pd.DataFrame, path) -> None:
+    """Write a compare frame to `path` atomically (NaN as an empty field)."""
+    with atomic_write(path, mode="w", newline="", encoding="utf-8") as handle:
+        frame.to_csv(handle, index=False)
+
+
+def read_compare_csv(path) -> pd.DataFrame:
+    """Read a CSV written by `write_compare_csv`; InputError names the file if its columns or verdicts are off."""
+    path = Path(path)
+    try:
+        frame = pd.read_csv(
+            path, dtype={name: str for name in _TEXT_COLUMNS}, keep_default_na=False,
+            na_values={name: [""] for name in _NUMBER_COLUMNS},
+        )
+    except FileNotFoundError:
+        raise InputError(f"{path}: compare table not found") from None
+    except (ValueError, pd.errors.ParserError) as error:
+        raise InputError(f"{path}: unreadable compare table: {error}") from None
+    if list(frame.columns) != list(COLUMNS):
+        raise InputError(f"{path}: columns {list(frame.columns)}, expected {list(COLUMNS)}")
+    unknown = sorted(set(frame["verdict"]) - set(VERDICTS))
+    if unknown:
+        raise InputError(f"{path}: unknown verdicts {unknown}")
+    return frame
+
+
+def table_provenance(frame: pd.DataFrame) -> dict:
+    """Distinct config hashes, git commits and the date range of the metric JSONs behind a compare frame."""
+
+    def distinct(name: str) -> list[str]:
+        return sorted({part for joined in frame[name] if joined for part in joined.split(";")})
+
+    dates = distinct("date")
+    return {
+        "scale": _joined(frame["scale"]),
+        "config_hashes": distinct("config_hash"),
+        "git_commits": distinct("git_commit"),
+        "first_date": dates[0] if dates else None,
+        "last_date": dates[-1] if dates else None,
+        "n_measured_cells": int(frame["ours"].notna().sum()),
+    }

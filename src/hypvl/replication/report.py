@@ -1,0 +1,278 @@
+"""Markdown reports: one per compared table (paper, ours, difference, verdicts, plot, provenance) and an index."""
+
+import os
+import re
+from pathlib import Path
+
+import pandas as pd
+
+from hypvl.errors import InputError
+from hypvl.io import atomic_write
+from hypvl.replication.compare import FULL_SCALE, VERDICTS, table_provenance
+from hypvl.replication.expected import ExpectedTable, load_expected
+from hypvl.replication.plots import plot_table
+from hypvl.replication.provenance import git_commit, utc_now
+from hypvl.replication.spec import Column, External, PaperSpec
+
+SMOKE_BANNER = "SMOKE SCALE: synthetic world, tiny models; numbers are not comparable to the paper"
+SUMMARY_PREFIX = "**Summary**"
+MARKERS = {  # verdict -> marker in the difference table
+    "within": "✓",
+    "outside": "✗",
+    "not_comparable": "~",
+    "no_paper_value": "n/p",
+    "missing": "?",
+    "external": "ext.",
+}
+LEGEND = {
+    "within": "within tolerance",
+    "outside": "outside tolerance",
+    "not_comparable": "not comparable (not paper scale)",
+    "no_paper_value": "no number printed in the paper",
+    "missing": "not evaluated yet",
+    "external": "outside the suite (reason under Rows/Columns)",
+}
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|])")
+
+
+def escape(text: str) -> str:
+    """Escape markdown specials so a printed label (e.g. `-L*_cont(I,T)`) renders literally."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
+
+
+def banner(scale: str) -> str:
+    """The one-line scale banner at the top of a report."""
+    if scale == FULL_SCALE:
+        return "**Paper scale**: real data, paper-scale models; verdicts compare ours with the paper's numbers."
+    return f"**{SMOKE_BANNER}** (scale `{scale}`)."
+
+
+def row_labels(expected: ExpectedTable) -> dict[str, str]:
+    """Row slug -> its printed labels joined by spaces (the slug where a table prints no labels)."""
+    return {row: " ".join(text for text in expected.labels[row].values() if text) or row for row in expected.rows}
+
+
+def _decimals(expected: ExpectedTable) -> dict[str, int]:
+    """Column -> decimals for our numbers: one more than the paper prints in that column (2 if it prints none)."""
+    decimals = {}
+    for column in expected.columns:
+        printed = [expected.cells[(row, column)].printed for row in expected.rows]
+        places = [len(text.partition(".")[2]) for text in printed if text is not None]
+        decimals[column] = max(places) + 1 if places else 2
+    return decimals
+
+
+def _paper_cell(expected: ExpectedTable, row: str, column: str) -> str:
+    """The paper's cell as printed, bold as **x** and underline as <u>x</u>."""
+    cell = expected.cells[(row, column)]
+    text = cell.printed if cell.printed is not None else escape(cell.token)
+    if cell.underline:
+        text = f"<u>{text}</u>"
+    if cell.bold:
+        text = f"**{text}**"
+    return text
+
+
+def _ours_cell(line, places: int) -> str:
+    """Our number, or the missing/external marker."""
+    if line.verdict in ("missing", "external"):
+        return escape(MARKERS[line.verdict])
+    return f"{line.ours:.{places}f}"
+
+
+def _delta_cell(line, places: int) -> str:
+    """ours - paper with its verdict marker, or the marker alone where there is no difference."""
+    if pd.isna(line.delta):
+        return escape(MARKERS[line.verdict])
+    return f"{line.delta:+.{places}f} {escape(MARKERS[line.verdict])}"
+
+
+def _markdown_table(header: list[str], body: list[list[str]]) -> list[str]:
+    """Lines of a markdown table."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(cells) + " |" for cells in body]
+    return lines
+
+
+def _grid(expected: ExpectedTable, cell_text) -> list[str]:
+    """A printed-layout table: label columns, then one column per value column; cell_text(row, column) -> str."""
+    label_columns = list(expected.labels[expected.rows[0]])
+    header = [escape(name.lstrip("_")) for name in label_columns] or ["row"]
+    header += [escape(column) for column in expected.columns]
+    body = []
+    for row in expected.rows:
+        labels = [escape(expected.labels[row][name]) for name in label_columns] or [escape(row)]
+        body.append(labels + [cell_text(row, column) for column in expected.columns])
+    return _markdown_table(header, body)
+
+
+def summary_line(frame: pd.DataFrame) -> str:
+    """`**Summary** (scale): N cells: counts per verdict`, the line the index copies."""
+    counts = frame["verdict"].value_counts()
+    parts = [f"{int(counts[verdict])} {verdict.replace('_', ' ')}" for verdict in VERDICTS if verdict in counts]
+    scale = ";".join(sorted(set(frame["scale"])))
+    return f"{SUMMARY_PREFIX} ({scale} scale): {len(frame)} cells: {', '.join(parts)}."
+
+
+def _tolerance_text(spec: PaperSpec, table_name: str) -> str:
+    """The table tolerance and any per-column overrides."""
+    table = spec.table(table_name)
+    overrides = [
+        f"`{column}` ±{mapped.tolerance:g}"
+        for column, mapped in table.columns.items()
+        if isinstance(mapped, Column) and mapped.tolerance is not None
+    ]
+    text = f"**Tolerance**: ±{table.tolerance:g} absolute, in the paper's printed units"
+    return text + (f"; per column: {', '.join(overrides)}." if overrides else ".")
+
+
+def _mapping_sections(spec: PaperSpec, table_name: str, frame: pd.DataFrame, labels: dict[str, str]) -> list[str]:
+    """Rows (label, experiment or external reason, config hashes) and columns (task, metric, tolerance)."""
+    table = spec.table(table_name)
+    lines = ["## Rows", ""]
+    body = []
+    for row, target in table.rows.items():
+        hashes = sorted({part for joined in frame.loc[frame["row"] == row, "config_hash"] if joined
+                         for part in joined.split(";")})
+        where = f"external: {escape(target.reason)}" if isinstance(target, External) else f"`{target}`"
+        body.append([f"`{row}`", escape(labels[row]), where, " ".join(f"`{h}`" for h in hashes) or "–"])
+    lines += _markdown_table(["row", "printed", "experiment", "config hashes"], body)
+    lines += ["", "## Columns", ""]
+    body = []
+    for column, mapped in table.columns.items():
+        if isinstance(mapped, External):
+            body.append([f"`{column}`", f"external: {escape(mapped.reason)}", "–", "–"])
+        else:
+            tasks = "mean of " + ", ".join(f"`{task}`" for task in mapped.tasks) if mapped.is_mean else f"`{mapped.tasks[0]}`"
+            body.append([f"`{column}`", tasks, f"`{mapped.metric}`", f"±{table.tolerance_for(column):g}"])
+    lines += _markdown_table(["column", "task", "metric", "tolerance"], body)
+    return lines
+
+
+def _provenance_section(frame: pd.DataFrame) -> list[str]:
+    """Where our numbers come from: scale, config hashes, git commits, date range; and this rendering."""
+    record = table_provenance(frame)
+    dates = (f"{record['first_date']} to {record['last_date']}" if record["first_date"] != record["last_date"]
+             else record["first_date"]) if record["first_date"] else "–"
+
+    def codes(values):
+        return ", ".join(f"`{value}`" for value in values) or "–"
+
+    return [
+        "## Provenance",
+        "",
+        f"- scale: `{record['scale']}`",
+        f"- measured cells: {record['n_measured_cells']} of {len(frame)}",
+        f"- config hashes of the metric JSONs: {codes(record['config_hashes'])}",
+        f"- git commits of the metric JSONs: {codes(record['git_commits'])}",
+        f"- metric JSONs dated: {dates}",
+        f"- report rendered: {utc_now()} at commit `{git_commit()}`",
+    ]
+
+
+def _check_frame(frame: pd.DataFrame, spec: PaperSpec, table_name: str, source) -> None:
+    """Raise InputError naming `source` unless the compare frame covers exactly the spec's cells."""
+    table = spec.table(table_name)
+    wanted = [(row, column) for row in table.rows for column in table.columns]
+    have = list(zip(frame["row"], frame["column"]))
+    if have != wanted:
+        raise InputError(f"{source}: cells do not match {spec.path} table {table_name!r}; rerun compare")
+
+
+def report_markdown(spec: PaperSpec, table_name: str, frame: pd.DataFrame, plot_link: str) -> str:
+    """The markdown of one table report; plot_link is the PNG's path relative to the report."""
+    table = spec.table(table_name)
+    expected = load_expected(table.expected_path)
+    labels = row_labels(expected)
+    decimals = _decimals(expected)
+    lines_by_cell = {(line.row, line.column): line for line in frame.itertuples(index=False)}
+    scale = ";".join(sorted(set(frame["scale"])))
+
+    def ours(row, column):
+        return _ours_cell(lines_by_cell[(row, column)], decimals[column])
+
+    def delta(row, column):
+        return _delta_cell(lines_by_cell[(row, column)], decimals[column])
+
+    legend = "; ".join(f"{escape(MARKERS[verdict])} {LEGEND[verdict]}" for verdict in VERDICTS)
+    lines = [
+        f"# {escape(spec.paper)} {escape(table_name)}: {escape(table.title)}",
+        "",
+        f"> {banner(scale)}",
+        "",
+        f"Paper: *{escape(spec.title)}*. Printed numbers: `{table.expected_path.name}` under `expected/{spec.paper}/`; "
+        f"mapping: `{spec.path.name}` under `replication/`.",
+        "",
+        _tolerance_text(spec, table_name),
+        "",
+        summary_line(frame),
+        "",
+        f"![paper vs ours]({plot_link})",
+        "",
+        "## Paper (as printed)",
+        "",
+        *_grid(expected, lambda row, column: _paper_cell(expected, row, column)),
+        "",
+        "## Ours",
+        "",
+        *_grid(expected, ours),
+        "",
+        "## Difference (ours − paper) and verdict",
+        "",
+        *_grid(expected, delta),
+        "",
+        f"Markers: {legend}.",
+        "",
+        *_mapping_sections(spec, table_name, frame, labels),
+        "",
+        *_provenance_section(frame),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def write_report(spec: PaperSpec, table_name: str, frame: pd.DataFrame, out, also=(), source="compare table") -> None:
+    """Write the report to `out` (and each path in `also`) and its plot beside `out` as a PNG, atomically."""
+    _check_frame(frame, spec, table_name, source)
+    out = Path(out)
+    plot_path = out.with_suffix(".png")
+    table = spec.table(table_name)
+    labels = row_labels(load_expected(table.expected_path))
+    scale = ";".join(sorted(set(frame["scale"])))
+    plot_table(frame, labels, f"{spec.paper} {table_name}: {table.title} — {scale} scale", table.tolerance, plot_path)
+    for path in [out, *map(Path, also)]:
+        link = Path(os.path.relpath(plot_path.resolve(), path.resolve().parent)).as_posix()
+        with atomic_write(path, mode="w", encoding="utf-8") as handle:
+            handle.write(report_markdown(spec, table_name, frame, link))
+
+
+def _natural_key(path: Path):
+    """Sort key putting table2 before table10."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", path.stem)]
+
+
+def render_index(reports_dir, out) -> None:
+    """Write `out`: a link to reports/claims.md and, per paper, each table report with its summary line."""
+    reports_dir = Path(reports_dir)
+    out = Path(out)
+    lines = ["# hypvl reports", ""]
+    claims = reports_dir / "claims.md"
+    if claims.is_file():
+        lines += [f"- [Claims audit]({os.path.relpath(claims, out.parent)}): every explicit claim of the five papers, "
+                  "checked on the paper's numbers and on ours.", ""]
+    papers = sorted(path for path in reports_dir.iterdir() if path.is_dir())
+    for paper in papers:
+        reports = sorted(paper.glob("*.md"), key=_natural_key)
+        if not reports:
+            continue
+        lines += [f"## {escape(paper.name)}", ""]
+        for report in reports:
+            text = report.read_text(encoding="utf-8").splitlines()
+            if not text or not text[0].startswith("# "):
+                raise InputError(f"{report}: not a table report (its first line is not a '# ' title)")
+            summary = next((line for line in text if line.startswith(SUMMARY_PREFIX)), "")
+            link = Path(os.path.relpath(report, out.parent)).as_posix()
+            lines.append(f"- [{text[0][2:]}]({link}) {summary.removeprefix(SUMMARY_PREFIX).strip()}".rstrip())
+        lines.append("")
+    with atomic_write(out, mode="w", encoding="utf-8") as handle:
+        handle.write("\n".join(lines))

@@ -1,0 +1,356 @@
+"""Replication specs: `replication/<paper>.yaml` maps each printed table onto experiments and tasks.
+
+A spec declares experiments (one trained or released model each) and, per table, which experiment
+produced each printed row and which (task, metric) each printed value column reports. Loading
+validates the YAML against `SPEC_SCHEMA` and cross-checks every table against its expected CSV:
+every printed row and value column must be mapped, and nothing may be mapped that is not printed.
+"""
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+from hypvl.errors import InputError
+from hypvl.replication.expected import load_expected
+
+_SLUG = "^[a-z0-9][a-z0-9_]*$"
+_TASK = {"type": "string", "pattern": _SLUG}
+_TOLERANCE = {"type": "number", "minimum": 0}
+
+SPEC_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["paper", "title", "experiments", "tables"],
+    "properties": {
+        "paper": {"type": "string", "pattern": _SLUG},
+        "title": {"type": "string", "minLength": 1},
+        "claims": {},  # validated by the claims audit
+        "experiments": {
+            "type": "object",
+            "minProperties": 1,
+            "propertyNames": {"pattern": _SLUG},
+            "additionalProperties": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["method", "backbone", "data", "source"],
+                "properties": {
+                    "method": {"type": "string", "pattern": _SLUG},
+                    "backbone": {"type": "string", "pattern": _SLUG},
+                    "data": {"type": "string", "pattern": _SLUG},
+                    "boxes": {"type": "boolean"},
+                    "source": {"type": "string", "pattern": "^(train|released:.+|pretrained:.+)$"},
+                    "seed": {"type": "integer", "minimum": 0},
+                    "overrides": {"type": "object"},
+                    "note": {"type": "string"},
+                },
+            },
+        },
+        "tables": {
+            "type": "object",
+            "minProperties": 1,
+            "propertyNames": {"pattern": _SLUG},
+            "additionalProperties": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["title", "expected", "tolerance", "rows", "columns"],
+                "properties": {
+                    "title": {"type": "string", "minLength": 1},
+                    "expected": {"type": "string", "pattern": r"^[^/\\]+\.csv$"},
+                    "tolerance": _TOLERANCE,
+                    "rows": {
+                        "type": "object",
+                        "minProperties": 1,
+                        "additionalProperties": {
+                            "oneOf": [
+                                {"type": "string", "pattern": _SLUG},
+                                {"$ref": "#/$defs/external"},
+                            ]
+                        },
+                    },
+                    "columns": {
+                        "type": "object",
+                        "minProperties": 1,
+                        "additionalProperties": {
+                            "oneOf": [
+                                {
+                                    "type": "object",
+                                    "additionalProperties": False,
+                                    "required": ["task", "metric"],
+                                    "properties": {"task": _TASK, "metric": _TASK, "tolerance": _TOLERANCE},
+                                },
+                                {
+                                    "type": "object",
+                                    "additionalProperties": False,
+                                    "required": ["mean_of", "metric"],
+                                    "properties": {
+                                        "mean_of": {"type": "array", "items": _TASK, "minItems": 2, "uniqueItems": True},
+                                        "metric": _TASK,
+                                        "tolerance": _TOLERANCE,
+                                    },
+                                },
+                                {"$ref": "#/$defs/external"},
+                            ]
+                        },
+                    },
+                },
+            },
+        },
+    },
+    "$defs": {
+        "external": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["external"],
+            "properties": {"external": {"type": "string", "minLength": 1}},
+        }
+    },
+}
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One model: how it is built and trained (or where its released weights come from)."""
+
+    id: str
+    method: str
+    backbone: str
+    data: str
+    boxes: bool
+    source: str
+    seed: int
+    overrides: dict = field(default_factory=dict)
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class External:
+    """A printed row or column the suite does not reproduce, with the reason."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class Column:
+    """A printed value column: `metric` of one task, or the mean of `metric` over several tasks.
+
+    tolerance: absolute, in printed units; None means the table's tolerance.
+    """
+
+    tasks: tuple[str, ...]
+    metric: str
+    tolerance: float | None = None
+
+    @property
+    def is_mean(self) -> bool:
+        """True where the paper prints an average over several tasks (e.g. "Mean(16)")."""
+        return len(self.tasks) > 1
+
+    @property
+    def task_label(self) -> str:
+        """The task id, or `mean(task,task,...)` for an averaged column."""
+        return f"mean({','.join(self.tasks)})" if self.is_mean else self.tasks[0]
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """One printed table: its expected CSV, tolerance, row -> experiment and column -> metric maps."""
+
+    name: str
+    title: str
+    expected_path: Path
+    tolerance: float
+    rows: dict[str, str | External]
+    columns: dict[str, Column | External]
+
+    def tolerance_for(self, column: str) -> float:
+        """The absolute tolerance that applies to cells of `column`."""
+        mapped = self.columns[column]
+        if isinstance(mapped, Column) and mapped.tolerance is not None:
+            return mapped.tolerance
+        return self.tolerance
+
+
+@dataclass(frozen=True)
+class PaperSpec:
+    """A paper's replication spec, loaded from `path` and checked against `expected_dir/<paper>/`."""
+
+    paper: str
+    title: str
+    path: Path
+    experiments: dict[str, Experiment]
+    tables: dict[str, TableSpec]
+
+    def table(self, name: str) -> TableSpec:
+        """The table called `name`; InputError names the spec file and the tables it has."""
+        if name not in self.tables:
+            raise InputError(f"{self.path}: no table {name!r} (tables: {', '.join(self.tables)})")
+        return self.tables[name]
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """A YAML loader that rejects a key repeated within one mapping (PyYAML keeps the last)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r}", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _read_yaml(path: Path) -> dict:
+    """Parse a YAML file; InputError names the file and line of a syntax error or duplicate key."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return yaml.load(handle, Loader=_UniqueKeyLoader)
+    except FileNotFoundError:
+        raise InputError(f"{path}: replication spec not found") from None
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        raise InputError(f"{where}: {getattr(error, 'problem', None) or error}") from None
+
+
+def _key_path(parts) -> str:
+    """Dotted key path of a schema error location, e.g. `tables.table1.columns.imagenet`."""
+    return ".".join(str(part) for part in parts) or "<top level>"
+
+
+def _validate_schema(path: Path, document) -> None:
+    """Raise InputError listing every schema violation, each with its dotted key path."""
+    validator = jsonschema.Draft202012Validator(SPEC_SCHEMA)
+    errors = sorted(validator.iter_errors(document), key=lambda error: list(map(str, error.absolute_path)))
+    if errors:
+        lines = [f"{_key_path(error.absolute_path)}: {_schema_message(error)}" for error in errors]
+        raise InputError(f"{path}: invalid replication spec:\n  " + "\n  ".join(lines))
+
+
+def _schema_message(error) -> str:
+    """A readable message for one schema error; for a oneOf, the closest alternative's complaint."""
+    if error.validator == "oneOf" and error.context:
+        deepest = max(error.context, key=lambda sub: (len(sub.absolute_path), sub.validator != "type"))
+        return deepest.message
+    return error.message
+
+
+def _experiment(experiment_id: str, entry: dict) -> Experiment:
+    """Build an Experiment from its validated YAML mapping."""
+    return Experiment(
+        id=experiment_id,
+        method=entry["method"],
+        backbone=entry["backbone"],
+        data=entry["data"],
+        boxes=entry.get("boxes", False),
+        source=entry["source"],
+        seed=entry.get("seed", 0),
+        overrides=dict(entry.get("overrides", {})),
+        note=entry.get("note", ""),
+    )
+
+
+def _column(entry: dict) -> Column | External:
+    """Build a Column (or External) from its validated YAML mapping."""
+    if "external" in entry:
+        return External(entry["external"])
+    tasks = tuple(entry["mean_of"]) if "mean_of" in entry else (entry["task"],)
+    return Column(tasks=tasks, metric=entry["metric"], tolerance=entry.get("tolerance"))
+
+
+def _table(path: Path, name: str, entry: dict, expected_dir: Path, paper: str, experiments) -> TableSpec:
+    """Build a TableSpec and cross-check it against its expected CSV and the declared experiments."""
+    key = f"tables.{name}"
+    expected_path = expected_dir / paper / entry["expected"]
+    if not expected_path.is_file():
+        raise InputError(f"{path}: {key}.expected: expected file {expected_path} does not exist")
+    expected = load_expected(expected_path)
+    rows = {}
+    for row, target in entry["rows"].items():
+        if row not in expected.labels:
+            raise InputError(f"{path}: {key}.rows.{row}: row {row!r} is not in {expected_path}")
+        if isinstance(target, str) and target not in experiments:
+            raise InputError(f"{path}: {key}.rows.{row}: unknown experiment {target!r} (not under experiments)")
+        rows[row] = target if isinstance(target, str) else External(target["external"])
+    columns = {}
+    for column, target in entry["columns"].items():
+        if column not in expected.columns:
+            raise InputError(f"{path}: {key}.columns.{column}: value column {column!r} is not in {expected_path}")
+        columns[column] = _column(target)
+    unmapped_rows = [row for row in expected.rows if row not in rows]
+    if unmapped_rows:
+        raise InputError(f"{path}: {key}.rows: rows of {expected_path} not mapped: {', '.join(unmapped_rows)}")
+    unmapped_columns = [column for column in expected.columns if column not in columns]
+    if unmapped_columns:
+        raise InputError(
+            f"{path}: {key}.columns: value columns of {expected_path} not mapped: {', '.join(unmapped_columns)}"
+        )
+    return TableSpec(
+        name=name,
+        title=entry["title"],
+        expected_path=expected_path,
+        tolerance=float(entry["tolerance"]),
+        rows={row: rows[row] for row in expected.rows},
+        columns={column: columns[column] for column in expected.columns},
+    )
+
+
+def default_expected_dir(spec_path) -> Path:
+    """`expected/` beside the folder holding the spec: replication/x.yaml -> expected/."""
+    return Path(spec_path).resolve().parent.parent / "expected"
+
+
+def load_spec(path, expected_dir=None) -> PaperSpec:
+    """Load and validate `replication/<paper>.yaml`; expected CSVs are read from `expected_dir/<paper>/`.
+
+    Rows and columns come back in the expected CSV's printed order. InputError names the YAML file
+    and the offending key.
+    """
+    path = Path(path)
+    expected_dir = Path(expected_dir) if expected_dir is not None else default_expected_dir(path)
+    document = _read_yaml(path)
+    _validate_schema(path, document)
+    paper = document["paper"]
+    if paper != path.stem:
+        raise InputError(f"{path}: paper: {paper!r} does not match the file name {path.name!r}")
+    experiments = {key: _experiment(key, entry) for key, entry in document["experiments"].items()}
+    tables = {
+        name: _table(path, name, entry, expected_dir, paper, experiments)
+        for name, entry in document["tables"].items()
+    }
+    return PaperSpec(paper=paper, title=document["title"], path=path, experiments=experiments, tables=tables)
+
+
+def load_all_specs(replication_dir, expected_dir=None) -> dict[str, PaperSpec]:
+    """Load every `*.yaml` under `replication_dir`, keyed by paper; experiment ids must be unique across papers."""
+    specs = {}
+    owner = {}
+    for path in sorted(Path(replication_dir).glob("*.yaml")):
+        spec = load_spec(path, expected_dir)
+        for experiment_id in spec.experiments:
+            if experiment_id in owner:
+                raise InputError(
+                    f"{path}: experiments.{experiment_id}: id already declared in {owner[experiment_id]}"
+                )
+            owner[experiment_id] = path
+        specs[spec.paper] = spec
+    if not specs:
+        raise InputError(f"{replication_dir}: no replication specs (*.yaml)")
+    return specs
+
+
+def table_needs(spec: PaperSpec, table: str) -> set[tuple[str, str]]:
+    """The (experiment, task) pairs whose metric JSONs `table` needs: mapped rows x mapped columns."""
+    table_spec = spec.table(table)
+    return {
+        (experiment, task)
+        for experiment in table_spec.rows.values()
+        if isinstance(experiment, str)
+        for column in table_spec.columns.values()
+        if isinstance(column, Column)
+        for task in column.tasks
+    }
