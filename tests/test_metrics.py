@@ -70,9 +70,13 @@ def test_mean_per_class_accuracy_absent_classes(rng):
     assert got < mean_per_class_accuracy(pred, target, 6)
 
 
-def test_mean_per_class_accuracy_rejects_out_of_range_labels():
+def test_classification_rejects_bad_labels():
     with pytest.raises(ValueError, match="outside"):
         mean_per_class_accuracy([0, 1, 3], [0, 1, 2], 3)
+    with pytest.raises(ValueError, match="no samples"):
+        top1_accuracy([], [])
+    with pytest.raises(ValueError, match="length mismatch"):
+        mean_per_class_accuracy([0, 1], [0, 1, 2], 3)
 
 
 # -- retrieval ----------------------------------------------------------------------------------------
