@@ -120,6 +120,20 @@ def test_hcc_box_terms_contrast_boxes_against_whole_samples_only():
     assert hcc_loss(image, text * 3, box_image, box_text, 1.0, 2.0, terms=("boxi2t",)).item() != pytest.approx(base.item())
 
 
+def test_hcc_with_candidates_gathered_across_ranks():
+    # two "ranks" of 3 samples each: rank 1's loss against the gathered columns
+    image, text, box_image, box_text = batch(25)
+    ranks = [slice(0, 3), slice(3, 6)]
+    local = [tensor[ranks[1]] for tensor in (image, text, box_image, box_text)]
+    gathered = hcc_loss(*local, 1.3, 2.0, all_image=image, all_text=text, offset=3)
+
+    def term(query, candidates):
+        return numpy_info_nce(-lorentz.pairwise_dist(query, candidates, 1.3).numpy() * math.exp(2.0), offset=3)
+
+    by_hand = [term(local[0], text), term(local[1], image), term(local[2], text), term(local[3], image)]
+    assert gathered.item() == pytest.approx(sum(by_hand) / 4, rel=1e-10)
+
+
 @pytest.mark.parametrize("terms", [(), ("i2t", "i2t"), ("i2t", "box2box")])
 def test_hcc_rejects_bad_terms(terms):
     image, text, box_image, box_text = batch(30)

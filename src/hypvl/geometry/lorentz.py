@@ -131,12 +131,13 @@ def log_map0(x: Tensor, curv: float | Tensor, eps: float = 1e-8) -> Tensor:
     Args:
         x: (..., D) space components.
         curv: positive c of the curvature -c.
-        eps: lower clamp of `sqrt(c)||x||`, avoids division by zero.
+        eps: lower clamp of `sqrt(c)||x||` (asinh input and divisor, so the Jacobian at
+            the origin is the identity).
     Returns:
         (..., D) tangent vectors at the origin.
     """
-    rc_norm = curv**0.5 * torch.linalg.vector_norm(x, dim=-1, keepdim=True)
-    return torch.asinh(rc_norm) * x / torch.clamp(rc_norm, min=eps)
+    rc_norm = torch.clamp(curv**0.5 * torch.linalg.vector_norm(x, dim=-1, keepdim=True), min=eps)
+    return torch.asinh(rc_norm) * x / rc_norm
 
 
 @full_precision

@@ -96,6 +96,10 @@ def hcc_loss(
     curv: float | Tensor,
     logit_scale: Tensor | float,
     terms: Sequence[str] = HCC_TERMS,
+    *,
+    all_image: Tensor | None = None,
+    all_text: Tensor | None = None,
+    offset: int = 0,
 ) -> Tensor:
     """HyCoCLIP hierarchical Compositional Contrastive loss (Eq. 5-6).
 
@@ -116,15 +120,21 @@ def hcc_loss(
         curv: positive c of the curvature -c.
         logit_scale: log inverse temperature.
         terms: enabled term names (distinct, non-empty subset of `HCC_TERMS`).
+        all_image, all_text: (N, D) candidate columns, e.g. the images/texts gathered
+            across ranks as in the reference code (boxes are never gathered); default the
+            local `image`/`text`.
+        offset: column of row 0's positive among the candidates (`rank * B` when gathered).
     Returns:
         () loss.
     """
     check_terms(terms, HCC_TERMS)
+    all_image = image if all_image is None else all_image
+    all_text = text if all_text is None else all_text
     pairs = {
-        "i2t": (image, text),
-        "t2i": (text, image),
-        "boxi2t": (box_image, text),
-        "boxt2i": (box_text, image),
+        "i2t": (image, all_text),
+        "t2i": (text, all_image),
+        "boxi2t": (box_image, all_text),
+        "boxt2i": (box_text, all_image),
     }
-    losses = [info_nce(lorentz_logits(*pairs[t], curv, logit_scale)) for t in terms]
+    losses = [info_nce(lorentz_logits(*pairs[t], curv, logit_scale), offset) for t in terms]
     return torch.stack(losses).mean()
