@@ -362,3 +362,11 @@ def test_maps_at_origin_have_identity_jacobian_there():
     for log_map in (lorentz.log_map0, poincare.log_map0, lorentz.exp_map0, poincare.exp_map0):
         jacobian = torch.autograd.functional.jacobian(lambda v: log_map(v, 1.0)[0], zero)[:, 0]
         torch.testing.assert_close(jacobian, torch.eye(3, dtype=torch.float64))
+
+
+def test_literal_poinclip_exp_map_is_the_lorentz_exp_map_in_the_ball():
+    # PoinCLIP's printed conformal factor gives tanh(sqrt(c)|v|/2) v / (sqrt(c)|v|), as the module says
+    c, v = 0.7, points(5, 3, 28)
+    rc = math.sqrt(c) * v.norm(dim=-1, keepdim=True)
+    literal = torch.tanh(rc / 2) * v / rc
+    torch.testing.assert_close(poincare.lorentz_to_poincare(lorentz.exp_map0(v, c), c), literal)

@@ -4,12 +4,14 @@
 radius 1/sqrt(c) and its origin is 0. Formulas are the standard ones (Ganea et al. 2018,
 as in geoopt's `PoincareBall`). PoinCLIP prints the conformal factor as 1/(1 - ||x||^2)
 instead of 2/(1 - c||x||^2); `exp_map0` here is the standard `tanh(sqrt(c)||v||) v /
-(sqrt(c)||v||)`, not the literal reading with half the hyperbolic radius.
+(sqrt(c)||v||)` (distance 2||v|| from the origin). The literal reading,
+`tanh(sqrt(c)||v||/2) v / (sqrt(c)||v||)` (distance ||v||, as MERU's Lorentz exp map), equals
+`lorentz_to_poincare(lorentz.exp_map0(v, c), c)`.
 
 Boundary handling (the paper gives none): `exp_map0` and `project` keep points at most
-`(1 - BOUNDARY_EPS[dtype]) / sqrt(c)` from the origin (geoopt's margins), and every artanh
-input is clamped below 1. All functions compute in float32 (float64 stays float64), also
-under autocast.
+`(1 - BOUNDARY_EPS[dtype]) / sqrt(c)` from the origin (geoopt's margins), and artanh inputs
+are clamped below 1. All functions compute in float32 (float64 stays float64), also under
+autocast.
 """
 
 from __future__ import annotations
