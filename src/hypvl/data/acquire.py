@@ -1,0 +1,281 @@
+"""Paper-scale data acquisition from the manifest `sources.yaml`.
+
+Each dataset lists HTTP files (`files`), a Hugging Face Hub dataset snapshot (`hf_snapshot`:
+repo, revision, allow_patterns), or is `manual: true` with instructions for a human and the
+files the human step must leave. HTTP downloads go to
+`<file>.part`, resume with an HTTP Range request after an interruption, are checked against the
+manifest's sha256 (or md5) and renamed into place atomically. Where the manifest has no public
+checksum (`sha256: null`, and every file of a Hub snapshot) the first fetch computes one and
+records it in `<dest>/SHA256SUMS` (`sha256sum -c` format); later fetches verify against it.
+"""
+
+import hashlib
+import http.client
+import os
+import tarfile
+import urllib.error
+import urllib.request
+import zipfile
+from pathlib import Path
+
+import yaml
+
+from hypvl.errors import InputError
+from hypvl.io import atomic_write
+
+SOURCES_PATH = Path(__file__).with_name("sources.yaml")
+CHECKSUM_RECORD = "SHA256SUMS"
+CHUNK_SIZE = 1 << 20
+HEX_DIGITS = frozenset("0123456789abcdef")
+
+
+class ManualStepRequired(InputError):
+    """A dataset needs a human step (account, licence, dead host); `instructions` say which."""
+
+    def __init__(self, name, instructions, missing):
+        self.dataset, self.instructions, self.missing = name, instructions, missing
+        super().__init__(f"dataset {name!r} needs a manual step; missing {missing}.\n{instructions}")
+
+
+class ChecksumMismatch(InputError):
+    """A downloaded file's digest differs from the manifest's or the recorded one."""
+
+
+def load_sources(path=SOURCES_PATH):
+    """Datasets of the manifest at `path`: {name: entry}, each entry checked for its shape."""
+    path = Path(path)
+    try:
+        manifest = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as error:
+        raise InputError(f"{path}: cannot read the acquisition manifest: {error}") from error
+    datasets = manifest.get("datasets") if isinstance(manifest, dict) else None
+    if not isinstance(datasets, dict) or not datasets:
+        raise InputError(f"{path}: no 'datasets' mapping")
+    for name, entry in datasets.items():
+        _check_entry(entry, f"{path}: dataset {name!r}")
+    return datasets
+
+
+def _check_entry(entry, where):
+    """Raise InputError (prefixed by `where`) unless `entry` is a well-formed manifest entry."""
+    if not isinstance(entry, dict):
+        raise InputError(f"{where}: not a mapping")
+    if entry.get("manual"):
+        if not str(entry.get("instructions", "")).strip():
+            raise InputError(f"{where}: manual dataset without instructions")
+        if not isinstance(entry.get("expected"), list) or not entry["expected"]:
+            raise InputError(f"{where}: manual dataset without its 'expected' files")
+        return
+    if "files" not in entry and "hf_snapshot" not in entry:
+        raise InputError(f"{where}: needs 'files', 'hf_snapshot' or 'manual: true'")
+    for i, item in enumerate(entry.get("files", [])):
+        if not isinstance(item, dict) or not {"url", "path"} <= item.keys() or "sha256" not in item:
+            raise InputError(f"{where}: file {i} needs url, path and sha256 (null if unpublished)")
+        for algorithm, length in (("sha256", 64), ("md5", 32)):
+            digest = item.get(algorithm)
+            if digest is not None and not (isinstance(digest, str) and len(digest) == length
+                                           and all(c in HEX_DIGITS for c in digest.lower())):
+                raise InputError(f"{where}: file {i} {algorithm} {digest!r} is not {length} hex "
+                                 f"digits in quotes")
+    snapshot = entry.get("hf_snapshot")
+    if snapshot is not None and not (isinstance(snapshot, dict) and
+                                     {"repo", "revision", "path"} <= snapshot.keys()):
+        raise InputError(f"{where}: 'hf_snapshot' needs repo, revision and path")
+
+
+def file_digest(path, algorithm="sha256"):
+    """Hex digest of the file at `path`."""
+    digest = hashlib.new(algorithm)
+    with open(path, "rb") as handle:
+        while chunk := handle.read(CHUNK_SIZE):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def read_checksum_record(dest):
+    """{relative path: sha256} recorded under `dest` by earlier fetches."""
+    record = Path(dest) / CHECKSUM_RECORD
+    if not record.exists():
+        return {}
+    sums = {}
+    for line_number, line in enumerate(record.read_text().splitlines(), 1):
+        digest, _, name = line.partition("  ")
+        if len(digest) != 64 or not name:
+            raise InputError(f"{record}: line {line_number} is not '<sha256>  <path>'")
+        sums[name] = digest
+    return sums
+
+
+def _record_checksum(dest, relative, digest):
+    """Add (or replace) `relative`'s sha256 in `dest`/SHA256SUMS, atomically."""
+    sums = read_checksum_record(dest)
+    sums[relative] = digest
+    with atomic_write(Path(dest) / CHECKSUM_RECORD) as handle:
+        handle.writelines(f"{d}  {name}\n" for name, d in sorted(sums.items()))
+
+
+def _status(response):
+    """HTTP status code of an opener's response."""
+    return getattr(response, "status", None) or response.getcode()
+
+
+def _download_to_part(url, part, opener, chunk_size):
+    """Append the rest of `url` to `part`, asking for a Range from its current size; start over
+    if the server ignores the Range."""
+    offset = part.stat().st_size if part.exists() else 0
+    headers = {"Range": f"bytes={offset}-"} if offset else {}
+    try:
+        response = opener(urllib.request.Request(url, headers=headers))
+    except urllib.error.HTTPError as error:
+        if error.code == 416 and offset:  # nothing left beyond `offset`: the part is complete
+            return
+        raise InputError(f"{url}: HTTP {error.code} {error.reason}") from error
+    with response:
+        resumed = offset and _status(response) == 206
+        with open(part, "ab" if resumed else "wb") as handle:
+            while chunk := response.read(chunk_size):
+                handle.write(chunk)
+
+
+def fetch_file(url, path, sha256=None, md5=None, opener=urllib.request.urlopen, retries=2,
+               chunk_size=CHUNK_SIZE):
+    """Download `url` to `path` via `path`.part, resuming up to `retries` times after an
+    interruption; verify sha256/md5 when given; return the file's sha256. An existing `path`
+    is only verified."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists():
+        return _verify(path, url, path, sha256, md5)
+    part = path.with_name(path.name + ".part")
+    for attempt in range(retries + 1):
+        try:
+            _download_to_part(url, part, opener, chunk_size)
+            break
+        except (OSError, http.client.HTTPException):
+            if attempt == retries:
+                raise
+    digest = _verify(part, url, path, sha256, md5)
+    os.replace(part, path)
+    return digest
+
+
+def _verify(candidate, url, path, sha256, md5):
+    """sha256 of `candidate`; raise ChecksumMismatch naming `path` if it fails a given digest.
+    A failed download's part file is deleted so the next fetch starts afresh."""
+    actual = {"sha256": file_digest(candidate)}
+    if md5 is not None:
+        actual["md5"] = file_digest(candidate, "md5")
+    for algorithm, expected in (("sha256", sha256), ("md5", md5)):
+        if expected is not None and actual[algorithm] != expected.lower():
+            if candidate != path:
+                candidate.unlink()
+            raise ChecksumMismatch(f"{path} (from {url}): {algorithm} is {actual[algorithm]}, "
+                                   f"expected {expected}")
+    return actual["sha256"]
+
+
+def _unpack(archive, target):
+    """Extract `archive` into `target` once (a `.<archive>.unpacked` marker records it)."""
+    marker = archive.with_name(f".{archive.name}.unpacked")
+    if marker.exists():
+        return
+    try:
+        if zipfile.is_zipfile(archive):
+            with zipfile.ZipFile(archive) as handle:  # extractall drops "..", absolute names
+                handle.extractall(target)
+        else:
+            with tarfile.open(archive) as handle:
+                handle.extractall(target, filter="data")
+    except (zipfile.BadZipFile, tarfile.TarError, OSError) as error:
+        raise InputError(f"{archive}: cannot unpack: {error}") from error
+    marker.touch()
+
+
+def _hub_snapshot(snapshot, dest, hub_download):
+    """Download a Hub dataset snapshot into `dest`/path; return its files (Hub metadata
+    excluded). `hub_download` takes huggingface_hub.snapshot_download's keyword arguments."""
+    if hub_download is None:
+        from huggingface_hub import snapshot_download as hub_download
+    local = dest / snapshot["path"]
+    hub_download(repo_id=snapshot["repo"], repo_type="dataset", revision=snapshot["revision"],
+                 allow_patterns=snapshot.get("allow_patterns"), local_dir=local)
+    return sorted(p for p in local.rglob("*") if p.is_file() and ".cache" not in p.parts)
+
+
+def _check_against_record(path, relative, recorded, dest):
+    """Verify `path` against its recorded sha256, or record it if there is none."""
+    digest = file_digest(path)
+    if relative not in recorded:
+        _record_checksum(dest, relative, digest)
+    elif recorded[relative] != digest:
+        raise ChecksumMismatch(f"{path}: sha256 is {digest}, but {dest / CHECKSUM_RECORD} "
+                               f"recorded {recorded[relative]} on first fetch")
+
+
+def fetch(name, dest, opener=urllib.request.urlopen, sources=None, retries=2, hub_download=None):
+    """Acquire dataset `name` of the manifest into folder `dest`; return the fetched paths.
+
+    Manual datasets return their expected files if all exist under `dest`, else raise
+    ManualStepRequired with the instructions. Files without a published checksum get theirs
+    computed and recorded on first fetch, and verified against the record afterwards.
+    """
+    sources = load_sources() if sources is None else sources
+    if name not in sources:
+        raise InputError(f"unknown dataset {name!r}; the manifest lists {sorted(sources)}")
+    entry, dest = sources[name], Path(dest)
+    if entry.get("manual"):
+        expected = [dest / relative for relative in entry["expected"]]
+        missing = [str(p.relative_to(dest)) for p in expected if not p.exists()]
+        if missing:
+            raise ManualStepRequired(name, entry["instructions"].strip(), missing)
+        return expected
+    recorded = read_checksum_record(dest)
+    paths = []
+    for item in entry.get("files", []):
+        relative = item["path"]
+        path = dest / relative
+        digest = fetch_file(item["url"], path, item["sha256"] or recorded.get(relative),
+                            item.get("md5"), opener, retries)
+        if not item["sha256"] and relative not in recorded:
+            _record_checksum(dest, relative, digest)
+        if item.get("unpack"):
+            _unpack(path, dest / item.get("unpack_to", "."))
+        paths.append(path)
+    if "hf_snapshot" in entry:
+        for path in _hub_snapshot(entry["hf_snapshot"], dest, hub_download):
+            _check_against_record(path, str(path.relative_to(dest)), recorded, dest)
+            paths.append(path)
+    return paths
+
+
+def _run_fetch(args):
+    """`hypvl acquire NAME --dest DIR`: fetch, or print the manual instructions and exit 2."""
+    sources = load_sources(args.sources)
+    if not args.list and not (args.name and args.dest):
+        raise InputError("hypvl acquire: give a dataset NAME and --dest, or --list")
+    if args.list:
+        for name, entry in sources.items():
+            print(f"{name}\t{'manual' if entry.get('manual') else 'download'}\t"
+                  f"{entry.get('description', '')}")
+        return 0
+    try:
+        paths = fetch(args.name, args.dest, sources=sources)
+    except ManualStepRequired as error:
+        print(error)
+        return 2
+    for path in paths:
+        print(path)
+    prepare = sources[args.name].get("prepare")
+    if prepare:
+        print(f"next step: {prepare.strip()}")
+    return 0
+
+
+def add_commands(subparsers):
+    """Register `acquire`: fetch one dataset of the manifest (or `--list` them)."""
+    parser = subparsers.add_parser("acquire", help="download a paper-scale dataset")
+    parser.add_argument("name", nargs="?", help="dataset name in the manifest")
+    parser.add_argument("--dest", help="folder to fetch into")
+    parser.add_argument("--sources", default=SOURCES_PATH, help="manifest (default: built-in)")
+    parser.add_argument("--list", action="store_true", help="list the manifest's datasets")
+    parser.set_defaults(func=_run_fetch)

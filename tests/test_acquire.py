@@ -1,0 +1,193 @@
+"""Acquisition: resumable, checksummed downloads and manual steps, served by an injected
+opener from tests/data/acquire (never the network)."""
+
+import hashlib
+import io
+import shutil
+import subprocess
+import urllib.error
+from pathlib import Path
+
+import pytest
+import yaml
+
+from hypvl.data import acquire
+from hypvl.data.acquire import ChecksumMismatch, ManualStepRequired, fetch, load_sources
+from hypvl.errors import InputError
+
+FIXTURES = Path(__file__).parent / "data" / "acquire"
+PREFIX = "https://fixtures.invalid/"
+PAYLOAD = (FIXTURES / "payload.txt").read_bytes()
+CATALOG = Path(acquire.__file__).parent / "catalog"
+
+
+class FixtureResponse(io.BytesIO):
+    """An HTTP response body that can break (ConnectionResetError) after `cut` bytes."""
+
+    def __init__(self, body, status, cut=None):
+        super().__init__(body)
+        self.status, self.cut = status, cut
+
+    def read(self, size=-1):
+        if self.cut is not None and self.tell() >= self.cut:
+            raise ConnectionResetError("connection reset by fixture")
+        if self.cut is not None:
+            size = min(size if size > 0 else self.cut, self.cut - self.tell())
+        return super().read(size)
+
+
+class FixtureOpener:
+    """urlopen stand-in serving tests/data/acquire files, honouring Range unless told not to;
+    `cuts` maps a URL to the number of bytes after which its next response breaks."""
+
+    def __init__(self, cuts=None, honour_range=True):
+        self.cuts, self.honour_range, self.ranges = dict(cuts or {}), honour_range, []
+
+    def __call__(self, request):
+        url, byte_range = request.full_url, request.get_header("Range")
+        self.ranges.append(byte_range)
+        data = (FIXTURES / url.removeprefix(PREFIX)).read_bytes()
+        start = int(byte_range.removeprefix("bytes=").rstrip("-")) if byte_range else 0
+        if not self.honour_range:
+            start = 0
+        elif start >= len(data) and byte_range:
+            raise urllib.error.HTTPError(url, 416, "Range Not Satisfiable", {}, None)
+        status = 206 if start else 200
+        return FixtureResponse(data[start:], status, self.cuts.pop(url, None))
+
+
+@pytest.fixture()
+def sources():
+    return load_sources(FIXTURES / "sources.yaml")
+
+
+def test_fetch_verifies_published_checksum(tmp_path, sources):
+    opener = FixtureOpener()
+    [path] = fetch("published", tmp_path, opener=opener, sources=sources)
+    assert path.read_bytes() == PAYLOAD
+    assert not path.with_name("payload.txt.part").exists()
+    assert not (tmp_path / "SHA256SUMS").exists()  # published checksums are not re-recorded
+    fetch("published", tmp_path, opener=opener, sources=sources)
+    assert opener.ranges == [None]  # the finished file is verified, not downloaded again
+
+
+def test_interrupted_download_resumes_with_range(tmp_path, sources):
+    url = PREFIX + "payload.txt"
+    opener = FixtureOpener(cuts={url: 1000})
+    with pytest.raises(ConnectionResetError):
+        fetch("published", tmp_path, opener=opener, sources=sources, retries=0)
+    part = tmp_path / "payload.txt.part"
+    assert part.read_bytes() == PAYLOAD[:1000] and not (tmp_path / "payload.txt").exists()
+    [path] = fetch("published", tmp_path, opener=opener, sources=sources)
+    assert opener.ranges == [None, "bytes=1000-"]
+    assert path.read_bytes() == PAYLOAD and not part.exists()
+
+
+def test_retries_resume_within_one_fetch(tmp_path, sources):
+    opener = FixtureOpener(cuts={PREFIX + "payload.txt": 1234})
+    [path] = fetch("published", tmp_path, opener=opener, sources=sources, retries=1)
+    assert opener.ranges == [None, "bytes=1234-"] and path.read_bytes() == PAYLOAD
+
+
+def test_server_ignoring_range_restarts_the_part(tmp_path, sources):
+    (tmp_path / "payload.txt.part").write_bytes(b"stale bytes from another server")
+    opener = FixtureOpener(honour_range=False)
+    [path] = fetch("published", tmp_path, opener=opener, sources=sources)
+    assert path.read_bytes() == PAYLOAD
+
+
+def test_complete_part_is_finished_after_416(tmp_path, sources):
+    (tmp_path / "payload.txt.part").write_bytes(PAYLOAD)  # crashed before the rename
+    opener = FixtureOpener()
+    [path] = fetch("published", tmp_path, opener=opener, sources=sources)
+    assert opener.ranges == [f"bytes={len(PAYLOAD)}-"] and path.read_bytes() == PAYLOAD
+
+
+def test_checksum_mismatch_names_the_file_and_keeps_nothing(tmp_path, sources):
+    with pytest.raises(ChecksumMismatch, match=r"payload\.txt .*sha256 is 777da9"):
+        fetch("wrong_checksum", tmp_path, opener=FixtureOpener(), sources=sources)
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(ChecksumMismatch, match="md5 is " + hashlib.md5(PAYLOAD).hexdigest()):
+        fetch("wrong_md5", tmp_path, opener=FixtureOpener(), sources=sources)
+
+
+def test_unpublished_checksum_is_recorded_then_enforced(tmp_path, sources):
+    [path] = fetch("unpublished", tmp_path, opener=FixtureOpener(), sources=sources)
+    record = (tmp_path / "SHA256SUMS").read_text()
+    assert record == f"{hashlib.sha256(PAYLOAD).hexdigest()}  data/payload.txt\n"
+    if shutil.which("sha256sum"):  # the record is in coreutils' format
+        subprocess.run(["sha256sum", "--check", "--quiet", "SHA256SUMS"], cwd=tmp_path, check=True)
+    path.write_bytes(PAYLOAD[:-1] + b"!")
+    with pytest.raises(ChecksumMismatch, match=r"data/payload\.txt"):
+        fetch("unpublished", tmp_path, opener=FixtureOpener(), sources=sources)
+
+
+def test_archive_is_unpacked_once(tmp_path, sources):
+    fetch("archive", tmp_path, opener=FixtureOpener(), sources=sources)
+    extracted = tmp_path / "extracted" / "inner" / "hello.txt"
+    assert extracted.read_text() == "hello from the archive\n"
+    extracted.unlink()
+    fetch("archive", tmp_path, opener=FixtureOpener(), sources=sources)
+    assert not extracted.exists()  # the marker says it was unpacked already
+
+
+def test_hub_snapshot_files_are_recorded(tmp_path, sources):
+    calls = []
+
+    def fake_snapshot(**kwargs):
+        calls.append(kwargs)
+        shard = Path(kwargs["local_dir"]) / "test" / "0.tar"
+        shard.parent.mkdir(parents=True, exist_ok=True)
+        shard.write_bytes(b"shard zero")
+
+    [path] = fetch("hub", tmp_path, sources=sources, hub_download=fake_snapshot)
+    assert calls[0]["repo_id"] == "someone/wds_fixture" and calls[0]["allow_patterns"] == ["test/*"]
+    assert path == tmp_path / "wds" / "test" / "0.tar"
+    assert (tmp_path / "SHA256SUMS").read_text().split() == [
+        hashlib.sha256(b"shard zero").hexdigest(), "wds/test/0.tar"]
+
+    def changed_snapshot(**kwargs):
+        (Path(kwargs["local_dir"]) / "test" / "0.tar").write_bytes(b"shard changed upstream")
+
+    with pytest.raises(ChecksumMismatch, match=r"wds/test/0\.tar"):
+        fetch("hub", tmp_path, sources=sources, hub_download=changed_snapshot)
+
+
+def test_manual_dataset_stops_with_instructions(tmp_path, sources):
+    with pytest.raises(ManualStepRequired) as caught:
+        fetch("licensed", tmp_path, opener=FixtureOpener(), sources=sources)
+    assert caught.value.missing == ["licensed/val.tar"]
+    assert "accept the terms and save val.tar" in caught.value.instructions
+    assert isinstance(caught.value, InputError)
+    (tmp_path / "licensed").mkdir()
+    (tmp_path / "licensed" / "val.tar").write_bytes(b"")
+    assert fetch("licensed", tmp_path, sources=sources) == [tmp_path / "licensed" / "val.tar"]
+
+
+def test_unknown_dataset_and_bad_manifest(tmp_path, sources):
+    with pytest.raises(InputError, match="unknown dataset 'nope'"):
+        fetch("nope", tmp_path, sources=sources)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump({"datasets": {"x": {"files": [{"url": "u", "path": "p"}]}}}))
+    with pytest.raises(InputError, match=r"bad\.yaml: dataset 'x': file 0 needs .*sha256"):
+        load_sources(bad)
+    bad.write_text("datasets:\n  z:\n    files: [{url: u, path: p, sha256: " + "0" * 64 + "}]\n")
+    with pytest.raises(InputError, match="'z': file 0 sha256 0 is not 64 hex digits"):
+        load_sources(bad)  # unquoted, YAML reads an all-digit checksum as an integer
+    bad.write_text(yaml.safe_dump({"datasets": {"y": {"manual": True, "expected": ["a"]}}}))
+    with pytest.raises(InputError, match="'y': manual dataset without instructions"):
+        load_sources(bad)
+
+
+def test_shipped_manifest_covers_every_dataset():
+    sources = load_sources()
+    classification = {p.stem for p in CATALOG.glob("*.yaml")}
+    assert len(classification) == 20 and classification <= sources.keys()
+    others = {"coco_val2017", "flickr30k", "grit", "redcaps", "cc3m", "vl_checklist",
+              "vg_attribution", "hierarcaps", "wordnet_isa", "hyperlex", "breeds"}
+    assert others <= sources.keys()
+    assert {n for n, e in sources.items() if e.get("manual")} == {"cars", "resisc45", "imagenet"}
+    for name, entry in sources.items():
+        for item in entry.get("files", []):
+            assert item["url"].startswith(("http://", "https://")), name
+            assert item["sha256"] is None or len(item["sha256"]) == 64, name
