@@ -77,7 +77,9 @@ def split_shards(root: Path, split: str) -> list[Path]:
     return shards
 
 
-def iter_clip_benchmark_samples(root: Path, split: str = "test", num_classes: int | None = None) -> Iterator[LabelledImage]:
+def iter_clip_benchmark_samples(
+    root: Path, split: str = "test", num_classes: int | None = None
+) -> Iterator[LabelledImage]:
     """Samples of `root/<split>`; labels are checked to lie in [0, num_classes) (default: len(classnames))."""
     if num_classes is None:
         num_classes = len(read_classnames(root))
@@ -101,14 +103,19 @@ def read_clip_benchmark_wds(root: Path, split: str = "test") -> ClipBenchmarkDat
 
 
 def write_clip_benchmark_wds(
-    root: Path, dataset: ClipBenchmarkDataset, split: str = "test", samples_per_shard: int = 1000, image_extension: str = "jpg"
+    root: Path,
+    dataset: ClipBenchmarkDataset,
+    split: str = "test",
+    samples_per_shard: int = 1000,
+    image_extension: str = "jpg",
 ) -> None:
     """Write `dataset` in the layout above, `samples_per_shard` samples per shard."""
     root = Path(root)
     for name, lines in ((CLASSNAMES, dataset.classnames), (TEMPLATES, dataset.templates)):
         with atomic_write(root / name, mode="w", encoding="utf-8") as handle:
             handle.write("".join(f"{line}\n" for line in lines))
-    chunks: Sequence = [dataset.samples[i : i + samples_per_shard] for i in range(0, len(dataset.samples), samples_per_shard)]
+    samples = dataset.samples
+    chunks: Sequence = [samples[i : i + samples_per_shard] for i in range(0, len(samples), samples_per_shard)]
     for index, chunk in enumerate(chunks or [()]):
         write_tar_samples(
             root / split / f"{index}.tar",

@@ -103,7 +103,9 @@ def read_coco_instances(path: Path, image_root: Path | None = None, check_images
     categories: dict[int, Category] = {}
     for index, entry in enumerate(field(data, "categories", list, top)):
         where = top.at(f"categories[{index}]")
-        category = Category(field(entry, "id", int, where), field(entry, "name", str, where), field(entry, "supercategory", str, where))
+        category = Category(
+            field(entry, "id", int, where), field(entry, "name", str, where), field(entry, "supercategory", str, where)
+        )
         if category.id in categories:
             raise where.error(f"duplicate category id {category.id}")
         categories[category.id] = category
@@ -181,4 +183,5 @@ def write_coco_instances(path: Path, instances: CocoInstances, image_root: Path 
                 }
             )
     categories = [{"id": c.id, "name": c.name, "supercategory": c.supercategory} for c in instances.categories]
-    write_json(path, {"info": {"description": "hypvl"}, "licenses": [], "images": images, "annotations": annotations, "categories": categories})
+    header = {"info": {"description": "hypvl"}, "licenses": []}
+    write_json(path, {**header, "images": images, "annotations": annotations, "categories": categories})

@@ -37,7 +37,10 @@ def read_flickr30k(
         sentences = field(entry, "sentences", list, where)
         if not sentences:
             raise where.error("field 'sentences' is empty")
-        captions = tuple(field(s, "raw", str, where.at(f"images[{index}].sentences[{i}]")) for i, s in enumerate(sentences))
+        captions = tuple(
+            field(sentence, "raw", str, where.at(f"images[{index}].sentences[{i}]"))
+            for i, sentence in enumerate(sentences)
+        )
         if entry_split == split:
             records.append(CaptionedImage(resolve_image(root, filename, where, check_images), captions))
     return records

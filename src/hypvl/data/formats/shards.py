@@ -110,7 +110,8 @@ def image_member(members: dict[str, bytes], where: Where) -> bytes:
     """The encoded image of a sample: exactly one of the IMAGE_EXTENSIONS members."""
     found = [extension for extension in IMAGE_EXTENSIONS if extension in members]
     if not found:
-        raise where.error(f"missing image (no member with extension {'/'.join(IMAGE_EXTENSIONS)}; has {sorted(members)})")
+        wanted = "/".join(IMAGE_EXTENSIONS)
+        raise where.error(f"missing image (no member with extension {wanted}; has {sorted(members)})")
     if len(found) > 1:
         raise where.error(f"several images {found}; expected one")
     data = members[found[0]]

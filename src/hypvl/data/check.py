@@ -1,0 +1,107 @@
+"""`hypvl data check FORMAT PATH`: parse a file in one of the real formats and show what it holds."""
+
+import argparse
+import dataclasses
+import json
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from hypvl.errors import InputError
+
+from .formats import (
+    breeds,
+    cc3m,
+    clip_benchmark_wds,
+    coco_captions,
+    coco_instances,
+    flickr30k,
+    grit,
+    hierarcaps,
+    hyperlex,
+    redcaps,
+    vg_attribution,
+    vlchecklist,
+    wordnet_isa,
+)
+
+Reader = Callable[[Path, bool, Path | None], Iterable]
+
+# Format name -> reader(path, check_images, image_root) -> records. Shard and text formats hold no image paths.
+FORMATS: dict[str, Reader] = {
+    "redcaps": lambda path, check, root: redcaps.iter_redcaps(path),
+    "grit": lambda path, check, root: grit.iter_grit(path),
+    "cc3m": lambda path, check, root: cc3m.iter_cc3m(path),
+    "clip_benchmark_wds": lambda path, check, root: clip_benchmark_wds.read_clip_benchmark_wds(path).samples,
+    "coco_captions": lambda path, check, root: coco_captions.read_coco_captions(path, root, check),
+    "flickr30k": lambda path, check, root: flickr30k.read_flickr30k(path, "test", root, check),
+    "coco_instances": lambda path, check, root: coco_instances.read_coco_instances(path, root, check).images,
+    "vlchecklist": lambda path, check, root: vlchecklist.read_vlchecklist(path, root, check),
+    "vlchecklist_corpus": lambda path, check, root: vlchecklist.read_vlchecklist_corpus(path, None, check)[1],
+    "vg_attribution": lambda path, check, root: vg_attribution.read_vg_attribution(path, root, check),
+    "hierarcaps_test": lambda path, check, root: hierarcaps.read_hierarcaps_test(path, root, check),
+    "hierarcaps_train": lambda path, check, root: hierarcaps.read_hierarcaps_train(path),
+    "wordnet_isa": lambda path, check, root: wordnet_isa.read_wordnet_isa(path),
+    "hyperlex": lambda path, check, root: hyperlex.read_hyperlex(path),
+    "breeds": lambda path, check, root: breeds.read_breeds_hierarchy(path).classes,
+    "breeds_split": lambda path, check, root: breeds.read_breeds_split(path),
+}
+
+
+def check(fmt: str, path, check_images: bool = True, image_root=None) -> tuple[int, object]:
+    """(record count, first record or None) of `path` read as format `fmt`; malformed input raises InputError."""
+    if fmt not in FORMATS:
+        raise InputError(f"unknown format '{fmt}'; known formats: {', '.join(sorted(FORMATS))}")
+    count, first = 0, None
+    for record in FORMATS[fmt](Path(path), check_images, None if image_root is None else Path(image_root)):
+        if count == 0:
+            first = record
+        count += 1
+    return count, first
+
+
+def describe(record) -> str:
+    """A readable JSON rendering of a record: paths as strings, image bytes as '<N bytes>'."""
+
+    def plain(value):
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        if isinstance(value, bytes):
+            return f"<{len(value)} bytes>"
+        if isinstance(value, Path):
+            return str(value)
+        if isinstance(value, tuple) and hasattr(value, "_fields"):
+            return {name: plain(item) for name, item in zip(value._fields, value)}
+        if isinstance(value, (list, tuple)):
+            return [plain(item) for item in value]
+        if isinstance(value, dict):
+            return {str(key): plain(item) for key, item in value.items()}
+        return value
+
+    return json.dumps(plain(record), indent=2, ensure_ascii=False)
+
+
+def run_check(args: argparse.Namespace) -> int:
+    """Print the record count and the first record; exit 1 with the error message on malformed input."""
+    try:
+        count, first = check(args.format, args.path, not args.no_check_images, args.image_root)
+    except InputError as exc:
+        print(f"hypvl data check: {exc}", file=sys.stderr)
+        raise SystemExit(1) from None
+    print(f"{count} records")
+    if count:
+        print("first record:")
+        print(describe(first))
+    return 0
+
+
+def add_commands(subparsers) -> None:
+    """Register `data check FORMAT PATH` on the top-level `hypvl` subparsers."""
+    data = subparsers.add_parser("data", help="inspect data in its real on-disk formats")
+    commands = data.add_subparsers(dest="data_command", required=True)
+    parser = commands.add_parser("check", help="parse a file, print its record count and first record")
+    parser.add_argument("format", choices=sorted(FORMATS), help="the on-disk format")
+    parser.add_argument("path", type=Path, help="file, shard, shard folder or dataset folder, as the format needs")
+    parser.add_argument("--image-root", type=Path, default=None, help="image folder (default: the format's layout)")
+    parser.add_argument("--no-check-images", action="store_true", help="do not require referenced image files to exist")
+    parser.set_defaults(func=run_check)
