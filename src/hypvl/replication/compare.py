@@ -59,7 +59,8 @@ def read_metric(path: Path, experiment: str, task: str, metric: str, scale: str)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise InputError(f"{path}: metric {metric!r} is {value!r}, not a finite number")
     provenance = record.get("provenance")
-    if not isinstance(provenance, dict) or any(key not in provenance for key in ("config_hash", "git_commit", "date")):
+    required = ("config_hash", "git_commit", "date")
+    if not isinstance(provenance, dict) or any(key not in provenance for key in required):
         raise InputError(f"{path}: provenance must give config_hash, git_commit and date")
     return float(value), provenance
 

@@ -54,8 +54,7 @@ def _heatmap(axis, frame: pd.DataFrame, row_labels: dict[str, str]) -> None:
     delta = frame.pivot(index="row", columns="column", values="delta").loc[rows, columns].to_numpy(dtype=float)
     finite = delta[np.isfinite(delta)]
     bound = float(np.abs(finite).max()) if finite.size and np.abs(finite).max() > 0 else 1.0
-    cmap = plt.get_cmap("RdBu").copy()
-    cmap.set_bad("0.85")
+    cmap = plt.get_cmap("RdBu").with_extremes(bad="0.85")
     image = axis.imshow(np.ma.masked_invalid(delta), cmap=cmap, vmin=-bound, vmax=bound, aspect="auto")
     size = max(4.0, min(8.0, 120.0 / max(len(columns), 1)))
     for (i, j), value in np.ndenumerate(delta):

@@ -143,7 +143,8 @@ def _mapping_sections(spec: PaperSpec, table_name: str, frame: pd.DataFrame, lab
         if isinstance(mapped, External):
             body.append([f"`{column}`", f"external: {escape(mapped.reason)}", "–", "–"])
         else:
-            tasks = "mean of " + ", ".join(f"`{task}`" for task in mapped.tasks) if mapped.is_mean else f"`{mapped.tasks[0]}`"
+            tasks = ", ".join(f"`{task}`" for task in mapped.tasks)
+            tasks = f"mean of {tasks}" if mapped.is_mean else tasks
             body.append([f"`{column}`", tasks, f"`{mapped.metric}`", f"±{table.tolerance_for(column):g}"])
     lines += _markdown_table(["column", "task", "metric", "tolerance"], body)
     return lines
@@ -200,8 +201,8 @@ def report_markdown(spec: PaperSpec, table_name: str, frame: pd.DataFrame, plot_
         "",
         f"> {banner(scale)}",
         "",
-        f"Paper: *{escape(spec.title)}*. Printed numbers: `{table.expected_path.name}` under `expected/{spec.paper}/`; "
-        f"mapping: `{spec.path.name}` under `replication/`.",
+        f"Paper: *{escape(spec.title)}*. Printed numbers: `expected/{spec.paper}/{table.expected_path.name}`; "
+        f"mapping: `replication/{spec.path.name}`.",
         "",
         _tolerance_text(spec, table_name),
         "",
@@ -239,7 +240,8 @@ def write_report(spec: PaperSpec, table_name: str, frame: pd.DataFrame, out, als
     table = spec.table(table_name)
     labels = row_labels(load_expected(table.expected_path))
     scale = ";".join(sorted(set(frame["scale"])))
-    plot_table(frame, labels, f"{spec.paper} {table_name}: {table.title} — {scale} scale", table.tolerance, plot_path)
+    title = f"{spec.paper} {table_name}: {table.title} — {scale} scale"
+    plot_table(frame, labels, title, table.tolerance, plot_path)
     for path in [out, *map(Path, also)]:
         link = Path(os.path.relpath(plot_path.resolve(), path.resolve().parent)).as_posix()
         with atomic_write(path, mode="w", encoding="utf-8") as handle:
@@ -258,8 +260,9 @@ def render_index(reports_dir, out) -> None:
     lines = ["# hypvl reports", ""]
     claims = reports_dir / "claims.md"
     if claims.is_file():
-        lines += [f"- [Claims audit]({os.path.relpath(claims, out.parent)}): every explicit claim of the five papers, "
-                  "checked on the paper's numbers and on ours.", ""]
+        link = Path(os.path.relpath(claims, out.parent)).as_posix()
+        lines += [f"- [Claims audit]({link}): every explicit claim of the papers, checked on the paper's numbers "
+                  "and on ours.", ""]
     papers = sorted(path for path in reports_dir.iterdir() if path.is_dir())
     for paper in papers:
         reports = sorted(paper.glob("*.md"), key=_natural_key)

@@ -85,7 +85,9 @@ SPEC_SCHEMA = {
                                     "additionalProperties": False,
                                     "required": ["mean_of", "metric"],
                                     "properties": {
-                                        "mean_of": {"type": "array", "items": _TASK, "minItems": 2, "uniqueItems": True},
+                                        "mean_of": {
+                                            "type": "array", "items": _TASK, "minItems": 2, "uniqueItems": True,
+                                        },
                                         "metric": _TASK,
                                         "tolerance": _TOLERANCE,
                                     },
@@ -225,18 +227,17 @@ def _key_path(parts) -> str:
 def _validate_schema(path: Path, document) -> None:
     """Raise InputError listing every schema violation, each with its dotted key path."""
     validator = jsonschema.Draft202012Validator(SPEC_SCHEMA)
-    errors = sorted(validator.iter_errors(document), key=lambda error: list(map(str, error.absolute_path)))
-    if errors:
-        lines = [f"{_key_path(error.absolute_path)}: {_schema_message(error)}" for error in errors]
+    problems = sorted(_describe(error) for error in validator.iter_errors(document))
+    if problems:
+        lines = [f"{_key_path(where)}: {message}" for where, message in problems]
         raise InputError(f"{path}: invalid replication spec:\n  " + "\n  ".join(lines))
 
 
-def _schema_message(error) -> str:
-    """A readable message for one schema error; for a oneOf, the closest alternative's complaint."""
+def _describe(error) -> tuple[list[str], str]:
+    """(key path, message) of one schema error; for a oneOf, those of the closest alternative's complaint."""
     if error.validator == "oneOf" and error.context:
-        deepest = max(error.context, key=lambda sub: (len(sub.absolute_path), sub.validator != "type"))
-        return deepest.message
-    return error.message
+        error = max(error.context, key=lambda sub: (len(sub.absolute_path), sub.validator != "type"))
+    return [str(part) for part in error.absolute_path], error.message
 
 
 def _experiment(experiment_id: str, entry: dict) -> Experiment:

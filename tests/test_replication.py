@@ -1,0 +1,381 @@
+"""Replication layer: spec validation, compare (join, deltas, verdicts), reports, plots, provenance, CLI."""
+
+import argparse
+import datetime
+import hashlib
+import json
+import math
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy
+import pandas as pd
+import pytest
+import yaml
+from PIL import Image
+
+from hypvl.errors import InputError
+from hypvl.replication.commands import add_commands
+from hypvl.replication.compare import compare_table, read_compare_csv, write_compare_csv
+from hypvl.replication.provenance import config_hash, provenance
+from hypvl.replication.report import SMOKE_BANNER, render_index, write_report
+from hypvl.replication.spec import External, load_all_specs, load_spec, table_needs
+
+FIXTURE = Path(__file__).parent / "data" / "replication"
+
+# The fixture's printed numbers, read by hand from tests/data/replication/expected/tiny/table1.csv.
+PAPER = {
+    ("clip", "acc_a"): 50.0, ("clip", "acc_b"): 30.5, ("clip", "tau"): 0.84, ("clip", "avg"): 40.2,
+    ("meru", "acc_a"): 31.2, ("meru", "acc_b"): None, ("meru", "tau"): 0.79, ("meru", "avg"): None,
+    ("regionclip", "acc_a"): 40.1, ("regionclip", "acc_b"): 20.0, ("regionclip", "tau"): None,
+    ("regionclip", "avg"): 30.1,
+}
+PRINTED = {
+    ("clip", "acc_a"): "50.0", ("clip", "acc_b"): "30.5", ("clip", "tau"): "0.84", ("clip", "avg"): "40.2",
+    ("meru", "acc_a"): "31.2", ("meru", "acc_b"): "-", ("meru", "tau"): "0.79", ("meru", "avg"): "dnc",
+    ("regionclip", "acc_a"): "40.1", ("regionclip", "acc_b"): "20.0", ("regionclip", "tau"): "n/a",
+    ("regionclip", "avg"): "30.1",
+}
+# Our (made-up) measurements: experiment -> task -> metric -> value.
+OURS = {
+    "tiny_clip": {"zs_a": {"top1": 51.0}, "zs_b": {"top1": 29.49}, "hier": {"kendall_tau": 0.86}},
+    "tiny_meru": {"zs_a": {"top1": 32.2}, "zs_b": {"top1": 12.5}, "hier": {"kendall_tau": 0.76}},
+}
+HASHES = {"tiny_clip": "aaaaaaaaaaaa", "tiny_meru": "bbbbbbbbbbbb"}
+
+
+@pytest.fixture
+def workspace(tmp_path):
+    """A copy of the fixture spec and expected CSV in tmp_path."""
+    shutil.copytree(FIXTURE, tmp_path, dirs_exist_ok=True)
+    return tmp_path
+
+
+def write_metrics(root: Path, scale: str, skip=()) -> Path:
+    """Write OURS as metric JSONs under root/results/<scale>/metrics, leaving out (experiment, task) in skip."""
+    metrics_dir = root / "results" / scale / "metrics"
+    for experiment, tasks in OURS.items():
+        for task, metrics in tasks.items():
+            if (experiment, task) in skip:
+                continue
+            path = metrics_dir / experiment / f"{task}.json"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            record = {
+                "experiment": experiment, "task": task, "scale": scale, "metrics": metrics, "n_samples": 10,
+                "provenance": {"config_hash": HASHES[experiment], "git_commit": "c0ffee", "date":
+                               f"2026-11-22T00:0{len(task)}:00+00:00", "packages": {}, "seconds": 1.0},
+            }
+            path.write_text(json.dumps(record))
+    return metrics_dir
+
+
+def edit_spec(root: Path, change) -> Path:
+    """Apply change(document) to the fixture spec in root and write it back; return its path."""
+    path = root / "replication" / "tiny.yaml"
+    document = yaml.safe_load(path.read_text())
+    change(document)
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
+    return path
+
+
+def our_value(experiment: str, row: str, column: str) -> float:
+    """Our number for a cell, computed from OURS by hand (avg = mean of zs_a and zs_b)."""
+    tasks = {"acc_a": ["zs_a"], "acc_b": ["zs_b"], "tau": ["hier"], "avg": ["zs_a", "zs_b"]}[column]
+    metric = "kendall_tau" if column == "tau" else "top1"
+    return sum(OURS[experiment][task][metric] for task in tasks) / len(tasks)
+
+
+# --- spec ---------------------------------------------------------------------------------------
+
+
+def test_spec_loads_in_printed_order_with_externals_and_needs(workspace):
+    spec = load_spec(workspace / "replication" / "tiny.yaml")
+    table = spec.tables["table1"]
+    assert list(table.rows) == ["clip", "meru", "regionclip"]
+    assert list(table.columns) == ["acc_a", "acc_b", "tau", "avg"]
+    assert table.rows["regionclip"] == External("RegionCLIP is not trained by this suite")
+    assert spec.experiments["tiny_meru"].boxes and not spec.experiments["tiny_clip"].boxes
+    assert spec.experiments["tiny_meru"].seed == 0 and spec.experiments["tiny_clip"].overrides == {"steps": 10}
+    assert table.tolerance_for("tau") == 0.02 and table.tolerance_for("acc_a") == 1.0
+    assert table_needs(spec, "table1") == {
+        (experiment, task) for experiment in ("tiny_clip", "tiny_meru") for task in ("zs_a", "zs_b", "hier")
+    }
+
+
+@pytest.mark.parametrize(
+    "change, key, detail",
+    [
+        (lambda d: d["tables"]["table1"]["columns"].pop("avg"), "tables.table1.columns", "avg"),
+        (lambda d: d["tables"]["table1"]["rows"].pop("meru"), "tables.table1.rows", "meru"),
+        (lambda d: d["tables"]["table1"]["rows"].update(meru="tiny_nope"), "tables.table1.rows.meru", "tiny_nope"),
+        (lambda d: d["tables"]["table1"]["rows"].update(vitb="tiny_clip"), "tables.table1.rows.vitb", "vitb"),
+        (lambda d: d["tables"]["table1"]["columns"].update(extra={"task": "x", "metric": "y"}),
+         "tables.table1.columns.extra", "extra"),
+        (lambda d: d["tables"]["table1"].update(tolerence=d["tables"]["table1"].pop("tolerance")),
+         "tables.table1", "tolerence"),
+        (lambda d: d["experiments"]["tiny_clip"].update(sed=1), "experiments.tiny_clip", "sed"),
+        (lambda d: d["tables"]["table1"]["columns"]["acc_a"].update(metric=3),
+         "tables.table1.columns.acc_a.metric", "3"),
+        (lambda d: d["tables"]["table1"].update(expected="table9.csv"), "tables.table1.expected", "table9.csv"),
+    ],
+    ids=["unmapped_column", "unmapped_row", "unknown_experiment", "row_not_printed", "column_not_printed",
+         "typo_key", "typo_experiment_key", "metric_not_a_string", "expected_missing"],
+)
+def test_spec_errors_name_file_and_key(workspace, change, key, detail):
+    path = edit_spec(workspace, change)
+    with pytest.raises(InputError) as error:
+        load_spec(path)
+    message = str(error.value)
+    assert str(path) in message
+    assert key in message
+    assert detail in message
+
+
+def test_spec_duplicate_yaml_key_names_line(workspace):
+    path = workspace / "replication" / "tiny.yaml"
+    lines = path.read_text().splitlines()
+    line = lines.index("      clip: tiny_clip")
+    lines.insert(line + 1, "      clip: tiny_meru")
+    path.write_text("\n".join(lines))
+    with pytest.raises(InputError, match=rf"{re.escape(str(path))}:{line + 2}: .*duplicate key 'clip'"):
+        load_spec(path)
+
+
+def test_experiment_ids_unique_across_papers(workspace):
+    shutil.copytree(workspace / "expected" / "tiny", workspace / "expected" / "other")
+    other = workspace / "replication" / "other.yaml"
+    other.write_text((workspace / "replication" / "tiny.yaml").read_text().replace("paper: tiny", "paper: other"))
+    with pytest.raises(InputError, match=r"tiny\.yaml: experiments\.tiny_clip: id already declared in .*other\.yaml"):
+        load_all_specs(workspace / "replication")
+    other.write_text(other.read_text().replace("tiny_", "other_"))
+    assert set(load_all_specs(workspace / "replication")) == {"tiny", "other"}
+
+
+# --- compare ------------------------------------------------------------------------------------
+
+
+def test_compare_full_scale_joins_and_judges_every_cell(workspace):
+    spec = load_spec(workspace / "replication" / "tiny.yaml")
+    frame = compare_table(spec, "table1", write_metrics(workspace, "full"), "full")
+    assert list(zip(frame["row"], frame["column"])) == list(PAPER)
+    experiments = {"clip": "tiny_clip", "meru": "tiny_meru"}
+    for line in frame.itertuples():
+        cell = (line.row, line.column)
+        assert line.paper_text == PRINTED[cell]
+        assert (math.isnan(line.paper) if PAPER[cell] is None else line.paper == PAPER[cell])
+        if line.row == "regionclip":
+            assert line.verdict == "external" and math.isnan(line.ours) and math.isnan(line.delta)
+            continue
+        ours = our_value(experiments[line.row], *cell)
+        assert line.ours == pytest.approx(ours, abs=1e-12)
+        if PAPER[cell] is None:
+            assert math.isnan(line.delta)
+        else:
+            assert line.delta == pytest.approx(ours - PAPER[cell], abs=1e-12)
+    verdicts = dict(zip(zip(frame["row"], frame["column"]), frame["verdict"]))
+    assert verdicts == {
+        ("clip", "acc_a"): "within",  # 51.0 - 50.0 = 1.0, exactly the tolerance
+        ("clip", "acc_b"): "outside",  # 29.49 - 30.5 = -1.01
+        ("clip", "tau"): "within",  # 0.86 - 0.84 = 0.020000000000000018: the column's tolerance, up to float error
+        ("clip", "avg"): "within",  # (51.0 + 29.49) / 2 - 40.2 = 0.045
+        ("meru", "acc_a"): "within",  # 32.2 - 31.2 = 1.0000000000000036: the tolerance, up to float error
+        ("meru", "acc_b"): "no_paper_value",  # printed "-"
+        ("meru", "tau"): "outside",  # -0.03: outside the column's 0.02, though within the table's 1.0
+        ("meru", "avg"): "no_paper_value",  # printed "dnc"
+        ("regionclip", "acc_a"): "external", ("regionclip", "acc_b"): "external",
+        ("regionclip", "tau"): "external", ("regionclip", "avg"): "external",
+    }
+    clip_tau = frame[(frame["row"] == "clip") & (frame["column"] == "tau")].iloc[0]
+    assert clip_tau.tolerance == 0.02 and clip_tau.task == "hier" and clip_tau.metric == "kendall_tau"
+    clip_avg = frame[(frame["row"] == "clip") & (frame["column"] == "avg")].iloc[0]
+    assert clip_avg.task == "mean(zs_a,zs_b)" and clip_avg.date == "2026-11-22T00:04:00+00:00"
+    assert set(frame.loc[frame["row"] == "meru", "config_hash"]) == {HASHES["tiny_meru"]}
+
+
+def test_compare_smoke_scale_is_not_comparable_but_shows_numbers(workspace):
+    spec = load_spec(workspace / "replication" / "tiny.yaml")
+    smoke = compare_table(spec, "table1", write_metrics(workspace, "smoke"), "smoke")
+    full = compare_table(spec, "table1", write_metrics(workspace, "full"), "full")
+    expected = full["verdict"].replace({"within": "not_comparable", "outside": "not_comparable"})
+    assert list(smoke["verdict"]) == list(expected)
+    pd.testing.assert_series_equal(smoke["ours"], full["ours"])
+    pd.testing.assert_series_equal(smoke["delta"], full["delta"])
+
+
+def test_compare_missing_json_is_missing(workspace):
+    spec = load_spec(workspace / "replication" / "tiny.yaml")
+    metrics_dir = write_metrics(workspace, "full", skip={("tiny_clip", "zs_b"), ("tiny_meru", "hier")})
+    frame = compare_table(spec, "table1", metrics_dir, "full").set_index(["row", "column"])
+    assert frame.loc[("clip", "acc_b"), "verdict"] == "missing"
+    assert frame.loc[("clip", "avg"), "verdict"] == "missing"  # the mean needs zs_b too
+    assert frame.loc[("meru", "tau"), "verdict"] == "missing"
+    assert math.isnan(frame.loc[("clip", "avg"), "ours"])
+    assert frame.loc[("clip", "acc_a"), "verdict"] == "within"
+
+
+@pytest.mark.parametrize(
+    "corrupt, detail",
+    [
+        (lambda record: record["metrics"].pop("top1"), "no metric 'top1'"),
+        (lambda record: record["metrics"].update(top1=float("nan")), "not a finite number"),
+        (lambda record: record.update(scale="full"), "scale is 'full'"),
+        (lambda record: record.pop("provenance"), "provenance"),
+    ],
+    ids=["metric_absent", "nan", "wrong_scale", "no_provenance"],
+)
+def test_compare_bad_metric_json_names_file(workspace, corrupt, detail):
+    spec = load_spec(workspace / "replication" / "tiny.yaml")
+    metrics_dir = write_metrics(workspace, "smoke")
+    path = metrics_dir / "tiny_clip" / "zs_a.json"
+    record = json.loads(path.read_text())
+    corrupt(record)
+    path.write_text(json.dumps(record))
+    with pytest.raises(InputError) as error:
+        compare_table(spec, "table1", metrics_dir, "smoke")
+    assert str(path) in str(error.value) and detail in str(error.value)
+
+
+def test_compare_csv_round_trip_keeps_tokens(workspace):
+    spec = load_spec(workspace / "replication" / "tiny.yaml")
+    frame = compare_table(spec, "table1", write_metrics(workspace, "full"), "full")
+    path = workspace / "results" / "full" / "tables" / "tiny" / "table1.csv"
+    write_compare_csv(frame, path)
+    back = read_compare_csv(path)
+    assert list(back["paper_text"]) == list(PRINTED.values())  # "-", "dnc" and "n/a" stay text
+    pd.testing.assert_frame_equal(back, frame)
+
+
+# --- report -------------------------------------------------------------------------------------
+
+
+def parse_section(markdown: str, heading: str) -> dict[str, list[str]]:
+    """The markdown table under `## heading`: first label cell -> value cells (the last four columns)."""
+    lines = markdown.split(f"## {heading}\n\n", 1)[1].splitlines()
+    table = {}
+    for line in lines[2:]:
+        if not line.startswith("|"):
+            break
+        cells = [cell.strip() for cell in re.split(r"(?<!\\)\|", line)[1:-1]]
+        table[cells[0].replace("\\", "")] = cells[-4:]
+    return table
+
+
+def strip_marks(text: str) -> str:
+    """A rendered paper cell without bold/underline markup."""
+    return text.replace("**", "").replace("<u>", "").replace("</u>", "")
+
+
+@pytest.mark.parametrize("scale", ["smoke", "full"])
+def test_report_shows_every_paper_and_measured_number(workspace, scale):
+    spec = load_spec(workspace / "replication" / "tiny.yaml")
+    frame = compare_table(spec, "table1", write_metrics(workspace, scale), scale)
+    out = workspace / "reports" / "tiny" / "table1.md"
+    also = workspace / "reports" / "table1.md"
+    write_report(spec, "table1", frame, out, also=[also])
+    markdown = out.read_text()
+    assert ("SMOKE SCALE" in markdown) == (scale == "smoke")
+    if scale == "smoke":
+        assert SMOKE_BANNER in markdown
+    else:
+        assert "**Paper scale**" in markdown
+    assert "±1 absolute" in markdown and "`tau` ±0.02" in markdown
+    counts = frame["verdict"].value_counts()
+    for verdict, count in counts.items():
+        assert f"{count} {verdict.replace('_', ' ')}" in markdown
+    assert all(hash_ in markdown for hash_ in HASHES.values()) and "c0ffee" in markdown
+    assert "RegionCLIP is not trained by this suite" in markdown
+
+    labels = {"clip": "CLIP", "meru": "MERU*", "regionclip": "RegionCLIP"}
+    columns = ["acc_a", "acc_b", "tau", "avg"]
+    paper = parse_section(markdown, "Paper (as printed)")
+    ours = parse_section(markdown, "Ours")
+    delta = parse_section(markdown, "Difference (ours − paper) and verdict")
+    assert paper["CLIP"][0] == "**50.0**" and paper["MERU*"][0] == "<u>31.2</u>"
+    assert paper["RegionCLIP"][0] == "**<u>40.1</u>**"
+    lines = frame.set_index(["row", "column"])
+    for row, label in labels.items():
+        for index, column in enumerate(columns):
+            assert strip_marks(paper[label][index]) == PRINTED[(row, column)]
+            line = lines.loc[(row, column)]
+            if line.verdict == "external":
+                assert ours[label][index] == "ext." and delta[label][index] == "ext."
+                continue
+            places = 3 if column == "tau" else 2  # one more decimal than the paper prints
+            assert float(ours[label][index]) == pytest.approx(line.ours, abs=0.5 * 10 ** -places)
+            assert len(ours[label][index].partition(".")[2]) == places
+            if math.isnan(line.delta):
+                assert delta[label][index] == "n/p"
+            else:
+                number, marker = delta[label][index].split(" ")
+                assert float(number) == pytest.approx(line.delta, abs=0.5 * 10 ** -places)
+                assert marker == {"within": "✓", "outside": "✗", "not_comparable": "~"}[line.verdict]
+
+    png = out.with_suffix(".png")
+    assert "![paper vs ours](table1.png)" in markdown
+    assert "![paper vs ours](tiny/table1.png)" in also.read_text()
+    with Image.open(png) as image:
+        image.verify()
+        assert image.format == "PNG"
+    with Image.open(png) as image:
+        assert image.width > 400 and image.height > 200
+        assert len(numpy.unique(numpy.asarray(image.convert("L")))) > 10  # something was drawn
+
+
+def test_report_rejects_a_stale_compare_table(workspace):
+    spec = load_spec(workspace / "replication" / "tiny.yaml")
+    frame = compare_table(spec, "table1", write_metrics(workspace, "smoke"), "smoke")
+    with pytest.raises(InputError, match="stale.csv: cells do not match"):
+        write_report(spec, "table1", frame.iloc[1:], workspace / "r.md", source="stale.csv")
+
+
+def test_cli_compare_report_index(workspace):
+    metrics_dir = write_metrics(workspace, "smoke", skip={("tiny_meru", "zs_a")})
+    parser = argparse.ArgumentParser()
+    add_commands(parser.add_subparsers(required=True))
+    spec = str(workspace / "replication" / "tiny.yaml")
+    csv_path = workspace / "results" / "smoke" / "tables" / "tiny" / "table1.csv"
+    reports = workspace / "reports"
+    (reports / "claims.md").parent.mkdir(parents=True)
+    (reports / "claims.md").write_text("# Claims\n")
+    for argv in (
+        ["compare", "--spec", spec, "--table", "table1", "--metrics-dir", str(metrics_dir), "--scale", "smoke",
+         "--out", str(csv_path)],
+        ["report", "--spec", spec, "--table", "table1", "--compare-csv", str(csv_path),
+         "--out", str(reports / "tiny" / "table1.md")],
+        ["index", "--reports-dir", str(reports), "--out", str(reports / "index.md")],
+    ):
+        args = parser.parse_args(argv)
+        args.func(args)
+    verdicts = read_compare_csv(csv_path)["verdict"].value_counts().to_dict()
+    assert verdicts == {"not_comparable": 5, "external": 4, "missing": 2, "no_paper_value": 1}
+    index = (reports / "index.md").read_text()
+    assert "(claims.md)" in index
+    assert "[tiny table1: Zero-shot classification and hierarchy](tiny/table1.md)" in index
+    assert "(smoke scale): 12 cells: 5 not comparable, 1 no paper value, 2 missing, 4 external." in index
+    args = parser.parse_args(["compare", "--spec", spec, "--table", "table7", "--metrics-dir", str(metrics_dir),
+                              "--scale", "smoke", "--out", str(csv_path)])
+    with pytest.raises(InputError, match=r"tiny\.yaml: no table 'table7'"):
+        args.func(args)
+
+
+# --- provenance ---------------------------------------------------------------------------------
+
+
+def test_config_hash_is_sha256_of_canonical_json():
+    canonical = b'{"a":1,"b":[1,2],"c":{"d":"\xc3\xa9"}}'
+    assert config_hash({"c": {"d": "é"}, "b": [1, 2], "a": 1}) == hashlib.sha256(canonical).hexdigest()[:12]
+    assert config_hash({"a": 1}) != config_hash({"a": 2})
+
+
+def test_provenance_record():
+    record = provenance("abc123def456", 2.5)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent, capture_output=True, text=True)
+    assert record["git_commit"] == (head.stdout.strip() if head.returncode == 0 else "unknown")
+    date = datetime.datetime.fromisoformat(record["date"])
+    assert date.utcoffset() == datetime.timedelta(0)
+    assert abs((datetime.datetime.now(datetime.timezone.utc) - date).total_seconds()) < 60
+    assert record["packages"]["numpy"] == numpy.__version__
+    assert set(record["packages"]) == {"torch", "timm", "open_clip", "numpy", "hypvl"}
+    assert record["config_hash"] == "abc123def456" and record["seconds"] == 2.5
