@@ -11,7 +11,6 @@ al., CVPR 2022; `COCO_48_17_SEEN_CLASSES` / `COCO_48_17_UNSEEN_CLASSES` in micro
 which HyCoCLIP's detection table follows. Names are COCO 2017 category names; ids are COCO ids.
 """
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 

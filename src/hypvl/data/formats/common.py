@@ -8,6 +8,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from PIL import Image
+
 from hypvl.errors import InputError
 from hypvl.io import atomic_write
 
@@ -163,7 +165,5 @@ class CaptionedImage:
 
 def image_size(path: Path) -> tuple[int, int]:
     """(width, height) of an image file, read from its header."""
-    from PIL import Image
-
     with Image.open(path) as image:
         return image.size
