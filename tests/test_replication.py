@@ -310,7 +310,7 @@ def test_report_shows_every_paper_and_measured_number(workspace, scale):
             else:
                 number, marker = delta[label][index].split(" ")
                 assert float(number) == pytest.approx(line.delta, abs=0.5 * 10 ** -places)
-                assert marker == {"within": "✓", "outside": "✗", "not_comparable": "~"}[line.verdict]
+                assert marker == {"within": "✓", "outside": "✗", "not_comparable": "n/c"}[line.verdict]
 
     png = out.with_suffix(".png")
     assert "![paper vs ours](table1.png)" in markdown

@@ -1,12 +1,15 @@
-"""`hypvl compare`, `hypvl report` and `hypvl index`: the replication steps of the workflow."""
+"""`hypvl compare`, `hypvl report` and `hypvl index`: the replication steps of the workflow.
 
-from hypvl.replication.compare import compare_table, read_compare_csv, write_compare_csv
-from hypvl.replication.report import render_index, write_report
-from hypvl.replication.spec import load_spec
+pandas and matplotlib are imported inside the handlers, so registering these commands costs every
+other `hypvl` command nothing at start-up.
+"""
 
 
 def _compare(args) -> None:
     """Join a table's printed numbers with the metric JSONs; write the compare CSV."""
+    from hypvl.replication.compare import compare_table, write_compare_csv
+    from hypvl.replication.spec import load_spec
+
     spec = load_spec(args.spec, args.expected_dir)
     frame = compare_table(spec, args.table, args.metrics_dir, args.scale)
     write_compare_csv(frame, args.out)
@@ -14,6 +17,10 @@ def _compare(args) -> None:
 
 def _report(args) -> None:
     """Render a table report (markdown + PNG) from its compare CSV."""
+    from hypvl.replication.compare import read_compare_csv
+    from hypvl.replication.report import write_report
+    from hypvl.replication.spec import load_spec
+
     spec = load_spec(args.spec, args.expected_dir)
     frame = read_compare_csv(args.compare_csv)
     write_report(spec, args.table, frame, args.out, also=args.also, source=args.compare_csv)
@@ -21,6 +28,8 @@ def _report(args) -> None:
 
 def _index(args) -> None:
     """Render reports/index.md linking every table report and the claims audit."""
+    from hypvl.replication.report import render_index
+
     render_index(args.reports_dir, args.out)
 
 

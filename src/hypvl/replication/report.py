@@ -19,7 +19,7 @@ SUMMARY_PREFIX = "**Summary**"
 MARKERS = {  # verdict -> marker in the difference table
     "within": "✓",
     "outside": "✗",
-    "not_comparable": "~",
+    "not_comparable": "n/c",
     "no_paper_value": "n/p",
     "missing": "?",
     "external": "ext.",
