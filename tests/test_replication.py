@@ -323,6 +323,18 @@ def test_report_shows_every_paper_and_measured_number(workspace, scale):
         assert len(numpy.unique(numpy.asarray(image.convert("L")))) > 10  # something was drawn
 
 
+def test_report_renders_before_anything_is_evaluated(workspace):
+    spec = load_spec(workspace / "replication" / "tiny.yaml")
+    frame = compare_table(spec, "table1", workspace / "no_metrics_yet", "smoke")
+    assert frame["verdict"].value_counts().to_dict() == {"missing": 8, "external": 4}
+    out = workspace / "reports" / "tiny" / "table1.md"
+    write_report(spec, "table1", frame, out)
+    ours = parse_section(out.read_text(), "Ours")
+    assert ours["CLIP"] == ["?"] * 4 and ours["RegionCLIP"] == ["ext."] * 4
+    with Image.open(out.with_suffix(".png")) as image:
+        assert image.format == "PNG"
+
+
 def test_report_rejects_a_stale_compare_table(workspace):
     spec = load_spec(workspace / "replication" / "tiny.yaml")
     frame = compare_table(spec, "table1", write_metrics(workspace, "smoke"), "smoke")
