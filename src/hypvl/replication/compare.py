@@ -65,9 +65,19 @@ def read_metric(path: Path, experiment: str, task: str, metric: str, scale: str)
     return float(value), provenance
 
 
-def _joined(values) -> str:
+def joined(values) -> str:
     """Distinct values, sorted, joined by ';' (one cell may rest on several JSONs)."""
     return ";".join(sorted({str(value) for value in values}))
+
+
+def split_joined(fields) -> list[str]:
+    """The distinct values, sorted, in fields written by `joined` (empty fields skipped)."""
+    return sorted({part for field in fields if field for part in field.split(";")})
+
+
+def frame_scale(frame: pd.DataFrame) -> str:
+    """The scale a compare frame was measured at."""
+    return joined(frame["scale"])
 
 
 def _verdict(paper: float | None, ours: float | None, scale: str, tolerance: float) -> str:
@@ -117,7 +127,7 @@ def compare_table(spec: PaperSpec, table_name: str, metrics_dir, scale: str) -> 
                     if cell.value is not None:
                         line["delta"] = line["ours"] - cell.value
                     for key in ("config_hash", "git_commit", "date"):
-                        line[key] = _joined(provenance[key] for _, provenance in results)
+                        line[key] = joined(provenance[key] for _, provenance in results)
                 line["verdict"] = _verdict(cell.value, line["ours"], scale, line["tolerance"])
             lines.append(line)
     frame = pd.DataFrame(lines, columns=list(COLUMNS))
@@ -154,15 +164,11 @@ def read_compare_csv(path) -> pd.DataFrame:
 
 def table_provenance(frame: pd.DataFrame) -> dict:
     """Distinct config hashes, git commits and the date range of the metric JSONs behind a compare frame."""
-
-    def distinct(name: str) -> list[str]:
-        return sorted({part for joined in frame[name] if joined for part in joined.split(";")})
-
-    dates = distinct("date")
+    dates = split_joined(frame["date"])
     return {
-        "scale": _joined(frame["scale"]),
-        "config_hashes": distinct("config_hash"),
-        "git_commits": distinct("git_commit"),
+        "scale": frame_scale(frame),
+        "config_hashes": split_joined(frame["config_hash"]),
+        "git_commits": split_joined(frame["git_commit"]),
         "first_date": dates[0] if dates else None,
         "last_date": dates[-1] if dates else None,
         "n_measured_cells": int(frame["ours"].notna().sum()),

@@ -8,7 +8,7 @@ import pandas as pd
 
 from hypvl.errors import InputError
 from hypvl.io import atomic_write
-from hypvl.replication.compare import FULL_SCALE, VERDICTS, table_provenance
+from hypvl.replication.compare import FULL_SCALE, VERDICTS, frame_scale, split_joined, table_provenance
 from hypvl.replication.expected import ExpectedTable, load_expected
 from hypvl.replication.plots import plot_table
 from hypvl.replication.provenance import git_commit, utc_now
@@ -110,8 +110,7 @@ def summary_line(frame: pd.DataFrame) -> str:
     """`**Summary** (scale): N cells: counts per verdict`, the line the index copies."""
     counts = frame["verdict"].value_counts()
     parts = [f"{int(counts[verdict])} {verdict.replace('_', ' ')}" for verdict in VERDICTS if verdict in counts]
-    scale = ";".join(sorted(set(frame["scale"])))
-    return f"{SUMMARY_PREFIX} ({scale} scale): {len(frame)} cells: {', '.join(parts)}."
+    return f"{SUMMARY_PREFIX} ({frame_scale(frame)} scale): {len(frame)} cells: {', '.join(parts)}."
 
 
 def _tolerance_text(spec: PaperSpec, table_name: str) -> str:
@@ -132,8 +131,7 @@ def _mapping_sections(spec: PaperSpec, table_name: str, frame: pd.DataFrame, lab
     lines = ["## Rows", ""]
     body = []
     for row, target in table.rows.items():
-        hashes = sorted({part for joined in frame.loc[frame["row"] == row, "config_hash"] if joined
-                         for part in joined.split(";")})
+        hashes = split_joined(frame.loc[frame["row"] == row, "config_hash"])
         where = f"external: {escape(target.reason)}" if isinstance(target, External) else f"`{target}`"
         body.append([f"`{row}`", escape(labels[row]), where, " ".join(f"`{h}`" for h in hashes) or "–"])
     lines += _markdown_table(["row", "printed", "experiment", "config hashes"], body)
@@ -187,7 +185,6 @@ def report_markdown(spec: PaperSpec, table_name: str, frame: pd.DataFrame, plot_
     labels = row_labels(expected)
     decimals = _decimals(expected)
     lines_by_cell = {(line.row, line.column): line for line in frame.itertuples(index=False)}
-    scale = ";".join(sorted(set(frame["scale"])))
 
     def ours(row, column):
         return _ours_cell(lines_by_cell[(row, column)], decimals[column])
@@ -199,7 +196,7 @@ def report_markdown(spec: PaperSpec, table_name: str, frame: pd.DataFrame, plot_
     lines = [
         f"# {escape(spec.paper)} {escape(table_name)}: {escape(table.title)}",
         "",
-        f"> {banner(scale)}",
+        f"> {banner(frame_scale(frame))}",
         "",
         f"Paper: *{escape(spec.title)}*. Printed numbers: `expected/{spec.paper}/{table.expected_path.name}`; "
         f"mapping: `replication/{spec.path.name}`.",
@@ -239,8 +236,7 @@ def write_report(spec: PaperSpec, table_name: str, frame: pd.DataFrame, out, als
     plot_path = out.with_suffix(".png")
     table = spec.table(table_name)
     labels = row_labels(load_expected(table.expected_path))
-    scale = ";".join(sorted(set(frame["scale"])))
-    title = f"{spec.paper} {table_name}: {table.title} — {scale} scale"
+    title = f"{spec.paper} {table_name}: {table.title} — {frame_scale(frame)} scale"
     plot_table(frame, labels, title, table.tolerance, plot_path)
     for path in [out, *map(Path, also)]:
         link = Path(os.path.relpath(plot_path.resolve(), path.resolve().parent)).as_posix()
