@@ -1,0 +1,109 @@
+"""HyCoCLIP's processed grounded shards: a whole image and caption plus box crops and box texts.
+
+Each sample of a webdataset tar holds ``<key>.child.jpg``, ``<key>.child.txt``,
+``<key>.numparents.txt`` and, for i < numparents, ``<key>.parentNNN.jpg`` / ``<key>.parentNNN.txt``
+(the box crop, border-padded to a square, and its noun phrase), as written by HyCoCLIP's
+``utils/prepare_GRIT_webdataset.py``. Boxes are "parents": more general than the whole ("child").
+"""
+
+import io
+import tarfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hypvl.errors import InputError
+from hypvl.io import atomic_write
+
+
+@dataclass
+class GroundedRecord:
+    """One grounded sample as stored: encoded image bytes and texts."""
+
+    key: str
+    image: bytes
+    caption: str
+    boxes: list[tuple[bytes, str]] = field(default_factory=list)
+    source: str = ""
+
+    def where(self, part: str = "child.jpg") -> str:
+        return f"{self.source}: sample {self.key!r} ({part})"
+
+
+def write_grounded_shards(records: Iterable[GroundedRecord], out_dir: Path, shard_size: int = 1000,
+                          prefix: str = "grounded") -> list[Path]:
+    """Write records into ``<prefix>-NNNNNN.tar`` shards of `shard_size` samples; returns the paths."""
+    out_dir = Path(out_dir)
+    paths: list[Path] = []
+    batch: list[GroundedRecord] = []
+    for record in records:
+        batch.append(record)
+        if len(batch) == shard_size:
+            paths.append(_write_shard(batch, out_dir / f"{prefix}-{len(paths):06d}.tar"))
+            batch = []
+    if batch:
+        paths.append(_write_shard(batch, out_dir / f"{prefix}-{len(paths):06d}.tar"))
+    return paths
+
+
+def _write_shard(records: list[GroundedRecord], path: Path) -> Path:
+    with atomic_write(path, "wb") as handle, tarfile.open(fileobj=handle, mode="w") as tar:
+        for rec in records:
+            members = [("child.jpg", rec.image), ("child.txt", rec.caption.encode()),
+                       ("numparents.txt", str(len(rec.boxes)).encode())]
+            for i, (crop, text) in enumerate(rec.boxes):
+                members += [(f"parent{i:03d}.jpg", crop), (f"parent{i:03d}.txt", text.encode())]
+            for suffix, data in members:
+                info = tarfile.TarInfo(f"{rec.key}.{suffix}")
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def iter_grounded(paths: Iterable[Path]) -> Iterator[GroundedRecord]:
+    """Stream records from grounded shards, checking each sample is complete."""
+    for path in paths:
+        yield from _iter_shard(Path(path))
+
+
+def _iter_shard(path: Path) -> Iterator[GroundedRecord]:
+    if not path.is_file():
+        raise InputError(f"{path}: grounded shard not found")
+    try:
+        with tarfile.open(path, mode="r") as tar:
+            key, parts = None, {}
+            for member in tar:
+                if not member.isfile():
+                    continue
+                name_key, _, suffix = member.name.partition(".")
+                if not suffix:
+                    raise InputError(f"{path}: member {member.name!r} has no '<key>.<part>' name")
+                if key is not None and name_key != key:
+                    yield _record(path, key, parts)
+                    parts = {}
+                key = name_key
+                parts[suffix] = tar.extractfile(member).read()
+            if key is not None:
+                yield _record(path, key, parts)
+    except tarfile.ReadError as exc:
+        raise InputError(f"{path}: not a readable tar shard ({exc})") from exc
+    except EOFError as exc:
+        raise InputError(f"{path}: shard is truncated ({exc})") from exc
+
+
+def _record(path: Path, key: str, parts: dict[str, bytes]) -> GroundedRecord:
+    where = f"{path}: sample {key!r}"
+    for required in ("child.jpg", "child.txt", "numparents.txt"):
+        if required not in parts:
+            raise InputError(f"{where}: missing {required}")
+    try:
+        count = int(parts["numparents.txt"].decode().strip())
+    except ValueError as exc:
+        raise InputError(f"{where}: numparents.txt is not an integer") from exc
+    boxes = []
+    for i in range(count):
+        img, txt = parts.get(f"parent{i:03d}.jpg"), parts.get(f"parent{i:03d}.txt")
+        if img is None or txt is None:
+            raise InputError(f"{where}: numparents.txt says {count} boxes but parent{i:03d} is missing")
+        boxes.append((img, txt.decode().strip()))
+    return GroundedRecord(key, parts["child.jpg"], parts["child.txt"].decode().strip(), boxes, str(path))

@@ -1,0 +1,73 @@
+"""Image-folder classification sets: ``<root>/<split>/<class dir>/<image>``.
+
+Class indices follow the sorted class-directory names, as torchvision's ImageFolder does (so
+ImageNet's WordNet-id folders map to the catalog's class order). An optional ``<root>/classnames.txt``
+gives one class name per line in that order; otherwise names come from the dataset catalog.
+"""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from PIL import Image
+
+from hypvl.errors import InputError
+
+from .images import decode_image
+
+IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".webp", ".bmp"}
+
+
+@dataclass
+class ImageFolderSet:
+    """A split of an image-folder dataset."""
+
+    root: Path
+    split: str
+    class_dirs: list[str]
+    class_names: list[str] | None
+    samples: list[tuple[Path, int]]
+
+
+def read_imagefolder(root: Path, split: str) -> ImageFolderSet:
+    """List the images of `split` under `root` with their labels; checks the layout, not the pixels."""
+    root = Path(root)
+    split_dir = root / split
+    if not split_dir.is_dir():
+        raise InputError(f"{split_dir}: split folder not found (expected <root>/{split}/<class>/<image>)")
+    class_dirs = sorted(p.name for p in split_dir.iterdir() if p.is_dir())
+    if not class_dirs:
+        raise InputError(f"{split_dir}: no class folders")
+    samples = []
+    for label, name in enumerate(class_dirs):
+        files = sorted(p for p in (split_dir / name).iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+        if not files:
+            raise InputError(f"{split_dir / name}: class folder holds no images")
+        samples.extend((f, label) for f in files)
+    names_file = root / "classnames.txt"
+    class_names = None
+    if names_file.is_file():
+        class_names = [line.strip() for line in names_file.read_text().splitlines() if line.strip()]
+        if len(class_names) != len(class_dirs):
+            raise InputError(f"{names_file}: {len(class_names)} class names for {len(class_dirs)} class folders")
+    return ImageFolderSet(root, split, class_dirs, class_names, samples)
+
+
+def write_imagefolder(root: Path, split: str, class_names: list[str],
+                      items: list[tuple[int, Image.Image]]) -> None:
+    """Write `items` (label, image) as PNGs under ``<root>/<split>/<label:04d>/`` plus classnames.txt."""
+    root = Path(root)
+    counts: dict[int, int] = {}
+    for label, image in items:
+        folder = root / split / f"{label:04d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        index = counts.get(label, 0)
+        counts[label] = index + 1
+        image.save(folder / f"{index:05d}.png")
+    (root / "classnames.txt").write_text("".join(f"{name}\n" for name in class_names))
+
+
+def load_image(path: Path) -> Image.Image:
+    """Open an image file as RGB, naming the file if it does not decode."""
+    if not Path(path).is_file():
+        raise InputError(f"{path}: image file not found")
+    return decode_image(Path(path).read_bytes(), str(path))

@@ -1,0 +1,36 @@
+"""Decoding image bytes with errors that name where the bytes came from."""
+
+import io
+
+from PIL import Image, UnidentifiedImageError
+
+from hypvl.errors import InputError
+
+
+class CorruptImage(InputError):
+    """Image bytes that do not decode."""
+
+
+def decode_image(data: bytes, where: str) -> Image.Image:
+    """Decode `data` to an RGB PIL image; `where` names the file and record for the error."""
+    try:
+        with Image.open(io.BytesIO(data)) as img:
+            return img.convert("RGB")
+    except (UnidentifiedImageError, OSError, ValueError) as exc:
+        raise CorruptImage(f"{where}: image does not decode ({exc})") from exc
+
+
+def encode_image(image: Image.Image, fmt: str = "JPEG", quality: int = 95) -> bytes:
+    """Encode a PIL image as JPEG (quality 95, as HyCoCLIP's shards) or PNG bytes."""
+    buf = io.BytesIO()
+    image.save(buf, format=fmt, **({"quality": quality} if fmt == "JPEG" else {}))
+    return buf.getvalue()
+
+
+def border_resize(image: Image.Image, size: int, fill=(255, 255, 255)) -> Image.Image:
+    """Resize so the longest side is `size`, then pad with `fill` to a centred `size` x `size` square."""
+    scale = size / max(image.size)
+    w, h = max(1, round(image.width * scale)), max(1, round(image.height * scale))
+    square = Image.new("RGB", (size, size), fill)
+    square.paste(image.convert("RGB").resize((w, h), Image.BICUBIC), ((size - w) // 2, (size - h) // 2))
+    return square

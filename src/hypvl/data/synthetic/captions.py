@@ -1,0 +1,51 @@
+"""A small caption grammar for smoke-world pictures, with the noun phrase of each object."""
+
+import numpy as np
+
+from .render import Picture, Placed
+
+SCENE_PHRASES = {
+    "beach": "on the beach", "forest": "in the forest", "desert": "in the desert",
+    "snowfield": "in the snow", "city": "in the city", "ocean": "by the ocean",
+    "farmland": "on a farm", "night": "at night",
+}
+OPENINGS = ["", "a photo of ", "look at ", "my picture of "]
+JOINS = [" and ", " next to ", " with "]
+# subreddit per superordinate category, as RedCaps captions carry one
+SUBREDDITS = {"animal": "aww", "vehicle": "carporn", "food": "foodporn", "plant": "flowers"}
+
+
+def noun_phrase(obj: Placed, rng: np.random.Generator) -> str:
+    """'a small striped beagle': article, optional size and texture, and a noun at some level."""
+    level = rng.choice(3, p=[0.65, 0.25, 0.10])
+    noun = (obj.concept.name, obj.concept.basic, obj.concept.superordinate)[level]
+    words = []
+    if rng.random() < 0.5:
+        words.append(obj.size)
+    if obj.texture != "plain" and rng.random() < 0.7:
+        words.append(obj.texture)
+    words.append(noun)
+    article = "an" if words[0][0] in "aeiou" else "a"
+    return " ".join([article, *words])
+
+
+def caption(picture: Picture, rng: np.random.Generator) -> tuple[str, list[tuple[int, int]]]:
+    """A caption for `picture` and the character span of each object's noun phrase in it."""
+    text = str(rng.choice(OPENINGS))
+    spans = []
+    for i, obj in enumerate(picture.objects):
+        if i:
+            text += str(rng.choice(JOINS))
+        phrase = noun_phrase(obj, rng)
+        spans.append((len(text), len(text) + len(phrase)))
+        text += phrase
+    if rng.random() < 0.6:
+        text += " " + SCENE_PHRASES[picture.scene]
+    if picture.country is not None and rng.random() < 0.7:
+        text += f" in {picture.country}"
+    return text, spans
+
+
+def subreddit(picture: Picture) -> str:
+    """The subreddit a RedCaps-like post of `picture` comes from."""
+    return SUBREDDITS[picture.objects[0].concept.superordinate]

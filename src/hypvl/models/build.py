@@ -1,0 +1,30 @@
+"""Build a model from an experiment (method, backbone, overrides) and the scale's architecture table."""
+
+from hypvl.errors import InputError
+
+from .clip import CLIP
+from .encoders import ImageEncoder, TextConfig, TextEncoder, VitConfig
+from .hycoclip import HyCoCLIP
+from .meru import MERU
+
+METHODS = {"clip": CLIP, "meru": MERU, "hycoclip": HyCoCLIP}
+# experiment overrides that are model constructor arguments, per method
+MODEL_OVERRIDES = {
+    "clip": ("temperature",),
+    "meru": ("temperature", "curv_init", "learn_curv", "entail_weight"),
+    "hycoclip": ("temperature", "curv_init", "learn_curv", "gamma", "eta_inter", "eta_intra",
+                 "hcc_terms", "hce_terms"),
+}
+
+
+def build_model(method: str, backbone: str, model_cfg: dict, overrides: dict | None = None):
+    """A freshly initialised model; `model_cfg` is the config's `model` section."""
+    if method not in METHODS:
+        raise InputError(f"unknown method {method!r}; known: {sorted(METHODS)}")
+    backbones = model_cfg["backbones"]
+    if backbone not in backbones:
+        raise InputError(f"backbone {backbone!r} is not in the config's model.backbones ({sorted(backbones)})")
+    vit = VitConfig(image_size=model_cfg["image_size"], **backbones[backbone])
+    text = TextConfig(**model_cfg["text"])
+    kwargs = {k: v for k, v in (overrides or {}).items() if k in MODEL_OVERRIDES[method]}
+    return METHODS[method](ImageEncoder(vit), TextEncoder(text), model_cfg["embed_dim"], **kwargs)

@@ -1,0 +1,78 @@
+"""CLIP baseline: image and text encoders, bias-free projections, cosine similarity with a temperature.
+
+Images arrive in [0, 1] and are normalised inside the model (ImageNet mean/std, as MERU does).
+"""
+
+import math
+
+import torch
+from torch import nn
+
+from hypvl.losses.contrastive import clip_logits, symmetric_contrastive
+
+from .encoders import ImageEncoder, TextEncoder
+
+PIXEL_MEAN = (0.485, 0.456, 0.406)
+PIXEL_STD = (0.229, 0.224, 0.225)
+MAX_LOGIT_SCALE = math.log(100.0)  # temperature clipped at 0.01
+
+
+class CLIP(nn.Module):
+    """Euclidean CLIP; `loss(batch)` is the symmetric InfoNCE over cosine logits."""
+
+    geometry = "euclidean"
+    scalar_names = ("logit_scale",)
+
+    def __init__(self, visual: ImageEncoder, textual: TextEncoder, embed_dim: int, temperature: float = 0.07):
+        super().__init__()
+        self.visual, self.textual = visual, textual
+        self.visual_proj = nn.Linear(visual.width, embed_dim, bias=False)
+        self.textual_proj = nn.Linear(textual.width, embed_dim, bias=False)
+        nn.init.normal_(self.visual_proj.weight, std=visual.width ** -0.5)
+        nn.init.normal_(self.textual_proj.weight, std=textual.width ** -0.5)
+        self.logit_scale = nn.Parameter(torch.tensor(math.log(1.0 / temperature)))
+        self.register_buffer("pixel_mean", torch.tensor(PIXEL_MEAN).view(3, 1, 1))
+        self.register_buffer("pixel_std", torch.tensor(PIXEL_STD).view(3, 1, 1))
+
+    def clamp_scalars(self) -> None:
+        """Clamp learned log-space scalars to the papers' ranges (called before each forward)."""
+        with torch.no_grad():
+            self.logit_scale.clamp_(max=MAX_LOGIT_SCALE)
+
+    def image_features(self, images: torch.Tensor) -> torch.Tensor:
+        """(B, 3, H, W) in [0, 1] -> (B, embed_dim) projected, not yet normalised or lifted."""
+        return self.visual_proj(self.visual((images - self.pixel_mean) / self.pixel_std))
+
+    def text_features(self, tokens: torch.Tensor) -> torch.Tensor:
+        """(B, L) token ids -> (B, embed_dim) projected, not yet normalised or lifted."""
+        return self.textual_proj(self.textual(tokens))
+
+    def embed_image(self, feats: torch.Tensor) -> torch.Tensor:
+        """Projected image features -> embeddings (unit vectors for CLIP)."""
+        return nn.functional.normalize(feats, dim=-1)
+
+    def embed_text(self, feats: torch.Tensor) -> torch.Tensor:
+        """Projected text features -> embeddings (unit vectors for CLIP)."""
+        return nn.functional.normalize(feats, dim=-1)
+
+    def encode_image(self, images: torch.Tensor) -> torch.Tensor:
+        return self.embed_image(self.image_features(images))
+
+    def encode_text(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self.embed_text(self.text_features(tokens))
+
+    def ensemble_prompts(self, feats: torch.Tensor) -> torch.Tensor:
+        """(C, P, D) projected prompt features per class -> (C, D) class embeddings:
+        normalise, mean over prompts, normalise (CLIP's ensembling)."""
+        return nn.functional.normalize(nn.functional.normalize(feats, dim=-1).mean(dim=1), dim=-1)
+
+    def similarity(self, images: torch.Tensor, texts: torch.Tensor) -> torch.Tensor:
+        """(B1, D), (B2, D) embeddings -> (B1, B2) scores, higher is more similar (cosine)."""
+        return images @ texts.T
+
+    def loss(self, batch: dict) -> dict[str, torch.Tensor]:
+        """Symmetric InfoNCE over the batch; returns {'loss': ..., 'contrastive': ...}."""
+        img = self.encode_image(batch["images"])
+        txt = self.encode_text(batch["tokens"])
+        contrastive = symmetric_contrastive(clip_logits(img, txt, self.logit_scale))
+        return {"loss": contrastive, "contrastive": contrastive.detach()}

@@ -1,0 +1,93 @@
+"""Encoders: a timm ViT with a fixed 2-D sin-cos position embedding, and open_clip's text transformer.
+
+Both return un-projected features (the ViT's CLS token, the text transformer's EOT token); the models
+own the projections. Architectures come from the config's backbone table, so the same code builds the
+paper's ViT-S/16 (MoCo-v3 variant: width 384, 12 heads) and the smoke scale's tiny ViT.
+"""
+
+from dataclasses import dataclass
+
+import torch
+from open_clip.tokenizer import SimpleTokenizer
+from open_clip.transformer import TextTransformer
+from timm.models.vision_transformer import VisionTransformer
+from torch import nn
+
+
+@dataclass(frozen=True)
+class VitConfig:
+    """A ViT: input size, patch size, width, depth and heads."""
+
+    image_size: int
+    patch: int
+    width: int
+    depth: int
+    heads: int
+
+
+@dataclass(frozen=True)
+class TextConfig:
+    """A CLIP text transformer: context length, vocabulary, width, depth and heads."""
+
+    context_length: int = 77
+    vocab_size: int = 49408
+    width: int = 512
+    layers: int = 12
+    heads: int = 8
+
+
+def sincos_2d_position_embedding(grid: int, width: int, temperature: float = 10000.0) -> torch.Tensor:
+    """(grid*grid, width) fixed sin-cos embedding of patch positions (MoCo v3 / MERU), rows then columns."""
+    if width % 4:
+        raise ValueError(f"ViT width {width} must be divisible by 4 for a 2-D sin-cos embedding")
+    ys, xs = torch.meshgrid(torch.arange(grid, dtype=torch.float32), torch.arange(grid, dtype=torch.float32),
+                            indexing="ij")
+    quarter = width // 4
+    omega = 1.0 / temperature ** (torch.arange(quarter, dtype=torch.float32) / quarter)
+    out_x = xs.flatten()[:, None] * omega[None]
+    out_y = ys.flatten()[:, None] * omega[None]
+    return torch.cat([out_x.sin(), out_x.cos(), out_y.sin(), out_y.cos()], dim=1)
+
+
+class ImageEncoder(nn.Module):
+    """timm ViT with CLS pooling and a frozen sin-cos position embedding; images in, (B, width) out."""
+
+    def __init__(self, cfg: VitConfig):
+        super().__init__()
+        self.vit = VisionTransformer(img_size=cfg.image_size, patch_size=cfg.patch, embed_dim=cfg.width,
+                                     depth=cfg.depth, num_heads=cfg.heads, num_classes=0, global_pool="token",
+                                     class_token=True, norm_layer=nn.LayerNorm)
+        grid = cfg.image_size // cfg.patch
+        pos = torch.cat([torch.zeros(1, cfg.width), sincos_2d_position_embedding(grid, cfg.width)])
+        with torch.no_grad():
+            self.vit.pos_embed.copy_(pos[None])
+        self.vit.pos_embed.requires_grad_(False)
+        self.width = cfg.width
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        return self.vit(images)
+
+
+class TextEncoder(nn.Module):
+    """open_clip's causal text transformer without its projection; tokens in, (B, width) EOT features out."""
+
+    def __init__(self, cfg: TextConfig):
+        super().__init__()
+        self.transformer = TextTransformer(context_length=cfg.context_length, vocab_size=cfg.vocab_size,
+                                           width=cfg.width, heads=cfg.heads, layers=cfg.layers,
+                                           output_dim=None, proj_type="none", pool_type="argmax")
+        self.width = cfg.width
+        self.context_length = cfg.context_length
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self.transformer(tokens)
+
+
+class Tokenizer:
+    """CLIP's BPE tokenizer (lower-cased, SOT/EOT); texts longer than the context keep their EOT."""
+
+    def __init__(self, context_length: int):
+        self._tok = SimpleTokenizer(context_length=context_length)
+
+    def __call__(self, texts: list[str]) -> torch.Tensor:
+        return self._tok(list(texts))

@@ -1,0 +1,69 @@
+"""MERU: CLIP's encoders lifted onto the Lorentz hyperboloid, with an image-text entailment cone loss.
+
+Learned scalars live in log space: the curvature c (init 1, clamped to [c0/10, 10 c0]), the image and
+text scale factors (init 1/sqrt(embed_dim), clamped to <= 1) and the temperature (as in CLIP).
+"""
+
+import math
+
+import torch
+from torch import nn
+
+from hypvl.geometry import lorentz
+from hypvl.losses.contrastive import lorentz_logits, symmetric_contrastive
+from hypvl.losses.entailment import entailment_loss
+
+from .clip import CLIP
+
+
+class MERU(CLIP):
+    """Hyperbolic CLIP (Desai et al. 2023): loss = contrastive on -d_L + entail_weight * L_ent(T entails I)."""
+
+    geometry = "lorentz"
+    scalar_names = ("logit_scale", "curv", "visual_alpha", "textual_alpha")
+
+    def __init__(self, visual, textual, embed_dim: int, temperature: float = 0.07, curv_init: float = 1.0,
+                 learn_curv: bool = True, entail_weight: float = 0.2):
+        super().__init__(visual, textual, embed_dim, temperature)
+        self.curv = nn.Parameter(torch.tensor(math.log(curv_init)), requires_grad=learn_curv)
+        self._curv_range = (math.log(curv_init / 10), math.log(curv_init * 10))
+        self.visual_alpha = nn.Parameter(torch.tensor(embed_dim ** -0.5).log())
+        self.textual_alpha = nn.Parameter(torch.tensor(embed_dim ** -0.5).log())
+        self.entail_weight = entail_weight
+
+    def clamp_scalars(self) -> None:
+        super().clamp_scalars()
+        with torch.no_grad():
+            self.curv.clamp_(*self._curv_range)
+            self.visual_alpha.clamp_(max=0.0)
+            self.textual_alpha.clamp_(max=0.0)
+
+    @property
+    def curvature(self) -> torch.Tensor:
+        """The positive curvature parameter c (the space has curvature -c)."""
+        return self.curv.exp()
+
+    def embed_image(self, feats: torch.Tensor) -> torch.Tensor:
+        """Projected image features -> space components on the hyperboloid: exp_0(alpha_img * x)."""
+        return lorentz.exp_map0(feats * self.visual_alpha.exp(), self.curvature)
+
+    def embed_text(self, feats: torch.Tensor) -> torch.Tensor:
+        """Projected text features -> space components on the hyperboloid: exp_0(alpha_txt * x)."""
+        return lorentz.exp_map0(feats * self.textual_alpha.exp(), self.curvature)
+
+    def ensemble_prompts(self, feats: torch.Tensor) -> torch.Tensor:
+        """(C, P, D) projected prompt features -> (C, D): mean in the tangent space, then scale and lift."""
+        return self.embed_text(feats.mean(dim=1))
+
+    def similarity(self, images: torch.Tensor, texts: torch.Tensor) -> torch.Tensor:
+        """Negative Lorentzian distance (B1, B2); ranks like MERU's Lorentzian inner product."""
+        return -lorentz.pairwise_dist(images, texts, self.curvature)
+
+    def loss(self, batch: dict) -> dict[str, torch.Tensor]:
+        img = self.encode_image(batch["images"])
+        txt = self.encode_text(batch["tokens"])
+        curv = self.curvature
+        contrastive = symmetric_contrastive(lorentz_logits(img, txt, curv, self.logit_scale))
+        entail = entailment_loss(txt, img, curv)
+        return {"loss": contrastive + self.entail_weight * entail,
+                "contrastive": contrastive.detach(), "entailment": entail.detach()}

@@ -1,0 +1,106 @@
+"""Train one experiment: seeded, bitwise reproducible on CPU, with a loss log and a final checkpoint."""
+
+import csv
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from tqdm import tqdm
+
+from hypvl.io import atomic_write
+from hypvl.models.build import build_model
+from hypvl.models.encoders import Tokenizer
+
+from .checkpoints import save_checkpoint
+from .data import TrainingStream
+from .optim import build_optimizer, build_scheduler
+
+LOG_FIELDS = ("step", "loss", "contrastive", "entailment", "lr", "curvature", "temperature")
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """Steps, batch size, warm-up and peak learning rate of one run at the running scale."""
+
+    steps: int
+    batch_size: int
+    warmup: int
+    lr: float
+
+
+def resolve_schedule(overrides: dict, train_cfg: dict) -> Schedule:
+    """The experiment's paper schedule mapped to this scale.
+
+    `train.steps`, when set, replaces the experiment's step count (smoke scale); the experiment's batch
+    size is multiplied by `train.batch_size_scale`; warm-up keeps the paper's 4k/steps fraction.
+    """
+    paper_steps = overrides.get("steps", train_cfg["paper_steps"])
+    steps = train_cfg.get("steps") or paper_steps
+    batch = max(2, round(overrides.get("batch_size", train_cfg["paper_batch_size"]) * train_cfg["batch_size_scale"]))
+    warmup = max(1, round(steps * min(1.0, train_cfg["paper_warmup"] / paper_steps)))
+    return Schedule(steps, batch, warmup, overrides.get("lr", train_cfg["lr"]))
+
+
+def stream_mode(method: str, boxes: bool) -> str:
+    """How a method reads a grounded corpus (see hypvl.train.data)."""
+    if method == "hycoclip":
+        return "compositional"
+    return "boxes_as_pairs" if boxes else "pairs"
+
+
+def train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path], out_dir: Path,
+          progress: bool = True) -> dict:
+    """Train `experiment` ({id, method, backbone, boxes, seed, overrides}) and write into `out_dir`:
+    checkpoint.pt, train_log.csv and train_summary.json. Returns the summary."""
+    out_dir = Path(out_dir)
+    torch.manual_seed(experiment.get("seed", 0))
+    torch.use_deterministic_algorithms(True)
+    overrides = experiment.get("overrides") or {}
+    schedule = resolve_schedule(overrides, train_cfg)
+    model = build_model(experiment["method"], experiment["backbone"], model_cfg, overrides)
+    optimizer = build_optimizer(model, schedule.lr, train_cfg["weight_decay"], train_cfg["betas"])
+    scheduler = build_scheduler(optimizer, schedule.warmup, schedule.steps)
+    stream = TrainingStream(shards, Tokenizer(model_cfg["text"]["context_length"]), model_cfg["image_size"],
+                            schedule.batch_size, stream_mode(experiment["method"], experiment.get("boxes", False)),
+                            seed=experiment.get("seed", 0), shuffle_buffer=train_cfg["shuffle_buffer"],
+                            max_corrupt_fraction=train_cfg["max_corrupt_fraction"])
+    start = time.perf_counter()
+    rows = []
+    model.train()
+    bar = tqdm(total=schedule.steps, desc=experiment["id"], disable=not progress, mininterval=2.0)
+    for step, batch in zip(range(schedule.steps), stream):
+        model.clamp_scalars()
+        terms = model.loss(batch)
+        optimizer.zero_grad(set_to_none=True)
+        terms["loss"].backward()
+        optimizer.step()
+        scheduler.step()
+        rows.append(_log_row(step, terms, scheduler.get_last_lr()[0], model))
+        bar.update()
+        bar.set_postfix(loss=f"{rows[-1]['loss']:.3f}", refresh=False)
+    bar.close()
+    model.clamp_scalars()
+    recipe = {"method": experiment["method"], "backbone": experiment["backbone"], "overrides": overrides,
+              "model_cfg": model_cfg, "experiment": experiment["id"]}
+    save_checkpoint(out_dir / "checkpoint.pt", model, recipe, schedule.steps)
+    with atomic_write(out_dir / "train_log.csv") as handle:
+        writer = csv.DictWriter(handle, LOG_FIELDS)
+        writer.writeheader()
+        writer.writerows(rows)
+    summary = {"experiment": experiment["id"], "schedule": schedule.__dict__, "final": rows[-1],
+               "samples_read": stream.counts.read, "corrupt_images_skipped": stream.counts.corrupt,
+               "corrupt_examples": stream.counts.corrupt_examples, "samples_without_box": stream.counts.no_box,
+               "seconds": round(time.perf_counter() - start, 2)}
+    with atomic_write(out_dir / "train_summary.json") as handle:
+        json.dump(summary, handle, indent=1)
+    return summary
+
+
+def _log_row(step: int, terms: dict, lr: float, model) -> dict:
+    with torch.no_grad():
+        curvature = model.curvature.item() if hasattr(model, "curvature") else float("nan")
+        return {"step": step, "loss": terms["loss"].item(), "contrastive": terms["contrastive"].item(),
+                "entailment": terms["entailment"].item() if "entailment" in terms else float("nan"),
+                "lr": lr, "curvature": curvature, "temperature": (-model.logit_scale).exp().item()}
