@@ -97,7 +97,8 @@ def test_spec_loads_in_printed_order_with_externals_and_needs(workspace):
     assert list(table.columns) == ["acc_a", "acc_b", "tau", "avg"]
     assert table.rows["regionclip"] == External("RegionCLIP is not trained by this suite")
     assert spec.experiments["tiny_meru"].boxes and not spec.experiments["tiny_clip"].boxes
-    assert spec.experiments["tiny_meru"].seed == 0 and spec.experiments["tiny_clip"].overrides == {"steps": 10}
+    meru = spec.experiments["tiny_meru"]  # merged from the tiny_clip anchor, method overridden
+    assert (meru.method, meru.seed, meru.overrides, meru.note) == ("meru", 3, {"steps": 10}, "boxes as extra samples")
     assert table.tolerance_for("tau") == 0.02 and table.tolerance_for("acc_a") == 1.0
     assert table_needs(spec, "table1") == {
         (experiment, task) for experiment in ("tiny_clip", "tiny_meru") for task in ("zs_a", "zs_b", "hier")

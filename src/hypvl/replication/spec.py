@@ -192,11 +192,16 @@ class PaperSpec:
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
-    """A YAML loader that rejects a key repeated within one mapping (PyYAML keeps the last)."""
+    """A YAML loader that rejects a key repeated within one mapping (PyYAML keeps the last).
+
+    Keys merged in with `<<: *anchor` may be overridden; only keys written out are checked.
+    """
 
     def construct_mapping(self, node, deep=False):
         seen = set()
         for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
             key = self.construct_object(key_node, deep=deep)
             if key in seen:
                 raise yaml.constructor.ConstructorError(
