@@ -10,12 +10,14 @@ from PIL import Image, ImageDraw
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from hypvl.data.formats.grit import GritSample, GroundedSpan  # noqa: E402
+from hypvl.data.formats.images import encode_image  # noqa: E402
 from hypvl.errors import InputError  # noqa: E402
 from hypvl.grounding.detector import random_owlv2_detector  # noqa: E402
-from hypvl.grounding.filters import BoxFilter, crop_box, pad_to_square  # noqa: E402
+from hypvl.grounding.filters import BoxFilter, crop_box  # noqa: E402
 from hypvl.grounding.parses import parent_child_pairs, parse_record, validate_parse  # noqa: E402
 from hypvl.grounding.phrases import ABSTRACT_NOUNS, PhraseExtractor, load_spacy  # noqa: E402
-from hypvl.grounding.pipeline import OracleBoxes, ground  # noqa: E402
+from hypvl.grounding.pipeline import OracleBoxes, grit_record, ground  # noqa: E402
 
 SMOKE_CAPTIONS = [
     "a red dog next to a small car on the beach",
@@ -92,7 +94,7 @@ def test_box_size_and_confidence_filters():
 
 def test_square_padding_centres_the_content():
     image = Image.new("RGB", (40, 20), (200, 0, 0))
-    square = pad_to_square(image, 224)
+    square = crop_box(image, [0, 0, 40, 20], 224)
     # scale 224/40 = 5.6: content 224x112, offset (224-112)//2 = 56 rows of white above.
     assert square.size == (224, 224)
     assert square.getpixel((112, 55)) == (255, 255, 255)
@@ -134,6 +136,20 @@ def test_ground_with_oracle_boxes_counts_drops(extractor):
     assert counts["samples_no_phrase"] == 1 and counts["samples_no_box"] == 1
     # record 0: 5 phrases -> car (x2: chunk + its expression) small, beach low score
     assert counts["boxes_too_small"] == 3 and counts["boxes_below_threshold"] == 1
+
+
+def test_grit_sample_boxes_ground_spacy_phrases(extractor):
+    caption = SMOKE_CAPTIONS[0]
+    sample = GritSample("g1", encode_image(Image.new("RGB", (200, 100), (0, 90, 0)), "PNG"), caption,
+                        noun_chunks=(GroundedSpan(0, 9, 0.1, 0.2, 0.5, 0.6, 0.9),),
+                        ref_exps=(GroundedSpan(0, 42, 0.0, 0.1, 0.9, 1.0, 0.8),))
+    record = grit_record(sample, "shard-0.tar")
+    [grounded] = ground([record], extractor, OracleBoxes(), crop_size=16)
+    # "a red dog" takes its own span's box in pixels; the whole-caption referring expression
+    # matches its span's text exactly, so it takes that box, not the dog's.
+    assert [(b["phrase"], b["box"], b["score"]) for b in grounded["boxes"]] == [
+        ("a red dog", pytest.approx([20, 20, 100, 60]), 0.9),
+        (caption, pytest.approx([0, 10, 180, 100]), 0.8)]
 
 
 def test_oracle_needs_regions(extractor):

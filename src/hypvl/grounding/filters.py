@@ -1,4 +1,4 @@
-"""HyCoCLIP App. A box filters and the square crops its training shards hold.
+"""HyCoCLIP App. A box filters, and the box crops (border-resized squares) its shards hold.
 
 Box size: the paper "exclude[s] boxes with sizes lower than 32x32"; the reference code
 (`prepare_GRIT_webdataset.py`) keeps a box only if `(x2-x1)*(y2-y1) > 32*32` in original
@@ -9,12 +9,11 @@ Confidence: "at least 0.65", so a score equal to the threshold is kept.
 
 from dataclasses import dataclass
 
-from PIL import Image
+from hypvl.data.formats.images import border_resize
 
 MIN_BOX_SIDE = 32
 CONFIDENCE_THRESHOLD = 0.65
 CROP_SIZE = 224
-PAD_FILL = (255, 255, 255)
 
 
 @dataclass(frozen=True)
@@ -60,18 +59,7 @@ def clip_box(box, width, height):
             min(max(x2, 0.0), width), min(max(y2, 0.0), height)]
 
 
-def pad_to_square(image, size=CROP_SIZE, fill=PAD_FILL):
-    """Border resize: scale `image` so its longest side is `size` (aspect kept, bicubic), then
-    centre it on a `size` x `size` canvas of colour `fill` (HyCoCLIP's `Resizer(224, "border")`)."""
-    width, height = image.size
-    scale = size / max(width, height)
-    new_size = (max(1, round(width * scale)), max(1, round(height * scale)))
-    resized = image.convert("RGB").resize(new_size, Image.BICUBIC)
-    canvas = Image.new("RGB", (size, size), fill)
-    canvas.paste(resized, ((size - new_size[0]) // 2, (size - new_size[1]) // 2))
-    return canvas
-
-
 def crop_box(image, box, size=CROP_SIZE):
-    """The region `box` [x1, y1, x2, y2] (pixels) of `image`, padded to a `size` square."""
-    return pad_to_square(image.crop(tuple(round(v) for v in box)), size)
+    """The region `box` [x1, y1, x2, y2] (pixels) of `image`, border-resized to a `size` square:
+    longest side -> size, centred on white (HyCoCLIP's `Resizer(224, "border")`)."""
+    return border_resize(image.crop(tuple(round(v) for v in box)), size)

@@ -8,6 +8,7 @@ box are dropped. Output records are in memory; the grounded shard writer stores 
 import re
 from itertools import islice
 
+from hypvl.data.formats.images import decode_image
 from hypvl.errors import InputError
 from hypvl.grounding.filters import BoxFilter, CROP_SIZE, crop_box
 from hypvl.grounding.parses import parse_record
@@ -27,9 +28,11 @@ class OracleBoxes:
     """Box source reading boxes already in each record (the smoke world's own objects).
 
     A record holds `regions`: a list of {"text": str, "box": [x1, y1, x2, y2] pixels,
-    optional "score"}. A phrase gets the box of the longest region text that occurs in the
-    phrase as whole words and ends with the phrase's head noun ("red dog" and "dog" ground
-    "a big red dog next to a car"; "car" does not); score is the region's, 1.0 if absent.
+    optional "score"} (`grit_record` makes them from GRIT spans). A phrase gets the box of the
+    region with the same text (articles and case aside), else of the longest region text that
+    occurs in the phrase as whole words and ends with the phrase's head noun ("red dog" and
+    "dog" ground "a big red dog next to a car"; "car" does not); score is the region's, 1.0 if
+    absent.
     """
 
     def __init__(self, field="regions"):
@@ -37,12 +40,14 @@ class OracleBoxes:
 
     def _match(self, phrase, regions):
         """The region grounding `phrase` (a `Phrase`), or None."""
-        target = f" {normalise_phrase(phrase.text)} "
+        target = normalise_phrase(phrase.text)
         head = phrase.head.lower()
         best, best_len = None, 0
         for region in regions:
             text = normalise_phrase(region["text"])
-            if (text and text.split()[-1] == head and f" {text} " in target
+            if text == target:
+                return region
+            if (text and text.split()[-1] == head and f" {text} " in f" {target} "
                     and len(text) > best_len):
                 best, best_len = region, len(text)
         return best
@@ -62,6 +67,19 @@ class OracleBoxes:
                                   "score": float(region.get("score", 1.0))})
             results.append(found)
         return results
+
+
+def grit_record(sample, where):
+    """A `ground` record from a GRIT-format sample (`hypvl.data.formats.grit.GritSample`): the
+    image decoded, its noun_chunks and ref_exps as pixel `regions` for `OracleBoxes`. `where`
+    names the shard for a decoding error."""
+    image = decode_image(sample.image, f"{where}: sample {sample.key!r}")
+    width, height = image.size
+    regions = [{"text": sample.caption[span.start:span.end],
+                "box": [span.x1 * width, span.y1 * height, span.x2 * width, span.y2 * height],
+                "score": span.score}
+               for span in (*sample.noun_chunks, *sample.ref_exps)]
+    return {"key": sample.key, "image": image, "caption": sample.caption, "regions": regions}
 
 
 def _batches(iterable, size):
