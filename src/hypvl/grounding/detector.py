@@ -4,7 +4,8 @@ HyCoCLIP grounded RedCaps with GLIP, which `transformers` does not ship; OWLv2
 (`google/owlv2-base-patch16-ensemble`) is the open-vocabulary substitute configured here.
 For every phrase the detector returns its best box (the highest-scoring of the model's box
 predictions for that text query) with that box's sigmoid score; HyCoCLIP's filters
-(`filters.BoxFilter`) then decide what to keep.
+(`filters.BoxFilter`) then decide what to keep. Phrases longer than the text tower's context
+(16 tokens for the released OWLv2) are truncated by the processor.
 """
 
 import torch

@@ -8,7 +8,7 @@ Every phrase carries its character span in the caption, like GRIT's `[start, end
 """
 
 from dataclasses import dataclass
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from hypvl.errors import InputError
 
@@ -119,7 +119,3 @@ class PhraseExtractor:
     def phrases(self, doc):
         """Phrases of one parsed caption (see `doc_phrases`)."""
         return doc_phrases(doc, self.abstract_nouns, self.referring_expressions)
-
-    def __call__(self, captions: Iterable[str]):
-        """List of phrase lists, one per caption."""
-        return [self.phrases(doc) for doc in self.parse(captions)]
