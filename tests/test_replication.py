@@ -286,7 +286,7 @@ def test_report_shows_every_paper_and_measured_number(workspace, scale):
     for verdict, count in counts.items():
         assert f"{count} {verdict.replace('_', ' ')}" in markdown
     assert all(hash_ in markdown for hash_ in HASHES.values()) and "c0ffee" in markdown
-    assert "RegionCLIP is not trained by this suite" in markdown
+    assert "RegionCLIP is not trained by this suite" in markdown and "boxes as extra samples" in markdown
 
     labels = {"clip": "CLIP", "meru": "MERU*", "regionclip": "RegionCLIP"}
     columns = ["acc_a", "acc_b", "tau", "avg"]

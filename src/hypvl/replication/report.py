@@ -126,15 +126,18 @@ def _tolerance_text(spec: PaperSpec, table_name: str) -> str:
 
 
 def _mapping_sections(spec: PaperSpec, table_name: str, frame: pd.DataFrame, labels: dict[str, str]) -> list[str]:
-    """Rows (label, experiment or external reason, config hashes) and columns (task, metric, tolerance)."""
+    """The Rows section (experiment or external reason, config hashes, note) and Columns (task, metric, tolerance)."""
     table = spec.table(table_name)
     lines = ["## Rows", ""]
     body = []
     for row, target in table.rows.items():
-        hashes = split_joined(frame.loc[frame["row"] == row, "config_hash"])
-        where = f"external: {escape(target.reason)}" if isinstance(target, External) else f"`{target}`"
-        body.append([f"`{row}`", escape(labels[row]), where, " ".join(f"`{h}`" for h in hashes) or "–"])
-    lines += _markdown_table(["row", "printed", "experiment", "config hashes"], body)
+        hashes = " ".join(f"`{code}`" for code in split_joined(frame.loc[frame["row"] == row, "config_hash"]))
+        if isinstance(target, External):
+            body.append([f"`{row}`", escape(labels[row]), f"external: {escape(target.reason)}", "–", ""])
+        else:
+            note = escape(spec.experiments[target].note)
+            body.append([f"`{row}`", escape(labels[row]), f"`{target}`", hashes or "–", note])
+    lines += _markdown_table(["row", "printed", "experiment", "config hashes", "note"], body)
     lines += ["", "## Columns", ""]
     body = []
     for column, mapped in table.columns.items():
