@@ -12,7 +12,8 @@ import torch
 
 from hypvl.data.formats.imagefolder import load_image, read_imagefolder
 from hypvl.errors import InputError
-from hypvl.evaluate.features import center_crop_transform, image_embeddings, text_features
+from hypvl.data.transforms import resize_center_crop
+from hypvl.evaluate.features import image_embeddings, text_features
 from hypvl.evaluate.metrics import check_finite, mean_per_class_accuracy, top1_accuracy
 
 
@@ -44,7 +45,7 @@ def evaluate_zero_shot(model, tokenizer, root, split: str, templates: list[str],
         raise InputError(f"{root}: {len(names)} class names for {len(dataset.class_dirs)} class folders")
     classes = class_embeddings(model, tokenizer, names, templates, batch_size, name)
     images = image_embeddings(model, lambda i: load_image(dataset.samples[i][0]), len(dataset.samples),
-                              center_crop_transform(image_size), batch_size, name)
+                              lambda img: resize_center_crop(img, image_size), batch_size, name)
     scores = model.similarity(images, classes)
     check_finite(f"{name} scores", scores)
     target = torch.tensor([label for _, label in dataset.samples])

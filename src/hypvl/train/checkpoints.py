@@ -24,7 +24,8 @@ def load_state(model, state: dict, source: str) -> None:
 
 
 def load_checkpoint(path: Path):
-    """Rebuild the model saved at `path` (weights only, no pickled code) in eval mode."""
+    """Rebuild the model saved at `path` (weights only, no pickled code) in eval mode; returns it and
+    its recipe (method, backbone, overrides, model_cfg, experiment)."""
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: checkpoint not found")
@@ -38,4 +39,4 @@ def load_checkpoint(path: Path):
     recipe = blob["recipe"]
     model = build_model(recipe["method"], recipe["backbone"], recipe["model_cfg"], recipe.get("overrides"))
     load_state(model, blob["model"], str(path))
-    return model.eval()
+    return model.eval(), recipe

@@ -12,9 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import torch
-from torchvision.transforms import v2
-
+from hypvl.data.transforms import random_resized_crop, to_tensor_batch
 from hypvl.data.formats.grounded import iter_grounded
 from hypvl.data.formats.images import CorruptImage, decode_image
 from hypvl.errors import InputError
@@ -30,14 +28,6 @@ class StreamCounts:
     corrupt_examples: list[str] = field(default_factory=list)
 
 
-def train_transform(image_size: int) -> v2.Compose:
-    """Random resized crop (scale 0.5-1, bicubic) to `image_size`, as MERU and HyCoCLIP train."""
-    return v2.Compose([v2.ToImage(), v2.RandomResizedCrop(image_size, scale=(0.5, 1.0),
-                                                          interpolation=v2.InterpolationMode.BICUBIC,
-                                                          antialias=True),
-                       v2.ToDtype(torch.float32, scale=True)])
-
-
 class TrainingStream:
     """An endless, seeded stream of training batches from grounded shards."""
 
@@ -48,7 +38,7 @@ class TrainingStream:
         if not shards:
             raise InputError("no training shards given")
         self.shards, self.tokenizer, self.batch_size, self.mode = list(shards), tokenizer, batch_size, mode
-        self.transform = train_transform(image_size)
+        self.image_size = image_size
         self.rng = random.Random(seed)
         self.shuffle_buffer = shuffle_buffer
         self.max_corrupt_fraction = max_corrupt_fraction
@@ -62,11 +52,11 @@ class TrainingStream:
             for record in iter_grounded(order):
                 self.counts.read += 1
                 try:
-                    yield from self._views(record)
+                    yield from self._pairs(record)
                 except CorruptImage as exc:
                     self._count_corrupt(str(exc))
 
-    def _views(self, record) -> Iterator[tuple]:
+    def _pairs(self, record) -> Iterator[tuple]:
         if self.mode == "compositional":
             if not record.boxes:
                 self.counts.no_box += 1
@@ -108,10 +98,13 @@ class TrainingStream:
                 yield self._collate(batch)
                 batch = []
 
+    def _crops(self, images):
+        """(B, 3, S, S) random resized crops (scale 0.5-1, bicubic), one per image, as MERU and HyCoCLIP train."""
+        return to_tensor_batch([random_resized_crop(img, self.image_size, self.rng) for img in images])
+
     def _collate(self, batch: list[tuple]) -> dict:
-        out = {"images": torch.stack([self.transform(s[0]) for s in batch]),
-               "tokens": self.tokenizer([s[1] for s in batch])}
+        out = {"images": self._crops(s[0] for s in batch), "tokens": self.tokenizer([s[1] for s in batch])}
         if self.mode == "compositional":
-            out["box_images"] = torch.stack([self.transform(s[2]) for s in batch])
+            out["box_images"] = self._crops(s[2] for s in batch)
             out["box_tokens"] = self.tokenizer([s[3] for s in batch])
         return out

@@ -20,7 +20,8 @@ def param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
 
 
 def build_optimizer(model: nn.Module, lr: float, weight_decay: float, betas) -> torch.optim.AdamW:
-    return torch.optim.AdamW(param_groups(model, weight_decay), lr=lr, betas=tuple(betas))
+    """AdamW over `param_groups`; the fused kernel (deterministic, and several times faster on CPU)."""
+    return torch.optim.AdamW(param_groups(model, weight_decay), lr=lr, betas=tuple(betas), fused=True)
 
 
 def warmup_cosine(step: int, warmup: int, total: int) -> float:

@@ -65,7 +65,7 @@ class WorldSettings:
     image_size: int = 64
     grit_samples: int = 6000
     redcaps_samples: int = 4000
-    per_class: int = 12
+    per_class: int = 20
     shard_size: int = 1000
 
 
@@ -77,14 +77,17 @@ def _random_object(rng, leaves: list[Concept], size: str | None = None, texture:
     return render.Placed(
         concept=leaves[rng.integers(len(leaves))],
         size=size or str(rng.choice(["small", "large"])),
-        texture=texture or str(rng.choice(TEXTURES, p=[0.6, 0.1, 0.1, 0.1, 0.1])),
+        texture=texture or str(rng.choice(TEXTURES)),
     )
 
 
 def corpus_picture(rng, corpus: str, size: int) -> render.Picture:
-    """A training picture: GRIT-like (1-3 objects of any size) or RedCaps-like (1-2, mostly large)."""
+    """A training picture: GRIT-like (1-3 objects of any size) or RedCaps-like (1-2, mostly large);
+    15% are close-ups of one object."""
     leaves = leaf_concepts()
-    if corpus == "grit":
+    if rng.random() < 0.15:  # a close-up, where the surface texture is what one sees
+        objects = [_random_object(rng, leaves, size="full")]
+    elif corpus == "grit":
         n = int(rng.choice([1, 2, 3], p=[0.5, 0.3, 0.2]))
         objects = [_random_object(rng, leaves) for _ in range(n)]
     else:
@@ -133,7 +136,7 @@ def classification_picture(rng, spec: ClassificationSet, label: str, size: int) 
                                  "large" if spec.style == "large" else str(rng.choice(["small", "large"])),
                                  str(rng.choice(TEXTURES)))]
     elif spec.label == "texture":
-        objects = [_random_object(rng, leaves, size="large", texture=label)]
+        objects = [_random_object(rng, leaves, size="full", texture=label)]
     elif spec.label == "scene":
         scene = label
         objects = [] if spec.style == "satellite" else [_random_object(rng, leaves, size="small")]

@@ -22,7 +22,7 @@ def noun_phrase(obj: Placed, rng: np.random.Generator) -> str:
     words = []
     if rng.random() < 0.5:
         words.append(obj.size)
-    if obj.texture != "plain" and rng.random() < 0.7:
+    if rng.random() < 0.8:
         words.append(obj.texture)
     words.append(noun)
     article = "an" if words[0][0] in "aeiou" else "a"
@@ -41,7 +41,7 @@ def caption(picture: Picture, rng: np.random.Generator) -> tuple[str, list[tuple
         text += phrase
     if rng.random() < 0.6:
         text += " " + SCENE_PHRASES[picture.scene]
-    if picture.country is not None and rng.random() < 0.7:
+    if picture.country is not None and rng.random() < 0.8:
         text += f" in {picture.country}"
     return text, spans
 

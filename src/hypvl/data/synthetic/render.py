@@ -66,7 +66,7 @@ def _shape_mask(shape: str, box: tuple[int, int, int, int], size: int) -> np.nda
 def _texture_mask(texture: str, size: int) -> np.ndarray:
     """Where a texture darkens the object's colour."""
     yy, xx = np.mgrid[0:size, 0:size]
-    period = max(size // 6, 2)
+    period = max(size // 5, 2)
     if texture == "plain":
         return np.zeros((size, size), dtype=bool)
     if texture == "striped":
@@ -111,7 +111,7 @@ def draw(picture: Picture, size: int, rng: np.random.Generator) -> Image.Image:
         canvas[:band] = np.array(COUNTRIES[picture.country], dtype=np.float32)
     for obj in picture.objects:
         colour = np.array(COLOURS[obj.concept.colour], dtype=np.float32)
-        shaded = colour * 0.45
+        shaded = colour * 0.2
         mask = _shape_mask(obj.concept.shape, obj.box, size)
         dark = mask & _texture_mask(obj.texture, size)
         canvas[mask] = colour + rng.normal(0.0, 6.0, 3)

@@ -56,7 +56,7 @@ COUNTRIES = {
     "canada": (210, 20, 30), "egypt": (20, 20, 20), "sweden": (250, 210, 0), "peru": (160, 20, 60),
 }
 
-SIZES = {"small": (0.28, 0.40), "large": (0.55, 0.75)}
+SIZES = {"small": (0.28, 0.40), "large": (0.55, 0.75), "full": (0.85, 1.0)}  # "full": texture close-ups
 
 
 @dataclass(frozen=True)

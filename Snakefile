@@ -1,0 +1,33 @@
+# hypvl: from data to reports. `snakemake --cores all reports/table1.md` runs the smoke scale;
+# add `--configfile workflows/config/full.yaml` for paper scale. See README.md.
+from snakemake.utils import min_version, validate
+
+from hypvl.workflow import Plan
+
+min_version("8.0")
+
+configfile: "workflows/config/default.yaml"
+validate(config, "workflows/config/schema.yaml")
+
+PLAN = Plan(config)
+SCALE = config["scale"]
+DATA = config["data_dir"]
+RESULTS = config["results_dir"]
+REPORTS = config["reports_dir"]
+THREADS = config["threads_per_job"]
+
+wildcard_constraints:
+    experiment="[a-z0-9_]+",
+    paper="|".join(PLAN.specs),
+    table=r"table\d+",
+
+include: "workflows/data.smk"
+include: "workflows/train.smk"
+include: "workflows/evaluate.smk"
+include: "workflows/report.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        f"{REPORTS}/index.md",

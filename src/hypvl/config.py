@@ -1,0 +1,71 @@
+"""The workflow configuration: workflows/config/default.yaml, merged with overrides, schema-checked.
+
+Snakemake rules hand each command the resolved config as JSON (`--config-json`); by hand, a command
+takes `--configfile` paths merged over the default, as `snakemake --configfile` does.
+"""
+
+import json
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+from hypvl.errors import InputError
+
+CONFIG_DIR = Path("workflows/config")
+
+
+def deep_merge(base: dict, update: dict) -> dict:
+    """`base` updated recursively with `update` (nested mappings merged, everything else replaced)."""
+    merged = dict(base)
+    for key, value in update.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _read_yaml(path: Path) -> dict:
+    if not path.is_file():
+        raise InputError(f"{path}: config file not found")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise InputError(f"{path}: not valid YAML ({exc})") from exc
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: a config file must be a mapping")
+    return data
+
+
+def validate_config(config: dict, source: str, config_dir: Path = CONFIG_DIR) -> dict:
+    """Check `config` against schema.yaml; the error names `source` and the offending key."""
+    schema = _read_yaml(Path(config_dir) / "schema.yaml")
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(config))
+    if error is not None:
+        where = ".".join(str(p) for p in error.absolute_path) or "(top level)"
+        raise InputError(f"{source}: config key {where}: {error.message}")
+    return config
+
+
+def load_config(configfiles=(), config_json: str | None = None, config_dir: Path = CONFIG_DIR) -> dict:
+    """The default config merged with `configfiles` in order, then with the sections a rule passed as
+    JSON (a rule passes only the sections its step reads, so other config edits do not rerun it)."""
+    config = _read_yaml(Path(config_dir) / "default.yaml")
+    for path in configfiles:
+        config = deep_merge(config, _read_yaml(Path(path)))
+    sources = ["default.yaml", *map(str, configfiles)]
+    if config_json is not None:
+        config = deep_merge(config, json.loads(config_json))
+        sources.append("--config-json")
+    return validate_config(config, " + ".join(sources), config_dir)
+
+
+def add_config_arguments(parser) -> None:
+    """`--configfile` (repeatable) and `--config-json`, for commands that read the workflow config."""
+    parser.add_argument("--configfile", action="append", default=[], help="YAML merged over the default config")
+    parser.add_argument("--config-json", default=None, help="the resolved config as JSON (used by the workflow)")
+
+
+def config_from_args(args) -> dict:
+    return load_config(args.configfile, args.config_json)

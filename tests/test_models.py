@@ -1,0 +1,154 @@
+"""Models: each method's embedding, ensembling, similarity and loss against the papers' equations."""
+
+import math
+
+import pytest
+import torch
+import yaml
+
+from hypvl.geometry import lorentz
+from hypvl.losses.contrastive import HCC_TERMS
+from hypvl.losses.entailment import HCE_TERMS
+from hypvl.models.build import build_model
+from hypvl.models.encoders import sincos_2d_position_embedding
+from hypvl.train.checkpoints import load_checkpoint, save_checkpoint
+from hypvl.errors import InputError
+
+from conftest import REPO
+
+TINY = {"image_size": 16, "embed_dim": 8, "text": {"context_length": 12, "width": 16, "layers": 1, "heads": 2},
+        "backbones": {"vit_s16": {"patch": 8, "width": 16, "depth": 1, "heads": 2}}}
+
+
+def _batch(n=4, boxes=False):
+    g = torch.Generator().manual_seed(0)
+    batch = {"images": torch.rand(n, 3, 16, 16, generator=g),
+             "tokens": torch.randint(1, 400, (n, 12), generator=g)}
+    batch["tokens"][:, -1] = 49407  # EOT, the largest id, where features are taken
+    if boxes:
+        batch["box_images"] = torch.rand(n, 3, 16, 16, generator=g)
+        batch["box_tokens"] = batch["tokens"].flip(0)
+    return batch
+
+
+def _model(method, **overrides):
+    torch.manual_seed(0)
+    return build_model(method, "vit_s16", TINY, overrides)
+
+
+def test_clip_loss_is_symmetric_infonce_on_cosine_logits():
+    model, batch = _model("clip"), _batch()
+    img = torch.nn.functional.normalize(model.image_features(batch["images"]), dim=-1)
+    txt = torch.nn.functional.normalize(model.text_features(batch["tokens"]), dim=-1)
+    logits = img @ txt.T / 0.07
+    target = torch.arange(4)
+    expected = 0.5 * (torch.nn.functional.cross_entropy(logits, target)
+                      + torch.nn.functional.cross_entropy(logits.T, target))
+    assert model.loss(batch)["loss"].item() == pytest.approx(expected.item(), rel=1e-5)
+
+
+def test_meru_lifts_scaled_features_and_adds_the_entailment_term():
+    model, batch = _model("meru"), _batch()
+    assert model.visual_alpha.exp().item() == pytest.approx(8 ** -0.5)
+    assert model.curvature.item() == pytest.approx(1.0)
+    x = model.image_features(batch["images"]) * 8 ** -0.5
+    y = model.text_features(batch["tokens"]) * 8 ** -0.5
+    # exp map at the origin (MERU Eq. 4 on space components) written out: sinh(|x|) x / |x| at c = 1
+    img = torch.sinh(x.norm(dim=-1, keepdim=True)) * x / x.norm(dim=-1, keepdim=True)
+    txt = torch.sinh(y.norm(dim=-1, keepdim=True)) * y / y.norm(dim=-1, keepdim=True)
+    assert torch.allclose(model.encode_image(batch["images"]), img, atol=1e-5)
+    # d_L = acosh(-<x,y>_L) with the time components recomputed
+    inner = img @ txt.T - torch.sqrt(1 + (img ** 2).sum(-1, keepdim=True)) * torch.sqrt(1 + (txt ** 2).sum(-1))[None, :]
+    dist = torch.acosh(torch.clamp(-inner, min=1 + 1e-7))
+    target = torch.arange(4)
+    logits = -dist / 0.07
+    contrastive = 0.5 * (torch.nn.functional.cross_entropy(logits, target)
+                         + torch.nn.functional.cross_entropy(logits.T, target))
+    angle = lorentz.oxy_angle(txt, img, 1.0)
+    entail = torch.clamp(angle - lorentz.half_aperture(txt, 1.0), min=0).mean()
+    terms = model.loss(batch)
+    assert terms["contrastive"].item() == pytest.approx(contrastive.item(), rel=1e-4)
+    assert terms["loss"].item() == pytest.approx(contrastive.item() + 0.2 * entail.item(), rel=1e-4)
+
+
+def test_hycoclip_loss_is_hcc_plus_gamma_hce_and_terms_can_be_removed():
+    batch = _batch(boxes=True)
+    full = _model("hycoclip").loss(batch)
+    assert full["loss"].item() == pytest.approx(full["contrastive"].item() + 0.1 * full["entailment"].item(),
+                                                rel=1e-5)
+    no_box_contrast = _model("hycoclip", hcc_terms=[t for t in HCC_TERMS if t != "boxi2t"]).loss(batch)
+    assert no_box_contrast["contrastive"].item() != pytest.approx(full["contrastive"].item())
+    assert no_box_contrast["entailment"].item() == pytest.approx(full["entailment"].item())
+    no_t_i = _model("hycoclip", hce_terms=[t for t in HCE_TERMS if t != "t_i"]).loss(batch)
+    assert no_t_i["entailment"].item() < full["entailment"].item()
+
+
+def test_prompt_ensembling_follows_each_method():
+    feats = torch.randn(3, 5, 8)
+    clip = _model("clip")
+    expected = torch.nn.functional.normalize(torch.nn.functional.normalize(feats, dim=-1).mean(1), dim=-1)
+    assert torch.allclose(clip.ensemble_prompts(feats), expected)
+    meru = _model("meru")
+    expected = lorentz.exp_map0(feats.mean(1) * 8 ** -0.5, 1.0)
+    assert torch.allclose(meru.ensemble_prompts(feats), expected)
+
+
+def test_scalars_are_clamped_to_the_papers_ranges():
+    model = _model("meru")
+    with torch.no_grad():
+        model.logit_scale.fill_(10.0)
+        model.curv.fill_(5.0)
+        model.visual_alpha.fill_(1.0)
+    model.clamp_scalars()
+    assert model.logit_scale.item() == pytest.approx(math.log(100))  # temperature >= 0.01
+    assert model.curvature.item() == pytest.approx(10.0)  # c in [0.1, 10] for c0 = 1
+    assert model.visual_alpha.item() == 0.0
+
+
+def test_fixed_curvature_is_not_learned():
+    model = _model("meru", curv_init=0.3, learn_curv=False)
+    assert not model.curv.requires_grad and model.curvature.item() == pytest.approx(0.3)
+
+
+def test_sincos_embedding_is_fixed_and_matches_the_formula():
+    pos = sincos_2d_position_embedding(2, 8)
+    # grid (row y, column x); width 8 -> 2 frequencies 1 and 1/100 for each of sin x, cos x, sin y, cos y
+    x, y = torch.tensor([0.0, 1.0, 0.0, 1.0]), torch.tensor([0.0, 0.0, 1.0, 1.0])
+    omega = torch.tensor([1.0, 0.01])
+    expected = torch.cat([(x[:, None] * omega).sin(), (x[:, None] * omega).cos(),
+                          (y[:, None] * omega).sin(), (y[:, None] * omega).cos()], dim=1)
+    assert torch.allclose(pos, expected)
+    assert not _model("clip").visual.vit.pos_embed.requires_grad
+
+
+def test_checkpoint_round_trip_and_wrong_keys(tmp_path):
+    model = _model("hycoclip")
+    recipe = {"method": "hycoclip", "backbone": "vit_s16", "overrides": {}, "model_cfg": TINY, "experiment": "x"}
+    save_checkpoint(tmp_path / "c.pt", model, recipe, step=3)
+    loaded, got = load_checkpoint(tmp_path / "c.pt")
+    assert got == recipe
+    batch = _batch()
+    assert torch.equal(loaded.encode_image(batch["images"]), model.eval().encode_image(batch["images"]))
+    blob = torch.load(tmp_path / "c.pt", weights_only=True)
+    blob["model"]["bogus"] = blob["model"].pop("curv")
+    torch.save(blob, tmp_path / "bad.pt")
+    with pytest.raises(InputError, match=r"bad\.pt.*missing keys \['curv'\].*unexpected keys \['bogus'\]"):
+        load_checkpoint(tmp_path / "bad.pt")
+    (tmp_path / "junk.pt").write_bytes(b"not a checkpoint")
+    with pytest.raises(InputError, match="junk.pt: not a readable checkpoint"):
+        load_checkpoint(tmp_path / "junk.pt")
+
+
+def test_paper_scale_models_build_from_the_full_config():
+    """Randomly initialised ViT-S/16 + 12-layer width-512 text encoder, as MERU and HyCoCLIP configure them."""
+    default = yaml.safe_load((REPO / "workflows/config/default.yaml").read_text())["model"]
+    full = yaml.safe_load((REPO / "workflows/config/full.yaml").read_text())["model"]
+    model = build_model("hycoclip", "vit_s16", {**default, **full})
+    visual = sum(p.numel() for p in model.visual.parameters() if p.requires_grad)
+    text = sum(p.numel() for p in model.textual.parameters())
+    assert 21.0e6 < visual < 22.5e6  # ViT-S/16: ~21.7M ("about 22M", HyCoCLIP App. D)
+    assert 62.5e6 < text < 63.5e6  # CLIP's 12-layer width-512 text transformer, 49408-token vocabulary: ~63.2M
+    assert model.visual_proj.weight.shape == (512, 384) and model.textual_proj.weight.shape == (512, 512)
+    with torch.no_grad():
+        out = model.encode_image(torch.rand(1, 3, 224, 224))
+    assert out.shape == (1, 512)

@@ -1,0 +1,124 @@
+"""Training: optimiser groups, schedule, the data stream's three views, corrupt images, reproducibility."""
+
+import math
+import random
+
+import pytest
+import torch
+from PIL import Image
+from torchvision.transforms import CenterCrop, Compose, InterpolationMode, Resize
+
+from hypvl.data.formats.grounded import GroundedRecord, write_grounded_shards
+from hypvl.data.formats.images import encode_image
+from hypvl.data.transforms import random_resized_crop_box, resize_center_crop
+from hypvl.errors import InputError
+from hypvl.models.encoders import Tokenizer
+from hypvl.train.data import TrainingStream
+from hypvl.train.optim import param_groups, warmup_cosine
+from hypvl.train.trainer import resolve_schedule, train
+
+from test_models import TINY, _model
+
+TRAIN_CFG = {"steps": 3, "batch_size_scale": 4 / 768, "paper_steps": 500000, "paper_batch_size": 768,
+             "paper_warmup": 4000, "lr": 5e-4, "weight_decay": 0.2, "betas": [0.9, 0.98], "shuffle_buffer": 8,
+             "max_corrupt_fraction": 0.01}
+
+
+def _shards(tmp_path, n=12, corrupt=(), boxes=lambda i: i % 3):
+    records = []
+    for i in range(n):
+        image = b"\xff\xd8 broken" if i in corrupt else encode_image(Image.new("RGB", (24, 24), (i * 20, 0, 0)))
+        crops = [(encode_image(Image.new("RGB", (24, 24), (0, i * 20, 0))), f"box {i} {j}") for j in range(boxes(i))]
+        records.append(GroundedRecord(f"k{i:04d}", image, f"caption {i}", crops))
+    return write_grounded_shards(records, tmp_path, shard_size=5)
+
+
+def test_no_weight_decay_for_gains_biases_and_scalars():
+    model = _model("hycoclip")
+    decay, no_decay = param_groups(model, 0.2)
+    assert decay["weight_decay"] == 0.2 and no_decay["weight_decay"] == 0.0
+    no_decay_ids = {id(p) for p in no_decay["params"]}
+    for name in ("logit_scale", "curv", "visual_alpha", "textual_alpha"):
+        assert id(getattr(model, name)) in no_decay_ids
+    named = dict(model.named_parameters())
+    assert id(named["visual.vit.blocks.0.norm1.weight"]) in no_decay_ids  # a gain
+    assert id(named["visual_proj.weight"]) not in no_decay_ids
+
+
+def test_warmup_then_cosine_to_zero():
+    assert warmup_cosine(0, 10, 100) == pytest.approx(0.1)
+    assert warmup_cosine(9, 10, 100) == pytest.approx(1.0)
+    assert warmup_cosine(55, 10, 100) == pytest.approx(0.5 * (1 + math.cos(math.pi * 0.5)))
+    assert warmup_cosine(100, 10, 100) == pytest.approx(0.0)
+
+
+def test_schedule_maps_paper_settings_to_the_scale():
+    schedule = resolve_schedule({"steps": 40000, "batch_size": 1536}, {**TRAIN_CFG, "batch_size_scale": 1 / 12})
+    assert (schedule.steps, schedule.batch_size) == (3, 128)
+    assert schedule.warmup == 1  # 4000 / 40000 of 3 steps, at least one
+    full = resolve_schedule({"steps": 40000}, {**TRAIN_CFG, "steps": None, "batch_size_scale": 1.0})
+    assert (full.steps, full.batch_size, full.warmup) == (40000, 768, 4000)
+
+
+def _stream(shards, mode, batch_size=4, **kw):
+    return TrainingStream(shards, Tokenizer(12), 16, batch_size, mode, seed=0, shuffle_buffer=4, **kw)
+
+
+def test_stream_views(tmp_path):
+    shards = _shards(tmp_path)
+    pairs = _stream(shards, "pairs")
+    batch = next(iter(pairs))
+    assert batch["images"].shape == (4, 3, 16, 16) and batch["tokens"].shape == (4, 12)
+    assert 0.0 <= batch["images"].min() and batch["images"].max() <= 1.0
+    as_pairs = _stream(shards, "boxes_as_pairs", batch_size=24)
+    next(iter(as_pairs))
+    assert as_pairs.counts.read < 24  # box pairs fill the batch beside whole pairs
+    comp = _stream(shards, "compositional")
+    batch = next(iter(comp))
+    assert batch["box_images"].shape == (4, 3, 16, 16)
+    assert comp.counts.no_box > 0  # samples without boxes are dropped
+
+
+def test_corrupt_images_are_skipped_and_counted_then_fail_past_the_limit(tmp_path):
+    shards = _shards(tmp_path, n=120, corrupt={7})
+    stream = _stream(shards, "pairs", max_corrupt_fraction=0.05)
+    it = iter(stream)
+    for _ in range(40):
+        next(it)
+    assert stream.counts.corrupt >= 1 and "k0007" in stream.counts.corrupt_examples[0]
+    bad = _shards(tmp_path / "bad", n=120, corrupt=set(range(0, 120, 10)))
+    with pytest.raises(InputError, match=r"corrupt images .* > max_corrupt_fraction"):
+        for _ in zip(range(100), _stream(bad, "pairs", max_corrupt_fraction=0.05)):
+            pass
+
+
+def test_training_is_bitwise_reproducible(tmp_path):
+    shards = _shards(tmp_path / "data")
+    exp = {"id": "t", "method": "hycoclip", "backbone": "vit_s16", "seed": 0}
+    a = train(exp, TINY, TRAIN_CFG, shards, tmp_path / "a", progress=False)
+    b = train(exp, TINY, TRAIN_CFG, shards, tmp_path / "b", progress=False)
+    c = train({**exp, "seed": 1}, TINY, TRAIN_CFG, shards, tmp_path / "c", progress=False)
+    sa, sb, sc = (torch.load(tmp_path / x / "checkpoint.pt", weights_only=True)["model"] for x in "abc")
+    assert all(torch.equal(sa[k], sb[k]) for k in sa)
+    assert not all(torch.equal(sa[k], sc[k]) for k in sa)
+    assert a["final"] == b["final"]
+    log = (tmp_path / "a" / "train_log.csv").read_text().splitlines()
+    assert log[0].startswith("step,loss,contrastive,entailment") and len(log) == 4
+
+
+def test_random_resized_crop_box_respects_area_and_ratio():
+    rng = random.Random(0)
+    for _ in range(500):
+        left, top, right, bottom = random_resized_crop_box(64, 48, rng)
+        w, h = right - left, bottom - top
+        assert 0 <= left and right <= 64 and 0 <= top and bottom <= 48
+        area = w * h / (64 * 48)
+        assert 0.5 - 0.05 <= area <= 1.0 + 1e-9
+        assert 3 / 4 - 0.1 <= w / h <= 4 / 3 + 0.1
+
+
+def test_center_crop_view_matches_torchvision_on_pil():
+    oracle = Compose([Resize(16, interpolation=InterpolationMode.BICUBIC), CenterCrop(16)])
+    for size in [(50, 37), (37, 50), (64, 64), (33, 200)]:
+        image = Image.effect_noise(size, 60).convert("RGB")
+        assert resize_center_crop(image, 16).tobytes() == oracle(image).tobytes()

@@ -1,0 +1,81 @@
+"""End to end: the Snakemake DAG for HyCoCLIP Table 1 at a tiny setting, and the planning of targets.
+
+Targets come before `--configfile`, whose argument list would otherwise swallow them.
+"""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from hypvl.replication.expected import load_expected
+
+from conftest import REPO
+
+TINY = {
+    "smoke_world": {"seed": 0, "image_size": 32, "grit_samples": 48, "redcaps_samples": 48, "per_class": 2,
+                    "shard_size": 24},
+    "model": {"image_size": 16, "embed_dim": 8, "text": {"context_length": 16, "width": 16, "layers": 1, "heads": 2},
+              "backbones": {"vit_s16": {"patch": 8, "width": 16, "depth": 1, "heads": 2},
+                            "vit_b16": {"patch": 8, "width": 24, "depth": 1, "heads": 2}}},
+    "train": {"steps": 2, "batch_size_scale": 0.0105, "shuffle_buffer": 8},
+}
+
+
+def snakemake(*args, cwd=REPO) -> subprocess.CompletedProcess:
+    exe = Path(sys.executable).parent / "snakemake"
+    return subprocess.run([str(exe), *args], cwd=cwd, capture_output=True, text=True, timeout=1200)
+
+
+def tiny_config(tmp_path) -> Path:
+    config = {**TINY, "data_dir": str(tmp_path / "data"), "results_dir": str(tmp_path / "results"),
+              "reports_dir": str(tmp_path / "reports")}
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def numbers(text: str) -> list[str]:
+    return re.findall(r"-?\d+\.\d+", text)
+
+
+@pytest.mark.slow
+def test_table1_end_to_end_at_a_tiny_setting(tmp_path):
+    config = tiny_config(tmp_path)
+    target = str(tmp_path / "reports" / "table1.md")
+    run = snakemake(target, "--cores", "2", "--configfile", str(config))
+    assert run.returncode == 0, run.stderr[-3000:]
+    report = Path(target).read_text()
+    assert "SMOKE SCALE" in report
+    expected = load_expected(REPO / "expected" / "hycoclip" / "table1.csv")
+    paper_section, ours_section = report.split("## Ours")[0], report.split("## Ours")[1].split("## Difference")[0]
+    for row in expected.rows:
+        for col in expected.columns:
+            assert expected.cells[(row, col)].printed in paper_section
+    ours_rows = [line for line in ours_section.splitlines() if line.startswith("| RedCaps") or line.startswith("| GRIT")]
+    assert len(ours_rows) == 13
+    assert all(len(numbers(line.split("|", 6)[-1])) == 16 for line in ours_rows), "13 x 16 measured numbers"
+    metrics = sorted((tmp_path / "results" / "metrics").glob("*/zs_*.json"))
+    assert len(metrics) == 13 * 16
+    # a second run finds nothing to do
+    again = snakemake(target, "--cores", "2", "--configfile", str(config))
+    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
+
+
+def test_config_typo_stops_the_workflow_before_any_job(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("train:\n  stpes: 3\n")
+    run = snakemake("reports/table1.md", "-n", "--cores", "1", "--configfile", str(bad))
+    assert run.returncode != 0
+    assert "stpes" in run.stdout + run.stderr
+
+
+def test_dry_run_plans_the_flagship_table(tmp_path):
+    target = str(tmp_path / "reports" / "table1.md")
+    run = snakemake(target, "-n", "--cores", "1", "--configfile", str(tiny_config(tmp_path)))
+    assert run.returncode == 0, run.stderr[-2000:]
+    counts = dict(re.findall(r"^(\w+)\s+(\d+)$", run.stdout, flags=re.M))
+    assert counts["train"] == "13" and counts["evaluate_zeroshot"] == "13" and counts["synthesize_world"] == "1"

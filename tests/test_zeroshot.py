@@ -1,0 +1,69 @@
+"""Zero-shot classification: prompts, ensembling, metrics against scikit-learn, and NaN refusal."""
+
+import json
+
+import pytest
+import torch
+from PIL import Image
+from sklearn.metrics import balanced_accuracy_score
+
+from hypvl.data.formats.imagefolder import write_imagefolder
+from hypvl.data.transforms import resize_center_crop, to_tensor_batch
+from hypvl.evaluate.metrics import NonFiniteEmbeddingError
+from hypvl.evaluate.results import write_metrics
+from hypvl.evaluate.zeroshot import evaluate_zero_shot
+from hypvl.models.encoders import Tokenizer
+
+from test_models import _model
+
+TEMPLATES = ["a photo of a {}.", "pics : {}."]
+
+
+@pytest.fixture
+def folder(tmp_path):
+    g = torch.Generator().manual_seed(1)
+    items = [(i % 3, Image.fromarray((torch.rand(20, 24, 3, generator=g) * 255).byte().numpy()))
+             for i in range(12)]
+    write_imagefolder(tmp_path, "test", ["dog", "car", "rose"], items)
+    return tmp_path
+
+
+@pytest.mark.parametrize("method", ["clip", "meru"])
+def test_metrics_match_an_independent_computation(folder, method):
+    model, tok = _model(method).eval(), Tokenizer(12)
+    result = evaluate_zero_shot(model, tok, folder, "test", TEMPLATES, 16, 5, "toy")
+    # oracle: embed each prompt, ensemble by hand, score, and ask scikit-learn
+    with torch.no_grad():
+        feats = torch.stack([model.text_features(tok([t.format(c) for t in TEMPLATES]))
+                             for c in ["dog", "car", "rose"]])
+        if method == "clip":
+            classes = torch.nn.functional.normalize(torch.nn.functional.normalize(feats, dim=-1).mean(1), dim=-1)
+        else:
+            classes = model.embed_text(feats.mean(1))
+        paths = sorted(folder.glob("test/*/*.png"))
+        images = model.encode_image(to_tensor_batch([resize_center_crop(Image.open(p).convert("RGB"), 16)
+                                                     for p in paths]))
+        pred = model.similarity(images, classes).argmax(1)
+    target = [int(p.parent.name) for p in paths]
+    assert result.n_samples == 12
+    assert result.metrics["mean_per_class_accuracy"] == pytest.approx(
+        100 * balanced_accuracy_score(target, pred.numpy()), abs=1e-6)
+    assert result.metrics["top1"] == pytest.approx(100 * (pred.numpy() == target).mean(), abs=1e-6)
+
+
+def test_nan_embeddings_are_an_error_and_nothing_is_written(folder, tmp_path, monkeypatch):
+    model = _model("meru").eval()
+    monkeypatch.setattr(model, "encode_image", lambda images: torch.full((images.shape[0], 8), float("nan")))
+    with pytest.raises(NonFiniteEmbeddingError, match="toy image embeddings"):
+        evaluate_zero_shot(model, Tokenizer(12), folder, "test", TEMPLATES, 16, 5, "toy")
+
+
+def test_metrics_json_refuses_non_finite_numbers(tmp_path):
+    out = tmp_path / "m.json"
+    with pytest.raises(ValueError, match="non-finite"):
+        write_metrics(out, "e", "zs_x", "smoke", {"top1": float("inf")}, 3, "abc", 0.1)
+    assert not out.exists()
+    write_metrics(out, "e", "zs_x", "smoke", {"top1": 50.0}, 3, "abc", 0.1)
+    record = json.loads(out.read_text())
+    assert record["metrics"] == {"top1": 50.0} and record["provenance"]["config_hash"] == "abc"
+    assert set(record["provenance"]) >= {"git_commit", "date", "packages", "seconds"}

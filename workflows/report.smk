@@ -1,0 +1,46 @@
+# Compare each table with the paper's printed numbers and render the reports.
+
+rule compare:
+    input:
+        lambda w: PLAN.table_inputs(w.paper, w.table),
+        expected=f"{config['expected_dir']}/{{paper}}/{{table}}.csv",
+        spec=f"{config['replication_dir']}/{{paper}}.yaml",
+    output:
+        f"{RESULTS}/tables/{{paper}}/{{table}}.csv",
+    shell:
+        "hypvl compare --spec {input.spec} --table {wildcards.table} --expected-dir {config[expected_dir]}"
+        " --metrics-dir {RESULTS}/metrics --scale {SCALE} --out {output}"
+
+
+rule report:
+    input:
+        csv=f"{RESULTS}/tables/{{paper}}/{{table}}.csv",
+        spec=f"{config['replication_dir']}/{{paper}}.yaml",
+    output:
+        md=f"{REPORTS}/{{paper}}/{{table}}.md",
+        png=f"{REPORTS}/{{paper}}/{{table}}.png",
+    shell:
+        "hypvl report --spec {input.spec} --table {wildcards.table} --expected-dir {config[expected_dir]}"
+        " --compare-csv {input.csv} --out {output.md}"
+
+
+rule flagship_report:
+    # reports/tableN.md: HyCoCLIP's tables, the suite's flagship, at the top of reports/
+    input:
+        csv=f"{RESULTS}/tables/hycoclip/{{table}}.csv",
+        spec=f"{config['replication_dir']}/hycoclip.yaml",
+    output:
+        md=f"{REPORTS}/{{table}}.md",
+        png=f"{REPORTS}/{{table}}.png",
+    shell:
+        "hypvl report --spec {input.spec} --table {wildcards.table} --expected-dir {config[expected_dir]}"
+        " --compare-csv {input.csv} --out {output.md}"
+
+
+rule index:
+    input:
+        PLAN.report_targets(),
+    output:
+        f"{REPORTS}/index.md",
+    shell:
+        "hypvl index --reports-dir {REPORTS} --out {output}"
