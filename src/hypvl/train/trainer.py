@@ -43,6 +43,13 @@ def resolve_schedule(overrides: dict, train_cfg: dict) -> Schedule:
     return Schedule(steps, batch, warmup, overrides.get("lr", train_cfg["lr"]))
 
 
+def select_device(name: str) -> torch.device:
+    """`auto`: the GPU where there is one, else the CPU; or `cpu` / `cuda` as named."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
 def stream_mode(method: str, boxes: bool) -> str:
     """How a method reads a grounded corpus (see hypvl.train.data)."""
     if method == "hycoclip":
@@ -55,11 +62,13 @@ def train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path]
     """Train `experiment` ({id, method, backbone, boxes, seed, overrides}) and write into `out_dir`:
     checkpoint.pt, train_log.csv and train_summary.json. Returns the summary."""
     out_dir = Path(out_dir)
+    device = select_device(train_cfg["device"])
+    amp = train_cfg["amp"] and device.type == "cuda"
     torch.manual_seed(experiment.get("seed", 0))
-    torch.use_deterministic_algorithms(True)
+    torch.use_deterministic_algorithms(device.type == "cpu")
     overrides = experiment.get("overrides") or {}
     schedule = resolve_schedule(overrides, train_cfg)
-    model = build_model(experiment["method"], experiment["backbone"], model_cfg, overrides)
+    model = build_model(experiment["method"], experiment["backbone"], model_cfg, overrides).to(device)
     optimizer = build_optimizer(model, schedule.lr, train_cfg["weight_decay"], train_cfg["betas"])
     scheduler = build_scheduler(optimizer, schedule.warmup, schedule.steps)
     stream = TrainingStream(shards, Tokenizer(model_cfg["text"]["context_length"]), model_cfg["image_size"],
@@ -70,12 +79,15 @@ def train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path]
     rows = []
     model.train()
     bar = tqdm(total=schedule.steps, desc=experiment["id"], disable=not progress, mininterval=2.0)
+    scaler = torch.amp.GradScaler(device.type, enabled=amp)
     for step, batch in zip(range(schedule.steps), stream):
         model.clamp_scalars()
-        terms = model.loss(batch)
+        with torch.autocast(device.type, dtype=torch.float16, enabled=amp):  # geometry stays float32 inside
+            terms = model.loss({key: value.to(device, non_blocking=True) for key, value in batch.items()})
         optimizer.zero_grad(set_to_none=True)
-        terms["loss"].backward()
-        optimizer.step()
+        scaler.scale(terms["loss"]).backward()
+        scaler.step(optimizer)
+        scaler.update()
         scheduler.step()
         rows.append(_log_row(step, terms, scheduler.get_last_lr()[0], model))
         bar.update()
