@@ -1,4 +1,4 @@
-"""`hypvl synthesize`, `hypvl train` and `hypvl evaluate`: the data, training and evaluation steps."""
+"""`hypvl synthesize`, `hypvl train`, `hypvl import-weights` and `hypvl evaluate`: data, models, evaluation."""
 
 import time
 from pathlib import Path
@@ -83,6 +83,17 @@ def _evaluate_zeroshot(args) -> None:
                       result.metrics, result.n_samples, digest, time.perf_counter() - start)
 
 
+def _import_weights(args) -> None:
+    from hypvl.models.released import import_released
+    from hypvl.train.checkpoints import save_checkpoint
+
+    config = config_from_args(args)
+    model = import_released(args.weights, args.method, args.backbone, config["model"])
+    recipe = {"method": args.method, "backbone": args.backbone, "overrides": {}, "model_cfg": config["model"],
+              "experiment": args.experiment, "weights": str(args.weights)}
+    save_checkpoint(Path(args.out), model, recipe, step=0)
+
+
 def add_commands(subparsers) -> None:
     """Register `synthesize`, `train` and `evaluate zeroshot`."""
     synth = subparsers.add_parser("synthesize", help="write the smoke world (training corpora, eval sets)")
@@ -98,6 +109,15 @@ def add_commands(subparsers) -> None:
     train.add_argument("--threads", type=int, default=1, help="torch threads")
     train.add_argument("--quiet", action="store_true", help="no progress bar")
     train.set_defaults(func=_train)
+
+    weights = subparsers.add_parser("import-weights", help="turn a released MERU/HyCoCLIP checkpoint into ours")
+    add_config_arguments(weights)
+    weights.add_argument("--weights", required=True, help="the released .pth file")
+    weights.add_argument("--method", required=True, choices=["clip", "meru", "hycoclip"])
+    weights.add_argument("--backbone", required=True, help="vit_s16 | vit_b16 | vit_l16")
+    weights.add_argument("--experiment", required=True, help="experiment id (recorded in the checkpoint)")
+    weights.add_argument("--out", required=True, help="results/<scale>/models/<experiment>/checkpoint.pt")
+    weights.set_defaults(func=_import_weights)
 
     evaluate = subparsers.add_parser("evaluate", help="evaluate a checkpoint")
     tasks = evaluate.add_subparsers(dest="group", required=True)

@@ -1,0 +1,63 @@
+"""Import released MERU / HyCoCLIP checkpoints (``torch.save({"model": state_dict, ...})``) into our models.
+
+Both repositories name parameters the same way: a timm ViT under ``visual.`` and MERU's own text
+transformer under ``textual.`` (``token_embed``, ``posit_embed``, ``resblocks.N`` with open_clip-style
+``ln_1/attn/ln_2/mlp.c_fc/mlp.c_proj`` blocks, ``ln_final``, and a causal ``attn_mask`` buffer). Ours wrap
+the same timm ViT and open_clip's text transformer, so importing is a renaming; the learned scalars
+(``logit_scale``, ``curv``, ``visual_alpha``, ``textual_alpha``) are stored in log space in both.
+"""
+
+from pathlib import Path
+
+import torch
+
+from hypvl.errors import InputError
+from hypvl.train.checkpoints import load_state
+
+from .build import build_model
+
+# reference-code prefix -> our prefix, first match wins
+PREFIXES = (
+    ("visual.", "visual.vit."),
+    ("textual.token_embed.", "textual.transformer.token_embedding."),
+    ("textual.posit_embed", "textual.transformer.positional_embedding"),
+    ("textual.resblocks.", "textual.transformer.transformer.resblocks."),
+    ("textual.ln_final.", "textual.transformer.ln_final."),
+)
+DROPPED = ("textual.attn_mask",)  # our causal mask is rebuilt, not stored
+
+
+def rename_reference_keys(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """A MERU/HyCoCLIP `model` state dict with our parameter names."""
+    renamed = {}
+    for key, value in state.items():
+        if key in DROPPED:
+            continue
+        for old, new in PREFIXES:
+            if key.startswith(old):
+                key = new + key[len(old):]
+                break
+        renamed[key] = value
+    return renamed
+
+
+def import_released(path: Path, method: str, backbone: str, model_cfg: dict):
+    """Our model (eval mode) holding the weights of the released checkpoint at `path`.
+
+    `method`/`backbone` name the architecture the checkpoint was trained with (e.g. meru, vit_s16) and
+    `model_cfg` is the paper-scale `model` config section; a missing or unexpected key is an error
+    naming the keys.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: released checkpoint not found (see `hypvl acquire --list`)")
+    try:
+        blob = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # torch raises several types for a damaged or non-checkpoint file
+        raise InputError(f"{path}: not a readable checkpoint ({exc})") from exc
+    if not isinstance(blob, dict) or "model" not in blob:
+        keys = sorted(blob) if isinstance(blob, dict) else type(blob).__name__
+        raise InputError(f"{path}: no 'model' entry in the checkpoint (found {keys})")
+    model = build_model(method, backbone, model_cfg)
+    load_state(model, rename_reference_keys(blob["model"]), str(path))
+    return model.eval()
