@@ -1,5 +1,12 @@
+# Models: one job per experiment of the replication specs: trained, or imported from released weights.
 import os
-# Training: one job per experiment of the replication specs.
+
+
+def experiments_with_source(prefix):
+    """Regex alternatives of the experiment ids whose `source` starts with `prefix`."""
+    ids = [e.id for spec in PLAN.specs.values() for e in spec.experiments.values() if e.source.startswith(prefix)]
+    return "|".join(ids) or "(?!)"
+
 
 rule train:
     input:
@@ -8,6 +15,8 @@ rule train:
         checkpoint=f"{RESULTS}/models/{{experiment}}/checkpoint.pt",
         log=f"{RESULTS}/models/{{experiment}}/train_log.csv",
         summary=f"{RESULTS}/models/{{experiment}}/train_summary.json",
+    wildcard_constraints:
+        experiment=experiments_with_source("train"),
     params:
         spec=lambda w: PLAN.spec_path(w.experiment),
         cfg=PLAN.step_config("train"),
@@ -18,3 +27,21 @@ rule train:
     shell:
         "hypvl train --spec {params.spec} --experiment {wildcards.experiment} --config-json {params.cfg}"
         " --out {params.out} --threads {threads} --quiet > {log} 2>&1"
+
+
+rule import_released:
+    # released checkpoints (MERU's and HyCoCLIP's) are fetched to {DATA}/weights/<name>.pth by hand or
+    # `hypvl acquire`; they hold paper-scale models, so use them with the full config
+    input:
+        weights=lambda w: f"{DATA}/weights/{PLAN.experiment(w.experiment).source.split(':', 1)[1]}.pth",
+    output:
+        f"{RESULTS}/models/{{experiment}}/checkpoint.pt",
+    wildcard_constraints:
+        experiment=experiments_with_source("released:"),
+    params:
+        method=lambda w: PLAN.experiment(w.experiment).method,
+        backbone=lambda w: PLAN.experiment(w.experiment).backbone,
+        cfg=PLAN.step_config("train"),
+    shell:
+        "hypvl import-weights --weights {input.weights} --method {params.method} --backbone {params.backbone}"
+        " --experiment {wildcards.experiment} --config-json {params.cfg} --out {output}"

@@ -6,6 +6,12 @@ import tempfile
 from pathlib import Path
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 @contextlib.contextmanager
 def atomic_write(path, mode="w", **open_kwargs):
     """Open a temporary file beside `path`; on success rename it over `path`, else delete it."""
@@ -15,6 +21,7 @@ def atomic_write(path, mode="w", **open_kwargs):
     try:
         with os.fdopen(fd, mode, **open_kwargs) as handle:
             yield handle
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600 files; give the usual permissions
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
