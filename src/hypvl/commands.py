@@ -1,6 +1,5 @@
-"""`hypvl synthesize`, `hypvl train`, `hypvl import-weights` and `hypvl evaluate`: data, models, evaluation."""
+"""`hypvl synthesize`, `hypvl train` and `hypvl import-weights`: the data and model steps."""
 
-import time
 from pathlib import Path
 
 from hypvl.config import add_config_arguments, config_from_args
@@ -14,10 +13,17 @@ def _set_threads(threads: int) -> None:
 
 
 def _synthesize(args) -> None:
+    import time
+
     from hypvl.data.synthetic.build import WorldSettings, build_world
 
     config = config_from_args(args)
-    build_world(WorldSettings(**config["smoke_world"]), Path(args.out))
+    start = time.perf_counter()
+    raw = {corpus: entry["path"] for corpus, entry in config["grounding"]["raw"].items()}
+    manifest = build_world(WorldSettings(**config["smoke_world"]), Path(args.out), raw, config["eval"]["datasets"],
+                           config["eval"]["classification_dir"])
+    print(f"smoke world in {args.out}: corpora {sorted(manifest['corpora'])}, {len(manifest['classification'])} "
+          f"classification sets, eval sets {sorted(manifest['eval'])} ({time.perf_counter() - start:.1f} s)")
 
 
 def _experiment(args) -> dict:
@@ -56,33 +62,6 @@ def _train(args) -> None:
           f"final loss {summary['final']['loss']:.4f}")
 
 
-def _evaluate_zeroshot(args) -> None:
-    from hypvl.data.catalog import load_dataset_info
-    from hypvl.evaluate.results import write_metrics
-    from hypvl.evaluate.tasks import zero_shot_datasets
-    from hypvl.evaluate.zeroshot import evaluate_zero_shot
-    from hypvl.models.encoders import Tokenizer
-    from hypvl.replication.provenance import config_hash
-    from hypvl.train.checkpoints import load_checkpoint
-
-    config = config_from_args(args)
-    _set_threads(args.threads)
-    model, recipe = load_checkpoint(args.checkpoint)
-    model_cfg = recipe["model_cfg"]
-    tokenizer = Tokenizer(model_cfg["text"]["context_length"])
-    root = Path(config["data_dir"]) / config["eval"]["classification_dir"]
-    digest = config_hash({"recipe": recipe, "eval": config["eval"], "data_dir": config["data_dir"]})
-    smoke = config["scale"] == "smoke"
-    for name in args.datasets or zero_shot_datasets(config["scale"]):
-        start = time.perf_counter()
-        info = load_dataset_info(name)
-        result = evaluate_zero_shot(model, tokenizer, root / name, config["eval"]["classification_split"],
-                                    list(info.prompts), model_cfg["image_size"], config["eval"]["batch_size"],
-                                    name, class_names=None if smoke else list(info.class_names))
-        write_metrics(Path(args.out_dir) / f"zs_{name}.json", args.experiment, f"zs_{name}", config["scale"],
-                      result.metrics, result.n_samples, digest, time.perf_counter() - start)
-
-
 def _import_weights(args) -> None:
     from hypvl.models.released import import_released
     from hypvl.train.checkpoints import save_checkpoint
@@ -95,7 +74,7 @@ def _import_weights(args) -> None:
 
 
 def add_commands(subparsers) -> None:
-    """Register `synthesize`, `train` and `evaluate zeroshot`."""
+    """Register `synthesize`, `train` and `import-weights`."""
     synth = subparsers.add_parser("synthesize", help="write the smoke world (training corpora, eval sets)")
     add_config_arguments(synth)
     synth.add_argument("--out", required=True, help="data/smoke")
@@ -118,14 +97,3 @@ def add_commands(subparsers) -> None:
     weights.add_argument("--experiment", required=True, help="experiment id (recorded in the checkpoint)")
     weights.add_argument("--out", required=True, help="results/<scale>/models/<experiment>/checkpoint.pt")
     weights.set_defaults(func=_import_weights)
-
-    evaluate = subparsers.add_parser("evaluate", help="evaluate a checkpoint")
-    tasks = evaluate.add_subparsers(dest="group", required=True)
-    zeroshot = tasks.add_parser("zeroshot", help="zero-shot classification on every set of the scale")
-    add_config_arguments(zeroshot)
-    zeroshot.add_argument("--experiment", required=True, help="experiment id (recorded in the JSONs)")
-    zeroshot.add_argument("--checkpoint", required=True, help="checkpoint.pt")
-    zeroshot.add_argument("--out-dir", required=True, help="results/<scale>/metrics/<experiment>")
-    zeroshot.add_argument("--datasets", nargs="*", default=None, help="subset of datasets (default: all)")
-    zeroshot.add_argument("--threads", type=int, default=1, help="torch threads")
-    zeroshot.set_defaults(func=_evaluate_zeroshot)

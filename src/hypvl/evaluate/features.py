@@ -1,6 +1,12 @@
-"""Batched, no-grad feature extraction shared by the evaluation tasks."""
+"""Batched, no-grad feature extraction shared by the evaluation tasks.
+
+Images are decoded and resized in a worker thread one batch ahead of the encoder, so loading overlaps
+the forward pass (PIL releases the GIL while decoding and resampling). Every result is checked for
+NaN/Inf, and the error names the dataset.
+"""
 
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import torch
 from PIL import Image
@@ -10,16 +16,41 @@ from hypvl.evaluate.metrics import check_finite
 
 
 @torch.no_grad()
+def encode_images(encode: Callable[[torch.Tensor], torch.Tensor], load: Callable[[int], Image.Image], count: int,
+                  view: Callable[[Image.Image], Image.Image], batch_size: int, name: str) -> torch.Tensor:
+    """(count, D) = encode(batch of `view(load(i))`), i < count; a NaN/Inf is an error naming `name`."""
+
+    def batch(start: int) -> torch.Tensor:
+        return to_tensor_batch([view(load(i)) for i in range(start, min(count, start + batch_size))])
+
+    starts = list(range(0, count, batch_size))
+    out = []
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pending = pool.submit(batch, starts[0]) if starts else None
+        for position in range(len(starts)):
+            images = pending.result()
+            if position + 1 < len(starts):
+                pending = pool.submit(batch, starts[position + 1])
+            out.append(encode(images))
+    feats = torch.cat(out) if out else torch.empty(0)
+    check_finite(name, feats)
+    return feats
+
+
 def image_embeddings(model, load: Callable[[int], Image.Image], count: int,
                      view: Callable[[Image.Image], Image.Image], batch_size: int, name: str) -> torch.Tensor:
-    """(count, D) embeddings of images `view(load(i))`, i < count; NaN/Inf is an error naming `name`."""
-    out = []
-    for start in range(0, count, batch_size):
-        batch = to_tensor_batch([view(load(i)) for i in range(start, min(count, start + batch_size))])
-        out.append(model.encode_image(batch))
-    feats = torch.cat(out)
-    check_finite(f"{name} image embeddings", feats)
-    return feats
+    """(count, D) embeddings (unit vectors or hyperboloid points) of images `view(load(i))`, i < count."""
+    return encode_images(model.encode_image, load, count, view, batch_size, f"{name} image embeddings")
+
+
+def trunk_features(model, load: Callable[[int], Image.Image], count: int,
+                   view: Callable[[Image.Image], Image.Image], batch_size: int, name: str) -> torch.Tensor:
+    """(count, width) visual trunk outputs, before the projection (linear-probe features)."""
+
+    def encode(images: torch.Tensor) -> torch.Tensor:
+        return model.visual((images - model.pixel_mean) / model.pixel_std)
+
+    return encode_images(encode, load, count, view, batch_size, f"{name} trunk features")
 
 
 @torch.no_grad()
@@ -28,4 +59,11 @@ def text_features(model, tokenizer, texts: Sequence[str], batch_size: int, name:
     out = [model.text_features(tokenizer(texts[i:i + batch_size])) for i in range(0, len(texts), batch_size)]
     feats = torch.cat(out)
     check_finite(f"{name} text features", feats)
+    return feats
+
+
+def text_embeddings(model, tokenizer, texts: Sequence[str], batch_size: int, name: str) -> torch.Tensor:
+    """(len(texts), D) text embeddings (unit vectors or hyperboloid points)."""
+    feats = model.embed_text(text_features(model, tokenizer, texts, batch_size, name))
+    check_finite(f"{name} text embeddings", feats)
     return feats

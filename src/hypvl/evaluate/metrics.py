@@ -17,6 +17,7 @@ import numpy as np
 import torch
 from pycocotools.coco import COCO
 from pycocotools.cocoeval import COCOeval
+from scipy.stats import rankdata
 from sklearn.linear_model import LogisticRegression
 
 from hypvl.evaluate.hierarchy import IsAHierarchy
@@ -331,6 +332,20 @@ def kendall_tau_d(radii: torch.Tensor | np.ndarray, *, variant: HierarCapsVarian
     else:
         raise ValueError(f"variant must be 'paper' or 'code', not {variant!r}")
     return tau.mean().item()
+
+
+def spearman_rho(pred: torch.Tensor | np.ndarray, target: torch.Tensor | np.ndarray) -> float:
+    """Spearman's rank correlation of (N,) predicted and (N,) true scores (ties get average ranks), in [-1, 1]
+    (HyperLex's rho, HierarCaps paper Table 6)."""
+    pred, target = torch.as_tensor(pred).double(), torch.as_tensor(target).double()
+    check_finite("pred", pred)
+    _same_length(pred, target)
+    ranks = [torch.as_tensor(rankdata(x.numpy())) for x in (pred, target)]
+    centered = [r - r.mean() for r in ranks]
+    denominator = torch.sqrt((centered[0] ** 2).sum() * (centered[1] ** 2).sum())
+    if denominator == 0:
+        raise ValueError("spearman_rho: undefined when either input is constant")
+    return ((centered[0] * centered[1]).sum() / denominator).item()
 
 
 # -- Zero-shot detection with ground-truth boxes (HyCoCLIP Table 3) ------------------------------------

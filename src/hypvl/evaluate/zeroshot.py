@@ -11,16 +11,21 @@ from dataclasses import dataclass
 import torch
 
 from hypvl.data.formats.imagefolder import load_image, read_imagefolder
-from hypvl.errors import InputError
 from hypvl.data.transforms import resize_center_crop
+from hypvl.errors import InputError
+from hypvl.evaluate.context import EvalContext, TaskResult
 from hypvl.evaluate.features import image_embeddings, text_features
 from hypvl.evaluate.metrics import check_finite, mean_per_class_accuracy, top1_accuracy
 
 
-@dataclass
-class ZeroShotResult:
-    metrics: dict[str, float]
-    n_samples: int
+@dataclass(frozen=True)
+class ZeroShotScores:
+    """(N, C) image-class scores, (N,) true labels and the C class names (folder order)."""
+
+    scores: torch.Tensor
+    target: torch.Tensor
+    class_names: list[str]
+    class_dirs: list[str]
 
 
 @torch.no_grad()
@@ -33,10 +38,10 @@ def class_embeddings(model, tokenizer, class_names: list[str], templates: list[s
 
 
 @torch.no_grad()
-def evaluate_zero_shot(model, tokenizer, root, split: str, templates: list[str], image_size: int,
-                       batch_size: int, name: str, class_names: list[str] | None = None) -> ZeroShotResult:
-    """Classify every image of the image-folder split `root/split`; class names from the folder's
-    classnames.txt unless given (the catalog's, for real datasets)."""
+def zero_shot_scores(model, tokenizer, root, split: str, templates: list[str], image_size: int, batch_size: int,
+                     name: str, class_names: list[str] | None = None) -> ZeroShotScores:
+    """Score every image of the image-folder split `root/split` against every class; class names from the
+    folder's classnames.txt unless given (the catalog's, for real datasets)."""
     dataset = read_imagefolder(root, split)
     names = class_names or dataset.class_names
     if names is None:
@@ -49,6 +54,34 @@ def evaluate_zero_shot(model, tokenizer, root, split: str, templates: list[str],
     scores = model.similarity(images, classes)
     check_finite(f"{name} scores", scores)
     target = torch.tensor([label for _, label in dataset.samples])
-    metrics = {"mean_per_class_accuracy": mean_per_class_accuracy(scores, target, len(names)),
-               "top1": top1_accuracy(scores, target)}
-    return ZeroShotResult(metrics, len(dataset.samples))
+    return ZeroShotScores(scores, target, list(names), dataset.class_dirs)
+
+
+def zero_shot_metrics(result: ZeroShotScores) -> TaskResult:
+    """Mean per-class accuracy and top-1 (percent) of the argmax predictions."""
+    metrics = {"mean_per_class_accuracy": mean_per_class_accuracy(result.scores, result.target,
+                                                                  len(result.class_names)),
+               "top1": top1_accuracy(result.scores, result.target)}
+    return TaskResult(metrics, len(result.target))
+
+
+def evaluate_zero_shot(model, tokenizer, root, split: str, templates: list[str], image_size: int,
+                       batch_size: int, name: str, class_names: list[str] | None = None) -> TaskResult:
+    """Zero-shot classification metrics on the image-folder split `root/split`."""
+    return zero_shot_metrics(zero_shot_scores(model, tokenizer, root, split, templates, image_size, batch_size,
+                                              name, class_names))
+
+
+def dataset_scores(ctx: EvalContext, name: str) -> ZeroShotScores:
+    """Zero-shot scores on catalog dataset `name` with its prompts (smoke: the folder's class names)."""
+    from hypvl.data.catalog import load_dataset_info
+
+    info = load_dataset_info(name)
+    return zero_shot_scores(ctx.model, ctx.tokenizer, ctx.classification_root(name),
+                            ctx.config["eval"]["classification_split"], list(info.prompts), ctx.image_size,
+                            ctx.batch_size, name, None if ctx.scale == "smoke" else list(info.class_names))
+
+
+def run(ctx: EvalContext, task: str) -> TaskResult:
+    """Task `zs_<dataset>`."""
+    return zero_shot_metrics(dataset_scores(ctx, task.removeprefix("zs_")))

@@ -1,0 +1,58 @@
+"""`hypvl evaluate <group>`: load one checkpoint and write one metrics JSON per task of the group."""
+
+import importlib
+import time
+from pathlib import Path
+
+from hypvl.config import add_config_arguments, config_from_args
+from hypvl.errors import InputError
+from hypvl.evaluate.tasks import GROUP_MODULES, group_tasks
+
+
+def evaluate_group(args) -> None:
+    """Compute every task of `args.group` (or `args.tasks`) and write `<out_dir>/<task>.json` for each."""
+    import torch
+
+    from hypvl.evaluate.context import EvalContext
+    from hypvl.evaluate.results import write_metrics
+    from hypvl.models.encoders import Tokenizer
+    from hypvl.replication.provenance import config_hash
+    from hypvl.train.checkpoints import load_checkpoint
+
+    config = config_from_args(args)
+    available = group_tasks(config["scale"])[args.group]
+    tasks = args.tasks or available
+    unknown = sorted(set(tasks) - set(available))
+    if unknown:
+        raise InputError(f"group {args.group!r} at scale {config['scale']!r} has no tasks {unknown} "
+                         f"(it has {available})")
+    torch.set_num_threads(args.threads)
+    model, recipe = load_checkpoint(args.checkpoint)
+    model_cfg = recipe["model_cfg"]
+    options = {"vg_attribution_min_count": args.vg_attribution_min_count}
+    ctx = EvalContext(model, Tokenizer(model_cfg["text"]["context_length"]), model_cfg["image_size"], config, options)
+    digest = config_hash({"recipe": recipe, "eval": config["eval"], "data_dir": config["data_dir"],
+                          "options": options})
+    module = importlib.import_module(GROUP_MODULES[args.group])
+    for task in tasks:
+        start = time.perf_counter()
+        result = module.run(ctx, task)
+        write_metrics(Path(args.out_dir) / f"{task}.json", args.experiment, task, config["scale"], result.metrics,
+                      result.n_samples, digest, time.perf_counter() - start)
+
+
+def add_commands(subparsers) -> None:
+    """Register `evaluate <group>` for every task group."""
+    evaluate = subparsers.add_parser("evaluate", help="evaluate a checkpoint on one task group")
+    groups = evaluate.add_subparsers(dest="group", required=True)
+    for group in GROUP_MODULES:
+        parser = groups.add_parser(group, help=f"tasks of the {group!r} group (see hypvl.evaluate.tasks)")
+        add_config_arguments(parser)
+        parser.add_argument("--experiment", required=True, help="experiment id (recorded in the JSONs)")
+        parser.add_argument("--checkpoint", required=True, help="checkpoint.pt")
+        parser.add_argument("--out-dir", required=True, help="results/<scale>/metrics/<experiment>")
+        parser.add_argument("--tasks", nargs="*", default=None, help="subset of the group's task ids (default: all)")
+        parser.add_argument("--threads", type=int, default=1, help="torch threads")
+        parser.add_argument("--vg-attribution-min-count", type=int, default=25,
+                            help="VG-Attribution: attribute pairs with fewer samples are dropped (ARO: 25)")
+        parser.set_defaults(func=evaluate_group)

@@ -1,0 +1,49 @@
+"""What every evaluation task receives: the model, its tokenizer, the eval config and where the data lives."""
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hypvl.errors import InputError
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    """Metrics of one task (units as the papers print them) and the number of samples they cover."""
+
+    metrics: dict[str, float]
+    n_samples: int
+
+
+@dataclass
+class EvalContext:
+    """One model under evaluation plus the config sections the tasks read.
+
+    model: a CLIP/MERU/HyCoCLIP module in eval mode; tokenizer: texts -> (B, L) token ids; image_size:
+    the model's input size; config: the workflow config (`scale`, `data_dir`, `eval`); options: per-task
+    settings given on the command line (e.g. `vg_attribution_min_count`).
+    """
+
+    model: object
+    tokenizer: object
+    image_size: int
+    config: dict
+    options: dict = field(default_factory=dict)
+
+    @property
+    def scale(self) -> str:
+        return self.config["scale"]
+
+    @property
+    def batch_size(self) -> int:
+        return self.config["eval"]["batch_size"]
+
+    def dataset_path(self, key: str) -> Path:
+        """Path of eval dataset `key` (config `eval.datasets`) under `data_dir`."""
+        datasets = self.config["eval"]["datasets"]
+        if key not in datasets:
+            raise InputError(f"config: eval.datasets has no {key!r} entry (known: {sorted(datasets)})")
+        return Path(self.config["data_dir"]) / datasets[key]
+
+    def classification_root(self, name: str) -> Path:
+        """Image-folder root of classification set `name` (`<data_dir>/<classification_dir>/<name>`)."""
+        return Path(self.config["data_dir"]) / self.config["eval"]["classification_dir"] / name

@@ -1,0 +1,55 @@
+"""Zero-shot detection with ground-truth boxes (HyCoCLIP Table 3, RegionCLIP's protocol).
+
+Every non-crowd COCO val2017 box of the 65 categories of the Bansal et al. split becomes a proposal:
+the box is cropped from its image and squeezed to the input size, scored against one prompt-ensemble
+embedding per category (the ImageNet prompts of the catalog, filled with the category name; the
+method's own ensembling and similarity), and classified as its argmax among the 65 (the generalized
+setting). Its confidence is the softmax probability of that category under the model's learned logit
+scale. AP@[.5:.95] on the 17 novel categories comes from pycocotools; with ground-truth boxes a
+detection either overlaps its own box exactly or not at all, so AP measures classification and ranking.
+"""
+
+from pathlib import Path
+
+import torch
+
+from hypvl.data.formats.imagefolder import load_image
+from hypvl.data.transforms import squeeze
+from hypvl.errors import InputError
+from hypvl.evaluate.context import EvalContext, TaskResult
+from hypvl.evaluate.features import image_embeddings
+from hypvl.evaluate.metrics import detection_ap_with_gt_boxes
+from hypvl.evaluate.scene import crop_box
+from hypvl.evaluate.zeroshot import class_embeddings
+
+
+@torch.no_grad()
+def evaluate_detection(ctx: EvalContext, path: Path, templates: list[str], name: str = "det_coco_novel") -> TaskResult:
+    """`ap` and `ap50` (percent) on the novel categories; n_samples = number of boxes classified."""
+    from hypvl.data.formats.coco_instances import read_coco_instances, zero_shot_split
+
+    instances = read_coco_instances(path)
+    base, novel = zero_shot_split(instances, path)
+    category_ids = [*base, *novel]
+    names = {category.id: category.name for category in instances.categories}
+    rows = [(image, box) for image in instances.images for box in image.boxes
+            if not box.iscrowd and box.category_id in category_ids]
+    if not any(box.category_id in novel for _, box in rows):
+        raise InputError(f"{path}: no non-crowd box of a novel category")
+    classes = class_embeddings(ctx.model, ctx.tokenizer, [names[c] for c in category_ids], templates,
+                               ctx.batch_size, name)
+    crops = image_embeddings(ctx.model, lambda i: crop_box(load_image(rows[i][0].image), rows[i][1].bbox),
+                             len(rows), lambda img: squeeze(img, ctx.image_size), ctx.batch_size, name)
+    probabilities = (ctx.model.logit_scale.exp() * ctx.model.similarity(crops, classes)).softmax(dim=1)
+    confidence, predicted = probabilities.max(dim=1)
+    metrics = detection_ap_with_gt_boxes(
+        [image.image_id for image, _ in rows], torch.tensor([box.bbox for _, box in rows]),
+        [box.category_id for _, box in rows], [category_ids[p] for p in predicted.tolist()], confidence, novel)
+    return TaskResult(metrics, len(rows))
+
+
+def run(ctx: EvalContext, task: str) -> TaskResult:
+    """Task `det_coco_novel` on instances_val2017.json."""
+    from hypvl.data.catalog import load_dataset_info
+
+    return evaluate_detection(ctx, ctx.dataset_path("coco_instances"), list(load_dataset_info("imagenet").prompts))

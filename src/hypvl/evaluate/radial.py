@@ -1,0 +1,50 @@
+"""Radial Embedding geometry (HierarCaps paper, Sec. 3-4) for every method: root, radius, exterior angle.
+
+Euclidean models (CLIP): the root r is the embedding of the empty string, the radius is d_r(e) =
+||e - r|| and the entailment score is the exterior angle Xi_r(e, e') = arccos(cos(e - r, e' - e)),
+e the general item. Hyperbolic models (MERU, HyCoCLIP): the root is the origin of the hyperboloid, the
+radius the geodesic distance to it, and Xi is MERU's exterior angle of the triangle (O, e, e')
+(`lorentz.oxy_angle`). Smaller Xi means e' lies closer to the ray from the root through e.
+"""
+
+import torch
+
+from hypvl.evaluate.features import text_embeddings
+from hypvl.evaluate.metrics import check_finite
+from hypvl.geometry import lorentz
+
+
+def entailment_root(model, tokenizer) -> torch.Tensor | None:
+    """(D,) empty-string text embedding for Euclidean models; None (the origin) for hyperbolic ones."""
+    if model.geometry == "lorentz":
+        return None
+    return text_embeddings(model, tokenizer, [""], 1, "empty-string root")[0]
+
+
+def radii(model, embeddings: torch.Tensor, root: torch.Tensor | None) -> torch.Tensor:
+    """(N,) distance of each embedding from the root (Euclidean d_r, or hyperbolic distance to the origin)."""
+    if root is None:
+        out = lorentz.dist_to_origin(embeddings, model.curvature)
+    else:
+        out = torch.linalg.vector_norm(embeddings - root, dim=-1)
+    check_finite("radii", out)
+    return out
+
+
+def exterior_angles(model, general: torch.Tensor, specific: torch.Tensor, root: torch.Tensor | None) -> torch.Tensor:
+    """(N,) Xi_r(general[i], specific[i]) in [0, pi]."""
+    if root is None:
+        out = lorentz.oxy_angle(general, specific, model.curvature)
+    else:
+        cosine = torch.nn.functional.cosine_similarity(general - root, specific - general, dim=-1)
+        out = torch.arccos(cosine.clamp(-1.0, 1.0))
+    check_finite("exterior angles", out)
+    return out
+
+
+def pairwise_exterior_angles(model, general: torch.Tensor, specific: torch.Tensor,
+                             root: torch.Tensor | None) -> torch.Tensor:
+    """(A, B) Xi_r(general[a], specific[b])."""
+    a, b = len(general), len(specific)
+    flat = exterior_angles(model, general.repeat_interleave(b, dim=0), specific.repeat(a, 1), root)
+    return flat.view(a, b)

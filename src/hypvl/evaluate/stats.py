@@ -1,0 +1,55 @@
+"""Embedding radius statistics (HyCoCLIP Fig. 5; MERU Sec. 5 on text being nearer the origin than images).
+
+On COCO val2017: whole images (squeezed) and their captions (captions_val2017.json), and every non-crowd
+box crop of instances_val2017.json (squeezed). The radius is the geodesic distance to the origin of the
+hyperboloid for MERU and HyCoCLIP, and the norm of the projected features (before normalisation) for
+CLIP, whose embeddings all have norm 1. Metrics: mean and standard deviation of each population.
+"""
+
+import torch
+
+from hypvl.data.formats.imagefolder import load_image
+from hypvl.data.transforms import squeeze
+from hypvl.evaluate.context import EvalContext, TaskResult
+from hypvl.evaluate.features import encode_images, text_features
+from hypvl.evaluate.metrics import check_finite
+from hypvl.evaluate.scene import crop_box
+from hypvl.geometry import lorentz
+
+
+def feature_radii(model, feats: torch.Tensor, embed) -> torch.Tensor:
+    """(N,) radius of projected features: distance to the origin after `embed`, or the feature norm (CLIP)."""
+    if model.geometry == "lorentz":
+        out = lorentz.dist_to_origin(embed(feats), model.curvature)
+    else:
+        out = torch.linalg.vector_norm(feats, dim=-1)
+    check_finite("radii", out)
+    return out
+
+
+@torch.no_grad()
+def run(ctx: EvalContext, task: str) -> TaskResult:
+    """Task `stats_radius`."""
+    from hypvl.data.formats.coco_captions import read_coco_captions
+    from hypvl.data.formats.coco_instances import read_coco_instances
+
+    model, size = ctx.model, ctx.image_size
+    items = read_coco_captions(ctx.dataset_path("coco_captions"))
+    boxes = [(image.image, box.bbox) for image in read_coco_instances(ctx.dataset_path("coco_instances")).images
+             for box in image.boxes if not box.iscrowd]
+    populations = {
+        "image": feature_radii(model, encode_images(model.image_features, lambda i: load_image(items[i].image),
+                                                    len(items), lambda img: squeeze(img, size), ctx.batch_size,
+                                                    "stats_radius image features"), model.embed_image),
+        "text": feature_radii(model, text_features(model, ctx.tokenizer, [c for it in items for c in it.captions],
+                                                   ctx.batch_size, "stats_radius"), model.embed_text),
+        "box": feature_radii(model, encode_images(model.image_features,
+                                                  lambda i: crop_box(load_image(boxes[i][0]), boxes[i][1]),
+                                                  len(boxes), lambda img: squeeze(img, size), ctx.batch_size,
+                                                  "stats_radius box features"), model.embed_image),
+    }
+    metrics = {}
+    for name, values in populations.items():
+        metrics[f"{name}_radius_mean"] = values.double().mean().item()
+        metrics[f"{name}_radius_std"] = values.double().std(unbiased=False).item()
+    return TaskResult(metrics, len(items))

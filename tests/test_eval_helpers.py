@@ -1,0 +1,99 @@
+"""Shared pieces of the evaluation tests (tiny models, contexts, brute-force encoders), plus tests of the
+shared feature extraction and the command that runs a task group."""
+
+import json
+from argparse import Namespace
+
+import pytest
+import torch
+from PIL import Image
+
+from hypvl.data.formats.imagefolder import load_image
+from hypvl.data.transforms import resize_center_crop, squeeze, to_tensor_batch
+from hypvl.evaluate.context import EvalContext
+from hypvl.evaluate.features import image_embeddings, trunk_features
+from hypvl.evaluate.metrics import NonFiniteEmbeddingError
+from hypvl.models.encoders import Tokenizer
+
+from test_models import TINY, _model
+
+SIZE = TINY["image_size"]
+
+
+def tiny(method: str):
+    """A randomly initialised TINY model in eval mode and its tokenizer."""
+    return _model(method).eval(), Tokenizer(TINY["text"]["context_length"])
+
+
+def random_image(generator: torch.Generator, width: int = 24, height: int = 20) -> Image.Image:
+    return Image.fromarray((torch.rand(height, width, 3, generator=generator) * 255).byte().numpy())
+
+
+def context(method: str, data_dir, datasets: dict | None = None, **options) -> EvalContext:
+    """An EvalContext over `data_dir` with eval.datasets = `datasets` (paths relative to it)."""
+    model, tokenizer = tiny(method)
+    config = {"scale": "smoke", "data_dir": str(data_dir),
+              "eval": {"batch_size": 3, "classification_dir": "classification", "classification_split": "test",
+                       "datasets": datasets or {}}}
+    return EvalContext(model, tokenizer, SIZE, config, options)
+
+
+@torch.no_grad()
+def embed_one_by_one(model, images, view) -> torch.Tensor:
+    """Oracle image embeddings: each image encoded alone, no batching or prefetch."""
+    return torch.cat([model.encode_image(to_tensor_batch([view(image)])) for image in images])
+
+
+@torch.no_grad()
+def embed_texts_one_by_one(model, tokenizer, texts) -> torch.Tensor:
+    return torch.cat([model.encode_text(tokenizer([text])) for text in texts])
+
+
+def nan_images(model) -> None:
+    """Make `model` return NaN image embeddings and features."""
+    model.encode_image = lambda images: torch.full((images.shape[0], TINY["embed_dim"]), float("nan"))
+    model.image_features = model.encode_image
+
+
+def test_prefetched_batches_equal_one_by_one_encoding(tmp_path):
+    g = torch.Generator().manual_seed(0)
+    paths = []
+    for i in range(7):
+        paths.append(tmp_path / f"{i}.png")
+        random_image(g, 20 + i, 18).save(paths[-1])
+    model, _ = tiny("meru")
+    batched = image_embeddings(model, lambda i: load_image(paths[i]), 7, lambda im: squeeze(im, SIZE), 3, "x")
+    oracle = embed_one_by_one(model, [load_image(p) for p in paths], lambda im: squeeze(im, SIZE))
+    assert torch.allclose(batched, oracle, atol=1e-5)
+    trunk = trunk_features(model, lambda i: load_image(paths[i]), 7, lambda im: resize_center_crop(im, SIZE), 2, "x")
+    with torch.no_grad():
+        pixels = to_tensor_batch([resize_center_crop(load_image(p), SIZE) for p in paths])
+        expected = model.visual((pixels - torch.tensor([0.485, 0.456, 0.406])[:, None, None])
+                                / torch.tensor([0.229, 0.224, 0.225])[:, None, None])
+    assert trunk.shape == (7, TINY["backbones"]["vit_s16"]["width"])
+    assert torch.allclose(trunk, expected, atol=1e-5)
+    nan_images(model)
+    with pytest.raises(NonFiniteEmbeddingError, match="x image embeddings"):
+        image_embeddings(model, lambda i: load_image(paths[i]), 7, lambda im: squeeze(im, SIZE), 3, "x")
+
+
+def run_group(tmp_path, method: str, group: str, datasets: dict, data_dir, **extra):
+    """Save a TINY checkpoint and run `hypvl evaluate <group>` on it; returns {task: record}."""
+    from hypvl.evaluate.commands import evaluate_group
+    from hypvl.evaluate.tasks import group_tasks
+    from hypvl.train.checkpoints import save_checkpoint
+
+    model, _ = tiny(method)
+    checkpoint = tmp_path / "ckpt" / "checkpoint.pt"
+    save_checkpoint(checkpoint, model, {"method": method, "backbone": "vit_s16", "overrides": {}, "model_cfg": TINY},
+                    step=0)
+    cfg = {"scale": "smoke", "data_dir": str(data_dir),
+           "eval": {"batch_size": 4, "classification_dir": "classification", "classification_split": "test",
+                    "datasets": datasets}}
+    out = tmp_path / "metrics"
+    args = Namespace(group=group, configfile=[], config_json=json.dumps(cfg), checkpoint=str(checkpoint),
+                     experiment="exp", out_dir=str(out), tasks=extra.get("tasks"), threads=1,
+                     vg_attribution_min_count=extra.get("min_count", 25))
+    evaluate_group(args)
+    return {task: json.loads((out / f"{task}.json").read_text())
+            for task in (extra.get("tasks") or group_tasks("smoke")[group])}
