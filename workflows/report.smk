@@ -12,6 +12,22 @@ rule compare:
         " --metrics-dir {RESULTS}/metrics --scale {SCALE} --out {output}"
 
 
+rule compare_row:
+    # one printed row on its own (e.g. an ablation row): needs only that row's metric JSONs, so
+    # `snakemake --cores all results/smoke/rows/hycoclip/table4/minus_cont_ibox_t.csv` runs that row's jobs alone
+    input:
+        lambda w: PLAN.row_inputs(w.paper, w.table, w.row),
+        expected=f"{config['expected_dir']}/{{paper}}/{{table}}.csv",
+        spec=f"{config['replication_dir']}/{{paper}}.yaml",
+    output:
+        f"{RESULTS}/rows/{{paper}}/{{table}}/{{row}}.csv",
+    wildcard_constraints:
+        row="[a-z0-9][a-z0-9_]*",
+    shell:
+        "hypvl compare --spec {input.spec} --table {wildcards.table} --row {wildcards.row}"
+        " --expected-dir {config[expected_dir]} --metrics-dir {RESULTS}/metrics --scale {SCALE} --out {output}"
+
+
 rule report:
     input:
         csv=f"{RESULTS}/tables/{{paper}}/{{table}}.csv",
@@ -37,9 +53,21 @@ rule flagship_report:
         " --compare-csv {input.csv} --out {output.md}"
 
 
+rule claims:
+    # every explicit claim of the papers, checked on the papers' numbers and on ours
+    input:
+        PLAN.claims_inputs(),
+    output:
+        f"{REPORTS}/claims.md",
+    shell:
+        "hypvl claims --replication-dir {config[replication_dir]} --expected-dir {config[expected_dir]}"
+        " --tables-dir {RESULTS}/tables --scale {SCALE} --out {output}"
+
+
 rule index:
     input:
         PLAN.report_targets(),
+        f"{REPORTS}/claims.md",
     output:
         f"{REPORTS}/index.md",
     shell:

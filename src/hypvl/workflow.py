@@ -1,7 +1,9 @@
 """What the Snakemake workflow plans: targets and inputs derived from the replication specs.
 
 The Snakefile stays declarative; this module answers "which files does this report need?" from the
-specs, the task registry and the config.
+specs, the task registry and the config. Only jobs the suite can run are planned: an experiment it
+trains with a method it implements, and a task some evaluation group computes at the scale. Every
+other cell renders as missing, so every report target works now and fills in as the suite grows.
 """
 
 import json
@@ -9,7 +11,8 @@ import shlex
 from pathlib import Path
 
 from hypvl.evaluate.tasks import group_tasks, task_group
-from hypvl.replication.spec import load_all_specs, table_needs
+from hypvl.models.build import METHODS
+from hypvl.replication.spec import Column, Experiment, load_all_specs, table_needs
 
 # config sections each step reads (a rule passes only these, so unrelated edits do not rerun it)
 STEP_SECTIONS = {
@@ -36,25 +39,71 @@ class Plan:
         return shlex.quote(json.dumps({k: self.config[k] for k in STEP_SECTIONS[step]}, sort_keys=True))
 
     def spec_path(self, experiment: str) -> str:
+        """The replication spec declaring `experiment`."""
+        return str(self._spec(experiment).path)
+
+    def experiment(self, experiment: str) -> Experiment:
+        """The declared Experiment called `experiment`."""
+        return self._spec(experiment).experiments[experiment]
+
+    def _spec(self, experiment: str):
         if experiment not in self._spec_of:
             raise ValueError(f"no replication spec declares experiment {experiment!r}")
-        return str(self._spec_of[experiment].path)
+        return self._spec_of[experiment]
 
     def experiments(self) -> list[str]:
+        """Every declared experiment id, sorted."""
         return sorted(self._spec_of)
+
+    def runnable(self, experiment: str) -> bool:
+        """True when the suite trains `experiment` itself (source `train`) with a method it implements."""
+        declared = self.experiment(experiment)
+        return declared.source == "train" and declared.method in METHODS
+
+    def computable(self, task: str) -> bool:
+        """True when some evaluation group computes `task` at this scale."""
+        return task_group(task, self.scale) is not None
 
     def group_outputs(self, group: str) -> list[str]:
         """Metric JSON patterns (with an {experiment} wildcard) that one `group` job writes."""
         return [str(self.results / "metrics" / "{experiment}" / f"{task}.json") for task in self.groups[group]]
 
+    def _metric_files(self, needs) -> list[str]:
+        """Metric JSON paths of the (experiment, task) pairs the suite can produce, sorted."""
+        return sorted({str(self.results / "metrics" / exp / f"{task}.json")
+                       for exp, task in needs if self.runnable(exp) and self.computable(task)})
+
     def table_inputs(self, paper: str, table: str) -> list[str]:
         """Metric JSONs a table needs that the suite can compute; the rest are reported as missing."""
-        needs = table_needs(self.specs[paper], table)
-        return sorted(str(self.results / "metrics" / exp / f"{task}.json")
-                      for exp, task in needs if task_group(task, self.scale) is not None)
+        return self._metric_files(table_needs(self.specs[paper], table))
+
+    def row_inputs(self, paper: str, table: str, row: str) -> list[str]:
+        """Metric JSONs one printed row needs that the suite can compute (empty for an external row).
+
+        ValueError names the table's rows when `row` is not one of them.
+        """
+        table_spec = self.specs[paper].table(table)
+        if row not in table_spec.rows:
+            raise ValueError(f"{paper} {table} has no row {row!r} (rows: {', '.join(table_spec.rows)})")
+        experiment = table_spec.rows[row]
+        if not isinstance(experiment, str):
+            return []
+        return self._metric_files({(experiment, task) for column in table_spec.columns.values()
+                                   if isinstance(column, Column) for task in column.tasks})
 
     def tables(self) -> list[tuple[str, str]]:
+        """(paper, table) for every table of every spec."""
         return [(paper, table) for paper, spec in sorted(self.specs.items()) for table in spec.tables]
 
+    def compare_csvs(self) -> list[str]:
+        """Every table's compare CSV: what the claims audit reads."""
+        return [str(self.results / "tables" / paper / f"{table}.csv") for paper, table in self.tables()]
+
+    def claims_inputs(self) -> list[str]:
+        """The claims audit's inputs: every compare CSV and every replication spec (claims live there)."""
+        specs = sorted(str(spec.path) for spec in self.specs.values())
+        return self.compare_csvs() + specs
+
     def report_targets(self) -> list[str]:
+        """Every table report: reports/<paper>/<table>.md."""
         return [str(self.reports / paper / f"{table}.md") for paper, table in self.tables()]

@@ -1,4 +1,4 @@
-"""`hypvl compare`, `hypvl report` and `hypvl index`: the replication steps of the workflow.
+"""`hypvl compare`, `hypvl report`, `hypvl claims` and `hypvl index`: the replication steps of the workflow.
 
 pandas and matplotlib are imported inside the handlers, so registering these commands costs every
 other `hypvl` command nothing at start-up.
@@ -6,12 +6,18 @@ other `hypvl` command nothing at start-up.
 
 
 def _compare(args) -> None:
-    """Join a table's printed numbers with the metric JSONs; write the compare CSV."""
+    """Join a table's printed numbers (or one printed row's) with the metric JSONs; write the compare CSV."""
+    from hypvl.errors import InputError
     from hypvl.replication.compare import compare_table, write_compare_csv
     from hypvl.replication.spec import load_spec
 
     spec = load_spec(args.spec, args.expected_dir)
     frame = compare_table(spec, args.table, args.metrics_dir, args.scale)
+    if args.row is not None:
+        rows = spec.table(args.table).rows
+        if args.row not in rows:
+            raise InputError(f"{spec.path}: table {args.table} has no row {args.row!r} (rows: {', '.join(rows)})")
+        frame = frame[frame["row"] == args.row]
     write_compare_csv(frame, args.out)
 
 
@@ -33,8 +39,17 @@ def _index(args) -> None:
     render_index(args.reports_dir, args.out)
 
 
+def _claims(args) -> None:
+    """Audit every claim of every spec on the papers' numbers and ours; write reports/claims.md."""
+    from hypvl.replication.claims import write_claims_report
+    from hypvl.replication.spec import load_all_specs
+
+    specs = load_all_specs(args.replication_dir, args.expected_dir)
+    write_claims_report(specs, args.tables_dir, args.scale, args.out)
+
+
 def add_commands(subparsers) -> None:
-    """Register the `compare`, `report` and `index` subcommands."""
+    """Register the `compare`, `report`, `claims` and `index` subcommands."""
     expected_help = "folder holding <paper>/<table>.csv (default: expected/ beside the spec's folder)"
 
     compare = subparsers.add_parser("compare", help="join a table's printed numbers with our metric JSONs")
@@ -43,6 +58,7 @@ def add_commands(subparsers) -> None:
     compare.add_argument("--expected-dir", default=None, help=expected_help)
     compare.add_argument("--metrics-dir", required=True, help="results/<scale>/metrics")
     compare.add_argument("--scale", required=True, help="scale the metrics were measured at (smoke, full)")
+    compare.add_argument("--row", default=None, help="only this printed row (an ablation row's own target)")
     compare.add_argument("--out", required=True, help="results/<scale>/tables/<paper>/<table>.csv")
     compare.set_defaults(func=_compare)
 
@@ -54,6 +70,14 @@ def add_commands(subparsers) -> None:
     report.add_argument("--out", required=True, help="reports/<paper>/<table>.md (the PNG goes beside it)")
     report.add_argument("--also", action="append", default=[], help="another path for the same report (repeatable)")
     report.set_defaults(func=_report)
+
+    claims = subparsers.add_parser("claims", help="audit every claim of the papers (reports/claims.md)")
+    claims.add_argument("--replication-dir", required=True, help="replication/ (claims live in each <paper>.yaml)")
+    claims.add_argument("--expected-dir", default=None, help="expected/ (default: beside the replication folder)")
+    claims.add_argument("--tables-dir", required=True, help="results/<scale>/tables (compare CSVs per paper)")
+    claims.add_argument("--scale", required=True, help="scale the compare CSVs were measured at (smoke, full)")
+    claims.add_argument("--out", required=True, help="reports/claims.md")
+    claims.set_defaults(func=_claims)
 
     index = subparsers.add_parser("index", help="render reports/index.md")
     index.add_argument("--reports-dir", required=True, help="reports/")
