@@ -209,7 +209,9 @@ def _value(spec, cells: Cells) -> tuple[float | None, str, tuple[str, ...]]:
         return value, f"{spec}={'?' if value is None else _fmt(value)}", () if value is not None else (spec,)
     if "row_mean" in spec:
         table, row = spec["row_mean"].split(".")
-        kind, label = "mean", f"mean({spec['row_mean']})"
+        columns = spec.get("columns")
+        over = "" if columns in (None, "all") else f" over {len(columns)} columns"
+        kind, label = "mean", f"mean({spec['row_mean']}{over})"
         refs = [f"{table}.{row}.{column}" for column in _columns(cells, table, spec.get("columns"))]
     else:
         kind, refs = next(iter(spec.items()))
@@ -419,13 +421,21 @@ def load_claims(spec: PaperSpec) -> list[Claim]:
     return claims
 
 
-def verdict(claim: Claim, outcomes: list[Outcome]) -> str:
-    """supported / contradicted / supported only under reading(s) X / not evaluable (yet) / not checkable."""
+PAPER_UNKNOWN = "no number printed"
+OURS_UNKNOWN = "not evaluable yet"
+
+
+def verdict(claim: Claim, outcomes: list[Outcome], unknown: str = OURS_UNKNOWN) -> str:
+    """supported / contradicted / supported only under reading(s) X / `unknown` / not checkable.
+
+    `unknown` names why a reading could not be decided: PAPER_UNKNOWN on the paper's numbers (a
+    token where the predicate needs a number), OURS_UNKNOWN on ours (cells not measured yet).
+    """
     if claim.not_checkable:
         return "not checkable from tables"
     held = [reading.name for reading, outcome in zip(claim.readings, outcomes) if outcome.holds]
     if any(outcome.holds is None for outcome in outcomes):
-        return "not evaluable yet" if not held else f"supported under {', '.join(held)}; others not evaluable yet"
+        return unknown if not held else f"supported only under {', '.join(held)}; others: {unknown}"
     if len(held) == len(outcomes):
         return "supported" if len(outcomes) == 1 else "supported under every reading"
     if not held:
@@ -443,7 +453,7 @@ class Audit:
 
     @property
     def paper_verdict(self) -> str:
-        return verdict(self.claim, self.paper)
+        return verdict(self.claim, self.paper, PAPER_UNKNOWN)
 
     @property
     def our_verdict(self) -> str:
@@ -514,9 +524,9 @@ CATEGORIES = ("supported", "one reading", "contradicted", "not evaluable")
 
 def category(text: str) -> str:
     """The summary category of a verdict: supported, one reading, contradicted or not evaluable."""
-    if text.startswith("supported only under"):
+    if text.startswith("supported only under") and not text.endswith(OURS_UNKNOWN):
         return "one reading"
-    if text.startswith("supported under") and "not evaluable" in text or text.startswith("not evaluable"):
+    if text.endswith((OURS_UNKNOWN, PAPER_UNKNOWN)):
         return "not evaluable"
     return "contradicted" if text == "contradicted" else "supported"
 
