@@ -486,8 +486,8 @@ def render_claims(audits: dict[str, list[Audit]], scale: str) -> str:
              "## Summary", "",
              f"- {len(every)} claims: {len(checkable)} checkable from the tables, "
              f"{len(every) - len(checkable)} stated in prose only.",
-             f"- By the papers' own numbers: {_tally_text(paper_counts)}.",
-             f"- By ours: {_tally_text(our_counts)}.", ""]
+             f"- By the papers' own numbers: {_tally_text(paper_counts, PAPER_UNKNOWN)}.",
+             f"- By ours: {_tally_text(our_counts, OURS_UNKNOWN)}.", ""]
     if contradicted:
         lines += ["Contradicted by the paper's own tables:", ""]
         lines += [f"- `{a.claim.id}` ({a.claim.paper}, {a.claim.where}): \"{_quote(a.claim.sentence)}\"" for a in contradicted]
@@ -538,8 +538,8 @@ def _tally(verdicts) -> dict[str, int]:
     return counts
 
 
-def _tally_text(counts: dict[str, int]) -> str:
-    names = {"one reading": "supported only under one reading", "not evaluable": "not evaluable yet"}
+def _tally_text(counts: dict[str, int], unknown: str) -> str:
+    names = {"one reading": "supported only under one reading", "not evaluable": unknown}
     return ", ".join(f"{counts[name]} {names.get(name, name)}" for name in CATEGORIES)
 
 
