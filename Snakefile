@@ -22,6 +22,7 @@ wildcard_constraints:
     table=r"table\d+",
 
 include: "workflows/data.smk"
+include: "workflows/grounding.smk"
 include: "workflows/train.smk"
 include: "workflows/evaluate.smk"
 include: "workflows/report.smk"

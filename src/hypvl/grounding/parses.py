@@ -13,13 +13,14 @@ def parse_record(doc):
     indices (the root points at itself, spaCy's convention); deps: n dependency labels;
     pos: n universal POS tags.
     """
-    return {
-        "tokens": [t.text for t in doc],
-        "idx": [t.idx for t in doc],
-        "heads": [t.head.i for t in doc],
-        "deps": [t.dep_ for t in doc],
-        "pos": [t.pos_ for t in doc],
-    }
+    record = {field: [] for field in PARSE_FIELDS}
+    for token in doc:  # one pass: iterating a Doc is the costly part
+        record["tokens"].append(token.text)
+        record["idx"].append(token.idx)
+        record["heads"].append(token.head.i)
+        record["deps"].append(token.dep_)
+        record["pos"].append(token.pos_)
+    return record
 
 
 def parent_child_pairs(parse):

@@ -14,6 +14,10 @@ from hypvl.grounding.filters import BoxFilter, CROP_SIZE, crop_box
 from hypvl.grounding.parses import parse_record
 
 ARTICLES = {"a", "an", "the"}
+ORACLE_REGIONS = "oracle_regions.jsonl"
+"""Side file of a raw corpus without boxes (RedCaps-, CC3M-like) holding the smoke world's boxes for
+`OracleBoxes`: one JSON line {"key", "regions": [{"text", "box" [x1, y1, x2, y2] pixels, "score"}]}
+per sample."""
 
 
 def normalise_phrase(text):
@@ -95,9 +99,9 @@ def ground(records, phrase_extractor, box_source, box_filter=BoxFilter(), crop_s
 
     records: iterable of {"key", "image" (PIL), "caption", ...}; phrase_extractor: a
     `PhraseExtractor`; box_source: callable (records, `Phrase` lists) -> candidate lists
-    (`OracleBoxes` or a `PhraseGroundingDetector`). Each yielded sample is
-    {"key", "image", "caption", "boxes": [{"phrase", "box" [x1,y1,x2,y2] pixels, "score"}],
-    "crops": [PIL crop_size x crop_size, one per box], "parse": `parse_record` dict}.
+    (`OracleBoxes` or a `PhraseGroundingDetector`). Each yielded sample is the record's own fields
+    plus "boxes": [{"phrase", "box" [x1,y1,x2,y2] pixels, "score"}], "crops": [PIL crop_size x
+    crop_size, one per box] and "parse": a `parse_record` dict.
     `counts` (dict, optional) is filled with samples_in, samples_out, samples_no_phrase,
     samples_no_box, boxes_proposed, boxes_kept and the per-filter dropped box counts.
     """
@@ -122,7 +126,6 @@ def ground(records, phrase_extractor, box_source, box_filter=BoxFilter(), crop_s
                 continue
             counts["samples_out"] += 1
             counts["boxes_kept"] += len(kept)
-            yield {"key": record["key"], "image": record["image"], "caption": record["caption"],
-                   "boxes": kept,
+            yield {**record, "boxes": kept,
                    "crops": [crop_box(record["image"], c["box"], crop_size) for c in kept],
                    "parse": parse_record(doc)}

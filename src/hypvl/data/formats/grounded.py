@@ -4,27 +4,33 @@ Each sample of a webdataset tar holds ``<key>.child.jpg``, ``<key>.child.txt``,
 ``<key>.numparents.txt`` and, for i < numparents, ``<key>.parentNNN.jpg`` / ``<key>.parentNNN.txt``
 (the box crop, border-padded to a square, and its noun phrase), as written by HyCoCLIP's
 ``utils/prepare_GRIT_webdataset.py``. Boxes are "parents": more general than the whole ("child").
+Our grounding step adds an optional ``<key>.child.parse.json``: the caption's dependency parse
+(`hypvl.grounding.parses.parse_record`), for the syntax-preserving paper; readers that do not know
+it ignore it, and shards without it read with ``parse = None``.
 """
 
 import io
+import json
 import tarfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from hypvl.errors import InputError
+from hypvl.grounding.parses import validate_parse
 from hypvl.io import atomic_write
 
 
 @dataclass
 class GroundedRecord:
-    """One grounded sample as stored: encoded image bytes and texts."""
+    """One grounded sample as stored: encoded image bytes, texts, and optionally the caption's parse."""
 
     key: str
     image: bytes
     caption: str
     boxes: list[tuple[bytes, str]] = field(default_factory=list)
     source: str = ""
+    parse: dict | None = None
 
     def where(self, part: str = "child.jpg") -> str:
         return f"{self.source}: sample {self.key!r} ({part})"
@@ -47,12 +53,15 @@ def write_grounded_shards(records: Iterable[GroundedRecord], out_dir: Path, shar
 
 
 def _write_shard(records: list[GroundedRecord], path: Path) -> Path:
-    with atomic_write(path, "wb") as handle, tarfile.open(fileobj=handle, mode="w") as tar:
+    with (atomic_write(path, "wb") as handle,
+          tarfile.open(fileobj=handle, mode="w", format=tarfile.USTAR_FORMAT) as tar):
         for rec in records:
             members = [("child.jpg", rec.image), ("child.txt", rec.caption.encode()),
                        ("numparents.txt", str(len(rec.boxes)).encode())]
             for i, (crop, text) in enumerate(rec.boxes):
                 members += [(f"parent{i:03d}.jpg", crop), (f"parent{i:03d}.txt", text.encode())]
+            if rec.parse is not None:
+                members.append(("child.parse.json", json.dumps(rec.parse).encode()))
             for suffix, data in members:
                 info = tarfile.TarInfo(f"{rec.key}.{suffix}")
                 info.size = len(data)
@@ -106,4 +115,13 @@ def _record(path: Path, key: str, parts: dict[str, bytes]) -> GroundedRecord:
         if img is None or txt is None:
             raise InputError(f"{where}: numparents.txt says {count} boxes but parent{i:03d} is missing")
         boxes.append((img, txt.decode().strip()))
-    return GroundedRecord(key, parts["child.jpg"], parts["child.txt"].decode().strip(), boxes, str(path))
+    parse = None
+    if "child.parse.json" in parts:
+        try:
+            parse = json.loads(parts["child.parse.json"].decode())
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise InputError(f"{where}: child.parse.json is not JSON ({exc})") from exc
+        if not isinstance(parse, dict):
+            raise InputError(f"{where}: child.parse.json should be an object")
+        validate_parse(parse, f"{where} (child.parse.json)")
+    return GroundedRecord(key, parts["child.jpg"], parts["child.txt"].decode().strip(), boxes, str(path), parse)

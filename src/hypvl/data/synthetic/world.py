@@ -56,7 +56,19 @@ COUNTRIES = {
     "canada": (210, 20, 30), "egypt": (20, 20, 20), "sweden": (250, 210, 0), "peru": (160, 20, 60),
 }
 
-SIZES = {"small": (0.28, 0.40), "large": (0.55, 0.75), "full": (0.85, 1.0)}  # "full": texture close-ups
+# side of an object's square box as a fraction of the picture side; "full": texture close-ups;
+# "tiny": distractors below the grounding step's box-size filter
+SIZES = {"tiny": (0.08, 0.13), "small": (0.28, 0.40), "large": (0.55, 0.75), "full": (0.85, 1.0)}
+
+# COCO category (of the 48 base / 17 novel split) that each smoke concept plays in the detection set:
+# only concepts whose own word is a COCO category name are annotated (leaves first, then basic level),
+# so the detection prompts use words the smoke captions teach. 4 base (bird, car, truck, pizza) and
+# 4 novel (dog, cat, bus, cake) categories have instances; aircraft, burgers, salads and flowers stay
+# unannotated background objects, as non-COCO things are in COCO images.
+COCO_CATEGORY_OF = {
+    "truck": "truck", "bus": "bus", "pizza": "pizza", "cake": "cake",
+    "dog": "dog", "cat": "cat", "bird": "bird", "car": "car",
+}
 
 
 @dataclass(frozen=True)
@@ -102,3 +114,30 @@ def isa_edges() -> list[tuple[str, str]]:
             edges.append((basic, sup))
             edges.extend((leaf, basic) for leaf, _ in leaves)
     return edges
+
+
+def coco_category(leaf: Concept) -> str | None:
+    """The COCO category name a leaf is annotated as (its own name, else its basic level's), or None."""
+    return COCO_CATEGORY_OF.get(leaf.name) or COCO_CATEGORY_OF.get(leaf.basic)
+
+
+def hierarchy_nodes() -> list[str]:
+    """Every node of the hierarchy, root first, then level by level (superordinate, basic, leaf)."""
+    supers = list(TAXONOMY)
+    basics = [basic for sup in supers for basic in TAXONOMY[sup]]
+    return [ROOT, *supers, *basics, *(leaf.name for leaf in leaf_concepts())]
+
+
+def wnid(node: str) -> str:
+    """A WordNet-style id for a hierarchy node: 'n' + 8 digits, 'n09000000' + its position in
+    `hierarchy_nodes()` (outside the range of real WordNet noun offsets used by ImageNet)."""
+    return f"n{9_000_000 + hierarchy_nodes().index(node):08d}"
+
+
+def depth(node: str) -> int:
+    """Edges from the root: entity 0, superordinate 1, basic 2, leaf 3."""
+    parents = dict(isa_edges())
+    steps = 0
+    while node in parents:
+        node, steps = parents[node], steps + 1
+    return steps

@@ -1,0 +1,206 @@
+"""The smoke world's classification sets as image folders: test split plus linear-probe train/val.
+
+The 16 sets of HyCoCLIP Table 1 slice the world (leaf concept, scene, texture or country); MERU's
+four further sets are drawn apart from it, simple but well defined: seven-segment digit glyphs
+(mnist), counts of objects (clevr), tissue-like patches with or without dark cell clusters (pcam)
+and rendered two-word movie verdicts (sst2). Class names of the extra sets are the catalog's.
+"""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from PIL import Image, ImageDraw, ImageFont
+
+from hypvl.data.formats.imagefolder import write_imagefolder
+
+from . import render
+from .corpora import random_object
+from .settings import WorldSettings, rng_for
+from .world import COUNTRIES, SCENES, TEXTURES, leaf_concepts
+
+CIFAR10_LEAVES = ["beagle", "siamese", "sparrow", "eagle", "sedan", "truck", "airliner", "pizza", "rose", "husky"]
+STL10_LEAVES = ["poodle", "tabby", "owl", "parrot", "bus", "jeep", "helicopter", "jet", "cake", "tulip"]
+CLEVR_COUNTS = ("10", "3", "4", "5", "6", "7", "8", "9")  # MERU's CLEVR-Counts label order
+PCAM_CLASSES = ("lymph node", "lymph node containing metastatic tumor tissue")
+SST2_CLASSES = ("negative", "positive")
+SST2_WORDS = {
+    "negative": ("dull", "awful", "boring", "bland", "tedious", "clumsy", "dreary", "lame"),
+    "positive": ("great", "lovely", "superb", "moving", "charming", "brilliant", "joyful", "witty"),
+}
+SST2_NOUNS = ("film", "movie", "story", "plot", "cast", "script")
+# segments a-g of a seven-segment digit as (x1, y1, x2, y2) on a 2x4 grid, and the digits' segments
+SEGMENTS = {"a": (0, 0, 2, 0), "b": (2, 0, 2, 2), "c": (2, 2, 2, 4), "d": (0, 4, 2, 4),
+            "e": (0, 2, 0, 4), "f": (0, 0, 0, 2), "g": (0, 2, 2, 2)}
+DIGIT_SEGMENTS = ("abcdef", "bc", "abged", "abgcd", "fgbc", "afgcd", "afgedc", "abc", "abcdefg", "abcdfg")
+
+
+@dataclass(frozen=True)
+class ClassificationSet:
+    """How a smoke classification set slices the world: what its label is and how it is drawn."""
+
+    label: str           # leaf | scene | texture | country | digit | count | tissue | sentiment
+    classes: tuple[str, ...]
+    style: str = "normal"  # normal | lowres | large | scene | satellite | texture | country
+
+
+def _leaves(*basics: str) -> tuple[str, ...]:
+    return tuple(c.name for c in leaf_concepts() if not basics or c.basic in basics)
+
+
+CLASSIFICATION_SETS = {
+    "imagenet": ClassificationSet("leaf", _leaves()),
+    "cifar10": ClassificationSet("leaf", tuple(CIFAR10_LEAVES), "lowres"),
+    "cifar100": ClassificationSet("leaf", _leaves(), "lowres"),
+    "sun397": ClassificationSet("scene", tuple(SCENES), "scene"),
+    "caltech101": ClassificationSet("leaf", _leaves(), "large"),
+    "stl10": ClassificationSet("leaf", tuple(STL10_LEAVES), "large"),
+    "food101": ClassificationSet("leaf", _leaves("dish")),
+    "cub": ClassificationSet("leaf", _leaves("bird")),
+    "cars": ClassificationSet("leaf", _leaves("car")),
+    "aircraft": ClassificationSet("leaf", _leaves("aircraft")),
+    "pets": ClassificationSet("leaf", _leaves("dog", "cat")),
+    "flowers": ClassificationSet("leaf", _leaves("flower")),
+    "dtd": ClassificationSet("texture", tuple(TEXTURES), "texture"),
+    "eurosat": ClassificationSet("scene", ("forest", "desert", "ocean", "farmland", "city", "snowfield"), "satellite"),
+    "resisc45": ClassificationSet("scene", tuple(SCENES), "scene"),
+    "country211": ClassificationSet("country", tuple(COUNTRIES), "country"),
+}
+"""The 16 sets of HyCoCLIP Table 1 (and MERU Table 2 less its four below)."""
+
+MERU_EXTRA_SETS = {
+    "mnist": ClassificationSet("digit", tuple(str(d) for d in range(10))),
+    "clevr": ClassificationSet("count", CLEVR_COUNTS),
+    "pcam": ClassificationSet("tissue", PCAM_CLASSES),
+    "sst2": ClassificationSet("sentiment", SST2_CLASSES),
+}
+"""MERU's four further zero-shot and linear-probe sets (Tables 2 and 7)."""
+
+ALL_CLASSIFICATION_SETS = {**CLASSIFICATION_SETS, **MERU_EXTRA_SETS}
+SPLITS = ("test", "train", "val")
+
+
+def world_picture(rng, spec: ClassificationSet, label: str, size: int) -> Image.Image:
+    """Draw one image of a world-slicing set whose `spec.label` factor is `label`."""
+    leaves = leaf_concepts()
+    scene = str(rng.choice(list(SCENES)))
+    country = None
+    if spec.label == "leaf":
+        objects = [render.Placed(next(c for c in leaves if c.name == label),
+                                 "large" if spec.style == "large" else str(rng.choice(["small", "large"])),
+                                 str(rng.choice(TEXTURES)))]
+    elif spec.label == "texture":
+        objects = [random_object(rng, leaves, size="full", texture=label)]
+    elif spec.label == "scene":
+        scene = label
+        objects = [] if spec.style == "satellite" else [random_object(rng, leaves, size="small")]
+    elif spec.label == "country":
+        country = label
+        objects = [random_object(rng, leaves)]
+    else:
+        raise ValueError(f"unknown label factor {spec.label!r}")
+    pic = render.Picture(scene=scene, objects=objects, country=country)
+    render.place(pic.objects, size, rng)
+    image = render.draw(pic, size, rng)
+    if spec.style == "lowres":
+        image = image.resize((size // 4, size // 4), Image.BILINEAR).resize((size, size), Image.NEAREST)
+    return image
+
+
+def digit_picture(rng, digit: int, size: int) -> Image.Image:
+    """A light seven-segment `digit` of random height, stroke, slant and place on a dark ground."""
+    image = Image.new("RGB", (size, size), tuple(int(v) for v in rng.integers(0, 40, 3)))
+    draw = ImageDraw.Draw(image)
+    height = size * rng.uniform(0.45, 0.8)
+    unit = height / 4
+    x0 = rng.uniform(0.05 * size, size - 2 * unit - 0.05 * size)
+    y0 = rng.uniform(0.05 * size, size - height - 0.05 * size)
+    slant = rng.uniform(-0.25, 0.25)
+    width = max(1, int(round(unit * rng.uniform(0.3, 0.5))))
+    ink = tuple(int(v) for v in rng.integers(200, 256, 3))
+    for segment in DIGIT_SEGMENTS[digit]:
+        gx1, gy1, gx2, gy2 = SEGMENTS[segment]
+        points = [(x0 + unit * gx + slant * unit * (4 - gy), y0 + unit * gy) for gx, gy in ((gx1, gy1), (gx2, gy2))]
+        draw.line(points, fill=ink, width=width)
+    return image
+
+
+def count_picture(rng, count: int, size: int) -> Image.Image:
+    """`count` small non-overlapping world objects on a grey floor (CLEVR-Counts-like)."""
+    leaves = leaf_concepts()
+    pic = render.Picture(scene="city", objects=[])
+    side = max(4, size // 9)
+    cells = [(x, y) for y in range(size // side) for x in range(size // side)]
+    chosen = rng.choice(len(cells), size=count, replace=False)
+    for index in chosen:
+        x, y = cells[int(index)]
+        obj = random_object(rng, leaves, size="tiny", texture="plain")
+        obj.box = (x * side + 1, y * side + 1, x * side + side - 1, y * side + side - 1)
+        pic.objects.append(obj)
+    return render.draw(pic, size, rng)
+
+
+def tissue_picture(rng, tumour: bool, size: int) -> Image.Image:
+    """A pink, noisy tissue patch; with `tumour`, 3-6 clusters of dark purple nuclei (PCam-like)."""
+    canvas = np.array([235, 170, 200], dtype=np.float32) + rng.normal(0, 12, (size, size, 3)).astype(np.float32)
+    yy, xx = np.mgrid[0:size, 0:size]
+    dots = rng.integers(0, size, (12, 2))
+    for cx, cy in dots:  # scattered normal nuclei
+        canvas[(xx - cx) ** 2 + (yy - cy) ** 2 <= 2] = (150, 90, 160)
+    if tumour:
+        for _ in range(int(rng.integers(3, 7))):
+            cx, cy = rng.integers(size // 8, size - size // 8, 2)
+            radius = rng.uniform(size / 12, size / 7)
+            canvas[(xx - cx) ** 2 + (yy - cy) ** 2 <= radius ** 2] = (70, 30, 100)
+    return Image.fromarray(np.clip(canvas, 0, 255).astype(np.uint8))
+
+
+def verdict_picture(rng, sentiment: str, size: int) -> Image.Image:
+    """A two-line movie verdict, e.g. 'a dull' / 'movie', in dark text on a light card (SST2-like)."""
+    image = Image.new("RGB", (size, size), tuple(int(v) for v in rng.integers(225, 256, 3)))
+    font = ImageFont.load_default(size=max(8, size // 6))
+    words = SST2_WORDS[sentiment]
+    lines = [f"a {words[rng.integers(len(words))]}", str(SST2_NOUNS[rng.integers(len(SST2_NOUNS))])]
+    draw = ImageDraw.Draw(image)
+    y = rng.uniform(0.1, 0.4) * size
+    for line in lines:
+        draw.text((rng.uniform(0.02, 0.15) * size, y), line, fill=(20, 20, 20), font=font)
+        y += size // 4
+    return image
+
+
+def classification_picture(rng, spec: ClassificationSet, label: str, size: int) -> Image.Image:
+    """Draw one image of a set whose label is class name `label`."""
+    if spec.label == "digit":
+        return digit_picture(rng, int(label), size)
+    if spec.label == "count":
+        return count_picture(rng, int(label), size)
+    if spec.label == "tissue":
+        return tissue_picture(rng, label == PCAM_CLASSES[1], size)
+    if spec.label == "sentiment":
+        return verdict_picture(rng, label, size)
+    return world_picture(rng, spec, label, size)
+
+
+def split_size(settings: WorldSettings, split: str) -> int:
+    """Images per class of `split`."""
+    return {"test": settings.per_class, "train": settings.probe_train_per_class,
+            "val": settings.probe_val_per_class}[split]
+
+
+def write_classification_set(settings: WorldSettings, name: str, root: Path) -> dict[str, int]:
+    """Write set `name` as an image folder `root/name/<split>/` for test, train and val; returns
+    the image count per split. Test images keep their v1 seeds ((name/class, i)); the probe splits
+    draw from (name/split/class, i)."""
+    spec = ALL_CLASSIFICATION_SETS[name]
+    sizes = {}
+    for split in SPLITS:
+        items = []
+        for label, cls in enumerate(spec.classes):
+            stream = f"{name}/{cls}" if split == "test" else f"{name}/{split}/{cls}"
+            for i in range(split_size(settings, split)):
+                items.append((label, classification_picture(rng_for(settings.seed, stream, i), spec, cls,
+                                                            settings.image_size)))
+        write_imagefolder(root / name, split, list(spec.classes), items)
+        sizes[split] = len(items)
+    return sizes

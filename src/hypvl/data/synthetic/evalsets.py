@@ -1,0 +1,390 @@
+"""The smoke world's evaluation sets, each in its real on-disk format at its `eval.datasets` path.
+
+Retrieval (COCO captions val2017, Flickr30K Karpathy), detection (COCO instances with the 48/17
+split; `world.COCO_CATEGORY_OF` says which concepts play which COCO categories), VL-CheckList
+(Object size and location groups, Attribute color/size/material, Relation spatial), ARO
+VG-Attribution, HierarCaps (test chains and train positives/negatives), the WordNet-like is-a
+file, HyperLex-like graded pairs and a BREEDS-like hierarchy with superclass splits.
+
+VL-CheckList's object size and location groups (HyCoCLIP App. E.1) use the paper's rules with its
+pixel thresholds scaled from a 224-pixel view to the smoke picture (x image_size/224): at 64 px
+"small" is a box area below 9.1^2 (the world's tiny objects), "large" above 27.4^2.
+"""
+
+import itertools
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+from hypvl.data.formats.breeds import BreedsClass, BreedsHierarchy, BreedsSuperclass, write_breeds_hierarchy, write_breeds_split
+from hypvl.data.formats.coco_captions import write_coco_captions
+from hypvl.data.formats.coco_instances import (
+    BANSAL_BASE_CATEGORIES, BANSAL_NOVEL_CATEGORIES, COCO_CATEGORY_IDS, Box, Category, CocoInstances,
+    DetectionImage, write_coco_instances)
+from hypvl.data.formats.common import CaptionedImage
+from hypvl.data.formats.flickr30k import write_flickr30k
+from hypvl.data.formats.hierarcaps import HierarCapsItem, HierarCapsPair, write_hierarcaps_test, write_hierarcaps_train
+from hypvl.data.formats.hyperlex import HyperLexPair, write_hyperlex
+from hypvl.data.formats.vg_attribution import AttributionItem, write_vg_attribution
+from hypvl.data.formats.vlchecklist import CheckListItem, write_corpus, write_vlchecklist
+from hypvl.data.formats.wordnet_isa import IsaEdge, write_wordnet_isa
+from hypvl.io import atomic_write
+
+from . import captions, render
+from .corpora import corpus_picture, random_object
+from .settings import WorldSettings, rng_for
+from .world import (COLOURS, COUNTRIES, SCENES, SIZES, TAXONOMY, TEXTURES, coco_category, hierarchy_nodes, isa_edges,
+                    leaf_concepts, wnid)
+
+COCO_SUPERCATEGORIES = {
+    "person": ("person",), "vehicle": ("bicycle", "car", "motorcycle", "airplane", "bus", "train", "truck", "boat"),
+    "outdoor": ("bench",), "animal": ("bird", "cat", "dog", "horse", "sheep", "cow", "elephant", "bear", "zebra",
+                                      "giraffe"),
+    "accessory": ("backpack", "umbrella", "handbag", "tie", "suitcase"),
+    "sports": ("frisbee", "skis", "snowboard", "kite", "skateboard", "surfboard"),
+    "kitchen": ("bottle", "cup", "fork", "knife", "spoon", "bowl"),
+    "food": ("banana", "apple", "sandwich", "orange", "broccoli", "carrot", "pizza", "donut", "cake"),
+    "furniture": ("chair", "couch", "bed", "toilet"), "electronic": ("tv", "laptop", "mouse", "remote", "keyboard"),
+    "appliance": ("microwave", "oven", "toaster", "sink", "refrigerator"),
+    "indoor": ("book", "clock", "vase", "scissors", "toothbrush"),
+}  # fmt: skip  (COCO 2017 supercategories of the 65 split classes)
+VLC_SIZE_GROUPS = ("small", "medium", "large")
+VLC_LOCATION_GROUPS = ("center", "mid", "margin")
+VLC_ATTRIBUTES = ("color", "size", "material")  # material: the world's surface patterns (textures)
+SPATIAL = {"to the left of": "to the right of", "to the right of": "to the left of",
+           "above": "below", "below": "above"}
+
+
+def save_image(image: Image.Image, path: Path) -> Path:
+    """Save `image` as a quality-95 JPEG at `path` (folders made); returns the path."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    image.save(path, format="JPEG", quality=95)
+    return path
+
+
+def _picture(rng, objects: list[render.Placed], size: int, country_p: float = 0.3) -> render.Picture:
+    country = str(rng.choice(sorted(COUNTRIES))) if rng.random() < country_p else None
+    pic = render.Picture(scene=str(rng.choice(list(SCENES))), objects=objects, country=country)
+    render.place(pic.objects, size, rng)
+    render.draw(pic, size, rng)
+    return pic
+
+
+def _retrieval_item(settings: WorldSettings, stream: str, index: int, path: Path):
+    """A 1-3 object picture saved at `path`, with five captions; returns (CaptionedImage, Picture)."""
+    rng = rng_for(settings.seed, stream, index)
+    pic = corpus_picture(rng, "grit", settings.image_size)
+    texts = tuple(captions.caption(pic, rng)[0] for _ in range(5))
+    return CaptionedImage(save_image(pic.image, path), texts), pic
+
+
+def coco_categories() -> tuple[Category, ...]:
+    """The 65 categories of the zero-shot split with their COCO ids and supercategories, by id."""
+    supercategory = {name: sup for sup, names in COCO_SUPERCATEGORIES.items() for name in names}
+    names = sorted(BANSAL_BASE_CATEGORIES + BANSAL_NOVEL_CATEGORIES, key=COCO_CATEGORY_IDS.get)
+    return tuple(Category(COCO_CATEGORY_IDS[n], n, supercategory[n]) for n in names)
+
+
+def write_coco(settings: WorldSettings, captions_json: Path, instances_json: Path) -> dict:
+    """COCO val2017-like images (`<json>/../val2017/<id:012d>.jpg`) with five captions each and
+    instance boxes for the objects whose concept plays a COCO category."""
+    root = Path(captions_json).parent.parent / "val2017"
+    items, detections = [], []
+    for image_id in range(1, settings.retrieval_images + 1):
+        item, pic = _retrieval_item(settings, "coco", image_id, root / f"{image_id:012d}.jpg")
+        items.append(item)
+        boxes = tuple(Box(COCO_CATEGORY_IDS[coco_category(obj.concept)],
+                          (float(obj.box[0]), float(obj.box[1]), float(obj.box[2] - obj.box[0]),
+                           float(obj.box[3] - obj.box[1])), False)
+                      for obj in pic.objects if coco_category(obj.concept) is not None)
+        detections.append(DetectionImage(image_id, item.image, settings.image_size, settings.image_size, boxes))
+    write_coco_captions(captions_json, items, root)
+    write_coco_instances(instances_json, CocoInstances(coco_categories(), tuple(detections)), root)
+    novel = {COCO_CATEGORY_IDS[n] for n in BANSAL_NOVEL_CATEGORIES}
+    instances = [b for d in detections for b in d.boxes]
+    return {"images": len(items), "captions": 5 * len(items), "instances": len(instances),
+            "novel_instances": sum(b.category_id in novel for b in instances)}
+
+
+def write_flickr(settings: WorldSettings, path: Path, extra_per_split: int = 10) -> dict:
+    """Flickr30K Karpathy-like json: `retrieval_images` test images, a few train and val ones."""
+    root = Path(path).parent / "flickr30k_images"
+    sizes = {"train": extra_per_split, "val": extra_per_split, "test": settings.retrieval_images}
+    splits = {split: [_retrieval_item(settings, f"flickr30k/{split}", i, root / f"{split}{i:05d}.jpg")[0]
+                      for i in range(n)] for split, n in sizes.items()}
+    write_flickr30k(path, splits, root)
+    return sizes
+
+
+def _leaf_phrase(obj: render.Placed, level: int) -> str:
+    return (obj.concept.name, obj.concept.basic, obj.concept.superordinate)[level]
+
+
+def _other_noun(rng, obj: render.Placed, level: int) -> str:
+    """A noun at `level` for a concept of another basic-level category (another superordinate at 2)."""
+    others = [c for c in leaf_concepts() if c.basic != obj.concept.basic
+              and (level < 2 or c.superordinate != obj.concept.superordinate)]
+    other = others[rng.integers(len(others))]
+    return (other.name, other.basic, other.superordinate)[level]
+
+
+def _vlc_size_group(box, size: int) -> str:
+    """VL-CheckList's object size group, thresholds 32 and 96 px scaled by size/224."""
+    area = (box[2] - box[0]) * (box[3] - box[1])
+    small, large = (32 * size / 224) ** 2, (96 * size / 224) ** 2
+    return "small" if area < small else ("large" if area > large else "medium")
+
+
+def _vlc_location_group(box, size: int) -> str:
+    """VL-CheckList's location group: y/x with y the centre offset, x the half diagonal."""
+    y = np.hypot((box[0] + box[2]) / 2 - size / 2, (box[1] + box[3]) / 2 - size / 2)
+    ratio = y / (np.sqrt(2) * size / 2)
+    return "center" if ratio <= 1 / 3 else ("mid" if ratio <= 2 / 3 else "margin")
+
+
+def _location_box(rng, group: str, size: int) -> tuple[int, int, int, int]:
+    """A small square box (side 0.28 x size) whose centre lies in location `group`: centre drawn at a
+    ratio y/x inside the group's range in a random direction, redrawn until the box fits."""
+    side = int(round(SIZES["small"][0] * size))
+    low, high = {"center": (0.0, 1 / 3), "mid": (1 / 3 + 1e-6, 2 / 3), "margin": (2 / 3 + 1e-6, 1.0)}[group]
+    half_diagonal = np.sqrt(2) * size / 2
+    for _ in range(1000):
+        ratio, angle = rng.uniform(low, high), rng.uniform(0, 2 * np.pi)
+        cx = size / 2 + ratio * half_diagonal * np.cos(angle)
+        cy = size / 2 + ratio * half_diagonal * np.sin(angle)
+        x1, y1 = int(round(cx - side / 2)), int(round(cy - side / 2))
+        box = (x1, y1, x1 + side, y1 + side)
+        if min(box) >= 0 and max(box) <= size and _vlc_location_group(box, size) == group:
+            return box
+    raise RuntimeError(f"no {side}-px box fits VL-CheckList location group {group!r} at {size} px")
+
+
+def _object_item(settings: WorldSettings, kind: str, group: str, index: int) -> tuple[Image.Image, str, str]:
+    """(image, POS, NEG) of an Object item whose object falls in `group` of `kind` (size: tiny, small
+    or large objects, with a second small object half the time; location: one small object placed
+    in the group's ring); NEG names the object as a concept of another category."""
+    rng = rng_for(settings.seed, f"vlc/{kind}/{group}", index)
+    size, leaves = settings.image_size, leaf_concepts()
+    if kind == "size":
+        target = random_object(rng, leaves, size={"small": "tiny", "medium": "small", "large": "large"}[group])
+        objects = [target] + ([random_object(rng, leaves, size="small")] if rng.random() < 0.5 else [])
+        pic = render.Picture(scene=str(rng.choice(list(SCENES))), objects=objects)
+        render.place(pic.objects, size, rng)
+        assert _vlc_size_group(target.box, size) == group
+    else:
+        target = random_object(rng, leaves, size="small")
+        target.box = _location_box(rng, group, size)
+        pic = render.Picture(scene=str(rng.choice(list(SCENES))), objects=[target])
+    render.draw(pic, size, rng)
+    level = int(rng.choice(3, p=captions.LEVEL_P))
+    tail = captions.scene_tail(pic)
+    pos = captions.with_article([target.texture, _leaf_phrase(target, level)]) + tail
+    neg = captions.with_article([target.texture, _other_noun(rng, target, level)]) + tail
+    return pic.image, pos, neg
+
+
+def _attribute_item(settings: WorldSettings, attribute: str, index: int) -> tuple[Image.Image, str, str]:
+    """(image, POS, NEG) of a one-object picture; NEG gives the object a wrong colour, size or pattern."""
+    rng = rng_for(settings.seed, f"vlc/attribute/{attribute}", index)
+    obj = random_object(rng, leaf_concepts())
+    pic = _picture(rng, [obj], settings.image_size, country_p=0.0)
+    noun = _leaf_phrase(obj, int(rng.choice(2)))
+    true_word = {"color": obj.concept.colour, "size": obj.size, "material": obj.texture}[attribute]
+    choices = {"color": sorted(COLOURS), "size": ["small", "large"], "material": TEXTURES}[attribute]
+    wrong = [w for w in choices if w != true_word]
+    tail = captions.scene_tail(pic)
+    return (pic.image, captions.with_article([true_word, noun]) + tail,
+            captions.with_article([wrong[rng.integers(len(wrong))], noun]) + tail)
+
+
+def _relation_item(settings: WorldSettings, index: int) -> tuple[Image.Image, str, str]:
+    """(image, POS, NEG) of two objects side by side or stacked; NEG states the opposite relation."""
+    rng = rng_for(settings.seed, "vlc/relation/spatial", index)
+    size, leaves = settings.image_size, leaf_concepts()
+    first = random_object(rng, leaves, size="small")
+    second = random_object(rng, [c for c in leaves if c.basic != first.concept.basic], size="small")
+    pic = render.Picture(scene=str(rng.choice(list(SCENES))), objects=[first, second])
+    side = int(round(size * 0.34))
+    horizontal = rng.random() < 0.5
+    lo, hi = int(rng.integers(0, size // 8)), int(rng.integers(size - side - size // 8, size - side + 1))
+    across = int(rng.integers(0, size - side + 1))
+    a, b = (lo, hi) if rng.random() < 0.5 else (hi, lo)
+    corner = (lambda p: (p, across)) if horizontal else (lambda p: (across, p))
+    for obj, p in ((first, a), (second, b)):
+        x, y = corner(p)
+        obj.box = (x, y, x + side, y + side)
+    render.draw(pic, size, rng)
+    relation = ("to the left of" if a < b else "to the right of") if horizontal else ("above" if a < b else "below")
+    subject, obj_noun = first.concept.name, second.concept.name
+    return (pic.image, f"a {subject} {relation} a {obj_noun}", f"a {subject} {SPATIAL[relation]} a {obj_noun}")
+
+
+def write_vlchecklist_sets(settings: WorldSettings, root: Path) -> dict:
+    """VL-CheckList root: corpus/v1/<Type>/<group>/vg*.yaml, data/<Type>/... annotation files,
+    images under vg/VG_100K/. Returns items per corpus YAML (relative path)."""
+    root = Path(root)
+    corpora: list[tuple[str, str, Callable[[int], tuple]]] = []
+    for group in VLC_SIZE_GROUPS:
+        corpora.append((f"Object/Size/{group}/vg_obj.yaml", f"Object/Size/vg_size/vg_obj_{group}.json",
+                        lambda i, g=group: _object_item(settings, "size", g, i)))
+    for group in VLC_LOCATION_GROUPS:
+        corpora.append((f"Object/Location/{group}/vg_obj.yaml", f"Object/Location/vg_location/vg_obj_{group}.json",
+                        lambda i, g=group: _object_item(settings, "location", g, i)))
+    for attribute in VLC_ATTRIBUTES:
+        corpora.append((f"Attribute/{attribute}/vg.yaml", f"Attribute/vg/{attribute}.json",
+                        lambda i, a=attribute: _attribute_item(settings, a, i)))
+    corpora.append(("Relation/spatial/vg.yaml", "Relation/vg/spatial.json", lambda i: _relation_item(settings, i)))
+    image_root, counts, number = root / "vg", {}, 1
+    for yaml_name, annotation, draw in corpora:
+        items = []
+        for i in range(settings.vlchecklist_per_group):
+            image, pos, neg = draw(i)
+            path = save_image(image, image_root / "VG_100K" / f"{number}.jpg")
+            number += 1
+            items.append(CheckListItem(path, (pos,), (neg,)))
+        write_vlchecklist(root / "data" / annotation, items, image_root)
+        write_corpus(root / "corpus" / "v1" / yaml_name, root / "data" / annotation, image_root, root)
+        counts[f"corpus/v1/{yaml_name}"] = len(items)
+    return counts
+
+
+def write_vg_attribution_set(settings: WorldSettings, path: Path) -> dict:
+    """ARO VG-Attribution-like records: two objects of different basic categories with two patterns;
+    the crop box spans both; the false caption swaps the patterns. Each unordered pattern pair
+    has `vg_attribution_per_pair` records, attributes listed in a fixed order."""
+    root = Path(path).parent / "images"
+    size, leaves, items = settings.image_size, leaf_concepts(), []
+    pairs = list(itertools.combinations(TEXTURES, 2))
+    for index in range(len(pairs) * settings.vg_attribution_per_pair):
+        rng = rng_for(settings.seed, "vg_attribution", index)
+        first_attr, second_attr = pairs[index % len(pairs)]
+        first = random_object(rng, leaves, size="small", texture=first_attr)
+        second = random_object(rng, [c for c in leaves if c.basic != first.concept.basic], size="small",
+                               texture=second_attr)
+        pic = _picture(rng, [first, second], size)
+        boxes = np.array([first.box, second.box])
+        x1, y1 = np.maximum(boxes[:, :2].min(0) - 2, 0)
+        x2, y2 = np.minimum(boxes[:, 2:].max(0) + 2, size)
+        image = save_image(pic.image, root / f"vga{index:05d}.jpg")
+        nouns = (first.concept.basic, second.concept.basic)
+        items.append(AttributionItem(
+            image, (float(x1), float(y1), float(x2 - x1), float(y2 - y1)),
+            f"the {first_attr} {nouns[0]} and the {second_attr} {nouns[1]}",
+            f"the {second_attr} {nouns[0]} and the {first_attr} {nouns[1]}", (first_attr, second_attr)))
+    write_vg_attribution(path, items, root)
+    return {"items": len(items), "attribute_pairs": len(pairs)}
+
+
+def _chain_negative(rng, obj: render.Placed, pic: render.Picture) -> tuple[str, str, str, str]:
+    """HierarCaps negatives: tier i contradicts positive tier i and entails positive tier i-1."""
+    leaf = obj.concept
+    other_super = [s for s in TAXONOMY if s != leaf.superordinate]
+    sibling_basics = [b for b in TAXONOMY[leaf.superordinate] if b != leaf.basic]
+    sibling_leaves = [name for name, _ in TAXONOMY[leaf.superordinate][leaf.basic][1] if name != leaf.name]
+    other_texture = [t for t in TEXTURES if t != obj.texture]
+    other_scene = [s for s in SCENES if s != pic.scene]
+    scene = captions.SCENE_PHRASES[other_scene[rng.integers(len(other_scene))]]
+    return (captions.with_article([other_super[rng.integers(len(other_super))]]),
+            captions.with_article([sibling_basics[rng.integers(len(sibling_basics))]]),
+            captions.with_article([obj.size, sibling_leaves[rng.integers(len(sibling_leaves))]]),
+            captions.with_article([obj.size, other_texture[rng.integers(len(other_texture))], leaf.name]) + " " + scene)
+
+
+def write_hierarcaps_sets(settings: WorldSettings, test_csv: Path, train_csv: Path) -> dict:
+    """HierarCaps-like test rows (one-object pictures, images at the reader's default folder) and
+    train positive/negative chains (concepts of superordinates with several basic categories)."""
+    image_root = Path(test_csv).parent.parent / "assets" / "test_imgs"
+    leaves, items = leaf_concepts(), []
+    for index in range(settings.hierarcaps_test):
+        rng = rng_for(settings.seed, "hierarcaps/test", index)
+        obj = random_object(rng, leaves)
+        pic = _picture(rng, [obj], settings.image_size)
+        name = f"COCO_val2014_{index + 1:012d}.jpg"
+        items.append(HierarCapsItem(index, captions.caption_chain(obj, pic),
+                                    f"http://images.cocodataset.org/val2014/{name}",
+                                    save_image(pic.image, image_root / name)))
+    write_hierarcaps_test(test_csv, items)
+    contrastable = [c for c in leaves if len(TAXONOMY[c.superordinate]) > 1]
+    pairs = []
+    for index in range(settings.hierarcaps_train):
+        rng = rng_for(settings.seed, "hierarcaps/train", index)
+        obj = random_object(rng, contrastable)
+        pic = render.Picture(scene=str(rng.choice(list(SCENES))), objects=[obj])
+        pairs.append(HierarCapsPair(captions.caption_chain(obj, pic), _chain_negative(rng, obj, pic)))
+    write_hierarcaps_train(train_csv, pairs)
+    return {"test": len(items), "train": len(pairs)}
+
+
+def write_wordnet(path: Path) -> dict:
+    """The is-a edges as `<parent wnid> <child wnid>` lines, plus `words.txt` (`wnid<TAB>name`)."""
+    edges = [IsaEdge(wnid(parent), wnid(child)) for child, parent in isa_edges()]
+    write_wordnet_isa(path, edges)
+    with atomic_write(Path(path).parent / "words.txt", mode="w", encoding="utf-8") as handle:
+        handle.write("".join(f"{wnid(node)}\t{node}\n" for node in hierarchy_nodes()))
+    return {"edges": len(edges), "nodes": len(hierarchy_nodes())}
+
+
+# mean 0-6 rating of "to what degree is X a type of Y?" per relation
+HYPERLEX_MEANS = {"hyp-1": 5.6, "hyp-2": 5.2, "hyp-3": 4.8, "r-hyp-1": 1.4, "cohyp": 0.9, "no-rel": 0.2}
+
+
+def hyperlex_pairs() -> list[tuple[str, str, str]]:
+    """(word1, word2, relation) pairs of the world hierarchy: hypernyms 1-3 levels up, reversed
+    direct edges, co-hyponyms (siblings) and unrelated leaves of different superordinates."""
+    parents = dict(isa_edges())
+    pairs = []
+    for child in parents:
+        node, distance = child, 0
+        while node in parents:
+            node, distance = parents[node], distance + 1
+            pairs.append((child, node, f"hyp-{distance}"))
+    pairs += [(parent, child, "r-hyp-1") for child, parent in isa_edges()]
+    siblings: dict[str, list[str]] = {}
+    for child, parent in isa_edges():
+        siblings.setdefault(parent, []).append(child)
+    pairs += [(a, b, "cohyp") for group in siblings.values() for a, b in itertools.combinations(group, 2)]
+    leaves = leaf_concepts()
+    pairs += [(a.name, b.name, "no-rel") for a, b in zip(leaves, leaves[7:] + leaves[:7])
+              if a.superordinate != b.superordinate]
+    return pairs
+
+
+def write_hyperlex_set(settings: WorldSettings, path: Path, raters: int = 10) -> dict:
+    """HyperLex-like file: each pair rated 0-6 by `raters` simulated raters around its relation's mean."""
+    rows = []
+    for index, (word1, word2, relation) in enumerate(hyperlex_pairs()):
+        rng = rng_for(settings.seed, "hyperlex", index)
+        ratings = np.clip(np.rint(rng.normal(HYPERLEX_MEANS[relation], 0.8, raters)), 0, 6).astype(int)
+        score = round(float(ratings.mean()), 2)
+        rows.append(HyperLexPair(word1, word2, "N", relation, score, round(score * 10 / 6, 2),
+                                 round(float(ratings.std()), 2), tuple(int(r) for r in ratings)))
+    write_hyperlex(path, rows)
+    return {"pairs": len(rows)}
+
+
+def write_breeds_sets(folder: Path, imagenet_classes: tuple[str, ...]) -> dict:
+    """BREEDS-like info dir (classes = the smoke ImageNet's leaves in class order, the world's is-a
+    edges, node names) and two superclass splits: `basic7.json` (basic-level superclasses, first
+    two leaves source, last two target) and `superordinate4.json` (leaves alternating source/target)."""
+    folder = Path(folder)
+    classes = tuple(BreedsClass(i, wnid(name), name) for i, name in enumerate(imagenet_classes))
+    edges = tuple(IsaEdge(wnid(parent), wnid(child)) for child, parent in isa_edges())
+    write_breeds_hierarchy(folder, BreedsHierarchy(classes, edges, {wnid(n): n for n in hierarchy_nodes()}))
+    number = {name: i for i, name in enumerate(imagenet_classes)}
+    leaves = leaf_concepts()
+    splits = {
+        "basic7.json": [(basic, [number[c.name] for c in leaves if c.basic == basic])
+                        for sup in TAXONOMY for basic in TAXONOMY[sup]],
+        "superordinate4.json": [(sup, [number[c.name] for c in leaves if c.superordinate == sup])
+                                for sup in TAXONOMY],
+    }
+    for name, groups in splits.items():
+        if name == "basic7.json":
+            cut = [(members[:2], members[2:]) for _, members in groups]
+        else:
+            cut = [(members[::2], members[1::2]) for _, members in groups]
+        write_breeds_split(folder / name, [BreedsSuperclass(label, wnid(node), node, tuple(src), tuple(tgt))
+                                           for label, ((node, _), (src, tgt)) in enumerate(zip(groups, cut))])
+    return {"classes": len(classes), "splits": sorted(splits)}

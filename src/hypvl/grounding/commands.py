@@ -1,0 +1,147 @@
+"""`hypvl ground`: a raw training corpus -> HyCoCLIP's grounded shards (HyCoCLIP App. A).
+
+Reads a raw corpus (GRIT, RedCaps or CC3M webdataset shards), finds noun chunks and referring
+expressions with spaCy, boxes them, applies the paper's filters, crops the kept boxes to squares and
+writes grounded shards (`hypvl.data.formats.grounded`) with each caption's dependency parse, plus a
+`grounding.json` summary (counts, settings, shards, seconds) beside them.
+
+Box sources: GRIT ships its boxes (`noun_chunks`, `ref_exps`), and HyCoCLIP uses them as they are,
+so a GRIT corpus is always grounded from its own spans. RedCaps and CC3M carry none: config
+`grounding.detector` is `oracle` (the smoke world's boxes, from the raw folder's
+`oracle_regions.jsonl`) or a transformers model id (OWLv2 / OWL-ViT) run on every phrase.
+"""
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from hypvl.config import add_config_arguments, config_from_args
+from hypvl.data.formats.cc3m import iter_cc3m
+from hypvl.data.formats.grit import iter_grit
+from hypvl.data.formats.grounded import GroundedRecord, write_grounded_shards
+from hypvl.data.formats.images import CorruptImage, decode_image, encode_image
+from hypvl.data.formats.redcaps import iter_redcaps
+from hypvl.errors import InputError
+from hypvl.grounding.filters import BoxFilter
+from hypvl.grounding.pipeline import ORACLE_REGIONS, OracleBoxes, grit_record, ground
+from hypvl.io import atomic_write
+
+RAW_READERS = {"grit": iter_grit, "redcaps": iter_redcaps, "cc3m": iter_cc3m}
+SUMMARY = "grounding.json"
+
+
+def read_oracle_regions(path: Path) -> dict[str, list[dict]]:
+    """key -> regions [{"text", "box" [x1, y1, x2, y2] pixels, "score"}] from an `oracle_regions.jsonl`."""
+    if not path.is_file():
+        raise InputError(f"{path}: oracle box file not found (the oracle box source needs the world's boxes)")
+    regions = {}
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        where = f"{path}: line {number}"
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{where}: not JSON ({exc.msg})") from None
+        if not isinstance(entry, dict) or not isinstance(entry.get("key"), str) or not isinstance(
+                entry.get("regions"), list):
+            raise InputError(f"{where}: should be {{\"key\": str, \"regions\": [...]}}")
+        for region in entry["regions"]:
+            if not (isinstance(region, dict) and isinstance(region.get("text"), str)
+                    and isinstance(region.get("box"), list) and len(region["box"]) == 4):
+                raise InputError(f"{where}: region {region!r} needs text and a 4-number box")
+        regions[entry["key"]] = entry["regions"]
+    return regions
+
+
+def raw_records(fmt: str, folder: Path, oracle: bool, counts: dict) -> Iterator[dict]:
+    """Records {"key", "image" (PIL), "image_bytes", "caption"[, "regions"]} of a raw corpus folder.
+
+    GRIT records carry their own spans as regions; RedCaps/CC3M records get the side file's regions
+    when `oracle`. Samples whose image does not decode are skipped and counted (samples_corrupt)."""
+    if fmt not in RAW_READERS:
+        raise InputError(f"{folder}: unknown raw corpus format {fmt!r} (one of {sorted(RAW_READERS)})")
+    regions = read_oracle_regions(folder / ORACLE_REGIONS) if oracle and fmt != "grit" else None
+    counts.setdefault("samples_corrupt", 0)
+    for sample in RAW_READERS[fmt](folder):
+        where = f"{folder}: sample {sample.key!r}"
+        try:
+            record = grit_record(sample, str(folder)) if fmt == "grit" else {
+                "key": sample.key, "image": decode_image(sample.image, where), "caption": sample.caption}
+        except CorruptImage:
+            counts["samples_corrupt"] += 1
+            continue
+        if regions is not None:
+            if sample.key not in regions:
+                raise InputError(f"{folder / ORACLE_REGIONS}: no regions for sample {sample.key!r}")
+            record["regions"] = regions[sample.key]
+        record["image_bytes"] = sample.image
+        yield record
+
+
+def grounded_records(samples, source: str) -> Iterator[GroundedRecord]:
+    """`ground` samples as grounded-shard records: the raw image bytes as they were, JPEG box crops
+    with their phrases, and the parse."""
+    for sample in samples:
+        boxes = [(encode_image(crop), box["phrase"]) for crop, box in zip(sample["crops"], sample["boxes"])]
+        yield GroundedRecord(sample["key"], sample["image_bytes"], sample["caption"], boxes, source, sample["parse"])
+
+
+def box_source_for(fmt: str, detector: str, device: str = "cpu"):
+    """OracleBoxes for GRIT (its own spans) or `detector: oracle`; else the transformers detector."""
+    if fmt == "grit" or detector == "oracle":
+        return OracleBoxes()
+    from hypvl.grounding.detector import PhraseGroundingDetector
+
+    return PhraseGroundingDetector.from_pretrained(detector, device)
+
+
+def ground_corpus(raw_folder: Path, fmt: str, out_folder: Path, prefix: str, extractor, box_source,
+                  box_filter: BoxFilter, crop_size: int, batch_size: int, shard_size: int, oracle: bool) -> dict:
+    """Ground one raw corpus into `<prefix>-NNNNNN.tar` shards under `out_folder`; returns the counts
+    (see `ground`, plus samples_corrupt) and the shard paths."""
+    counts: dict = {}
+    records = raw_records(fmt, Path(raw_folder), oracle, counts)
+    samples = ground(records, extractor, box_source, box_filter, crop_size, batch_size, counts)
+    shards = write_grounded_shards(grounded_records(samples, prefix), Path(out_folder), shard_size, prefix)
+    return {"counts": counts, "shards": shards}
+
+
+def _ground(args) -> None:
+    from hypvl.grounding.phrases import PhraseExtractor
+
+    config = config_from_args(args)
+    settings = config["grounding"]
+    if args.corpus not in settings["raw"] or args.corpus not in config["corpora"]:
+        raise InputError(f"config: corpus {args.corpus!r} needs grounding.raw.{args.corpus} and corpora.{args.corpus}")
+    data_dir = Path(config["data_dir"])
+    raw, out = settings["raw"][args.corpus], data_dir / config["corpora"][args.corpus]
+    start = time.perf_counter()
+    extractor = PhraseExtractor(config["spacy_model"])
+    box_filter = BoxFilter(settings["min_box_side"], settings["box_threshold"])
+    oracle = settings["detector"] == "oracle"
+    result = ground_corpus(data_dir / raw["path"], raw["format"], out, args.corpus, extractor,
+                           box_source_for(raw["format"], settings["detector"], args.device), box_filter,
+                           settings["crop_size"], settings["batch_size"], args.shard_size, oracle)
+    seconds = time.perf_counter() - start
+    counts = result["counts"]
+    summary = {"corpus": args.corpus, "format": raw["format"], "raw": raw["path"],
+               "box_source": "grit spans" if raw["format"] == "grit" else settings["detector"],
+               "spacy_model": config["spacy_model"], "filters": {"min_box_side": settings["min_box_side"],
+                                                                  "box_threshold": settings["box_threshold"]},
+               "crop_size": settings["crop_size"], "counts": counts,
+               "shards": [str(p.relative_to(data_dir)) for p in result["shards"]],
+               "seconds": round(seconds, 2), "captions_per_second": round(counts["samples_in"] / max(seconds, 1e-9), 1)}
+    with atomic_write(out / SUMMARY, mode="w") as handle:
+        json.dump(summary, handle, indent=1)
+    print(f"{args.corpus}: {counts['samples_out']} of {counts['samples_in']} samples grounded with "
+          f"{counts['boxes_kept']} boxes in {seconds:.1f} s ({summary['captions_per_second']} captions/s)")
+
+
+def add_commands(subparsers) -> None:
+    """Register `ground`."""
+    parser = subparsers.add_parser("ground", help="ground a raw training corpus into grounded shards")
+    add_config_arguments(parser)
+    parser.add_argument("--corpus", required=True, help="corpus name (a key of config grounding.raw and corpora)")
+    parser.add_argument("--shard-size", type=int, default=1000, help="samples per grounded shard")
+    parser.add_argument("--device", default="cpu", help="detector device (cpu, cuda)")
+    parser.set_defaults(func=_ground)
