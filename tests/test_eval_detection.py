@@ -1,0 +1,89 @@
+"""Zero-shot detection with ground-truth boxes: AP on the novel categories against pycocotools run on the
+written instances file with detections built from per-crop scoring by hand; NaN refusal."""
+
+import contextlib
+import io
+
+import pytest
+import torch
+from pycocotools.coco import COCO
+from pycocotools.cocoeval import COCOeval
+
+from hypvl.data.formats.coco_instances import (BANSAL_BASE_CATEGORIES, BANSAL_NOVEL_CATEGORIES, COCO_CATEGORY_IDS,
+                                               Box, Category, CocoInstances, DetectionImage, write_coco_instances)
+from hypvl.data.formats.imagefolder import load_image
+from hypvl.data.transforms import squeeze
+from hypvl.evaluate import detection
+from hypvl.evaluate.metrics import NonFiniteEmbeddingError
+
+from test_eval_helpers import SIZE, context, embed_one_by_one, nan_images, random_image
+
+TEMPLATES = ["a photo of a {}.", "itap of a {}."]
+NAMES = BANSAL_BASE_CATEGORIES + BANSAL_NOVEL_CATEGORIES
+
+
+def _instances(tmp_path):
+    g = torch.Generator().manual_seed(5)
+    (tmp_path / "coco" / "val2017").mkdir(parents=True)
+    categories = tuple(Category(COCO_CATEGORY_IDS[n], n, "thing") for n in sorted(NAMES, key=COCO_CATEGORY_IDS.get))
+    picks = ["dog", "cat", "person", "cake", "bus", "car", "dog", "sink", "knife", "cat", "bowl", "cake"]
+    images = []
+    for i in range(4):
+        path = tmp_path / "coco" / "val2017" / f"{i:012d}.jpg"
+        boxes = tuple(Box(COCO_CATEGORY_IDS[picks[3 * i + j]], (2.0 + 9 * j, 1.5 + 6 * j, 12.0 + j, 10.5), False)
+                      for j in range(3))
+        picture = random_image(g, 40, 32)
+        for j, box in enumerate(boxes):  # a distinct colour per box, so that crops embed apart
+            x, y, w, h = (int(v) for v in box.bbox)
+            picture.paste(tuple(int(c) for c in torch.randint(0, 256, (3,), generator=g)), (x, y, x + w, y + h))
+        picture.save(path)
+        images.append(DetectionImage(i + 1, path, 40, 32, boxes + (Box(COCO_CATEGORY_IDS["dog"], (0, 0, 5, 5), True),)))
+    path = tmp_path / "coco" / "annotations" / "instances_val2017.json"
+    write_coco_instances(path, CocoInstances(categories, tuple(images)))
+    return path, images
+
+
+@pytest.mark.parametrize("method", ["clip", "meru"])
+def test_ap_matches_pycocotools_on_hand_built_detections(tmp_path, monkeypatch, method):
+    path, images = _instances(tmp_path)
+    ctx = context(method, tmp_path)
+    model = ctx.model
+    rows = [(im, b) for im in images for b in im.boxes if not b.iscrowd]
+    crops = [load_image(im.image).crop((int(b.bbox[0]), int(b.bbox[1]), int(-(-(b.bbox[0] + b.bbox[2]) // 1)),
+                                        int(-(-(b.bbox[1] + b.bbox[3]) // 1)))) for im, b in rows]
+    crop_embeddings = embed_one_by_one(model, crops, lambda c: squeeze(c, SIZE))
+    # A random tiny model puts every crop in one class; to make AP informative, the embedding of each
+    # category with boxes is replaced by its first crop's (so some crops are classified right, some not).
+    classes = detection.class_embeddings(model, ctx.tokenizer, list(NAMES), TEMPLATES, 8, "x").clone()
+    for i, (_, box) in reversed(list(enumerate(rows))):
+        classes[[COCO_CATEGORY_IDS[n] for n in NAMES].index(box.category_id)] = crop_embeddings[i]
+    monkeypatch.setattr(detection, "class_embeddings", lambda *args: classes)
+    result = detection.evaluate_detection(ctx, path, TEMPLATES)
+    with torch.no_grad():
+        probs = (model.logit_scale.exp() * model.similarity(crop_embeddings, classes)).softmax(1)
+    novel = {COCO_CATEGORY_IDS[n] for n in BANSAL_NOVEL_CATEGORIES}
+    detections = []
+    for (im, b), p in zip(rows, probs):
+        category = COCO_CATEGORY_IDS[NAMES[int(p.argmax())]]
+        if category in novel:
+            detections.append({"image_id": im.image_id, "category_id": category, "bbox": list(b.bbox),
+                               "score": float(p.max())})
+    with contextlib.redirect_stdout(io.StringIO()):
+        truth = COCO(str(path))
+        evaluation = COCOeval(truth, truth.loadRes(detections), iouType="bbox")
+        evaluation.params.catIds = sorted(novel)
+        evaluation.evaluate()
+        evaluation.accumulate()
+        evaluation.summarize()
+    assert result.n_samples == 12
+    assert 0 < result.metrics["ap"] < 100
+    assert result.metrics["ap"] == pytest.approx(100 * evaluation.stats[0], abs=1e-6)
+    assert result.metrics["ap50"] == pytest.approx(100 * evaluation.stats[1], abs=1e-6)
+
+
+def test_nan_embeddings_are_an_error(tmp_path):
+    path, _ = _instances(tmp_path)
+    ctx = context("meru", tmp_path)
+    nan_images(ctx.model)
+    with pytest.raises(NonFiniteEmbeddingError, match="det_coco_novel image embeddings"):
+        detection.evaluate_detection(ctx, path, TEMPLATES)

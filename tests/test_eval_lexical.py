@@ -1,0 +1,148 @@
+"""HyperLex (Spearman rho of -Xi against scipy, Xi written out for each geometry) and BREEDS (label-pair
+recall with 2-fold cross-validated C, as loops over every candidate pair); NaN refusal."""
+
+import numpy as np
+import pytest
+import torch
+from scipy.stats import spearmanr
+
+from hypvl.data.formats.breeds import BreedsClass, BreedsHierarchy, BreedsSuperclass, write_breeds_hierarchy, write_breeds_split
+from hypvl.data.formats.hyperlex import HyperLexPair, write_hyperlex
+from hypvl.data.formats.imagefolder import load_image, read_imagefolder, write_imagefolder
+from hypvl.data.formats.wordnet_isa import IsaEdge
+from hypvl.data.transforms import resize_center_crop
+from hypvl.evaluate import lexical
+from hypvl.evaluate.metrics import NonFiniteEmbeddingError
+
+from test_eval_helpers import SIZE, context, embed_one_by_one, embed_texts_one_by_one, nan_images, random_image
+
+PAIRS = [("dog", "animal", "N", 5.8), ("cat", "animal", "N", 5.5), ("car", "vehicle", "N", 5.9), ("animal", "dog", "N", 1.2),
+         ("run", "move", "V", 4.7), ("tree", "plant", "N", 5.1), ("car", "animal", "N", 0.2), ("walk", "move", "V", 4.0),
+         ("rose", "flower", "N", 5.6), ("flower", "rose", "N", 2.0), ("boat", "vehicle", "N", 4.4)]
+
+
+def _angles(model, general: torch.Tensor, specific: torch.Tensor, root) -> np.ndarray:
+    """Xi(general, specific): the Euclidean exterior angle, or MERU's Eq. 11 written out."""
+    g, s = general.double().numpy(), specific.double().numpy()
+    if root is None:
+        c = float(model.curvature.detach())
+        gt, st = np.sqrt(1 / c + (g ** 2).sum(1)), np.sqrt(1 / c + (s ** 2).sum(1))
+        inner = c * ((g * s).sum(1) - gt * st)
+        value = (st + inner * gt) / (np.linalg.norm(g, axis=1) * np.sqrt(inner ** 2 - 1))
+        return np.arccos(np.clip(value, -1, 1))
+    r = root.double().numpy()
+    u, v = g - r, s - g
+    return np.arccos(np.clip((u * v).sum(1) / np.linalg.norm(u, axis=1) / np.linalg.norm(v, axis=1), -1, 1))
+
+
+def _root(ctx):
+    return None if ctx.model.geometry == "lorentz" else embed_texts_one_by_one(ctx.model, ctx.tokenizer, [""])[0]
+
+
+@pytest.mark.parametrize("method", ["clip", "meru"])
+def test_hyperlex_rho_matches_scipy(tmp_path, method):
+    write_hyperlex(tmp_path / "hyperlex.txt", [HyperLexPair(a, b, pos, "hyp-1", s, round(s * 10 / 6, 2), 0.5, (5, 6))
+                                               for a, b, pos, s in PAIRS])
+    ctx = context(method, tmp_path, {"hyperlex": "hyperlex.txt"})
+    result = lexical.run(ctx, "hyperlex")
+    emb = {w: e for w, e in zip(*(lambda ws: (ws, embed_texts_one_by_one(ctx.model, ctx.tokenizer,
+                                                                          [f"a picture of a {w}" for w in ws])))(
+        sorted({w for p in PAIRS for w in p[:2]})))}
+    angles = _angles(ctx.model, torch.stack([emb[p[1]] for p in PAIRS]), torch.stack([emb[p[0]] for p in PAIRS]),
+                     _root(ctx))
+    scores = [p[3] for p in PAIRS]
+    nouns = [i for i, p in enumerate(PAIRS) if p[2] == "N"]
+    assert result.n_samples == len(PAIRS)
+    assert result.metrics["rho_all"] == pytest.approx(spearmanr(-angles, scores).statistic, abs=1e-6)
+    assert result.metrics["rho_n"] == pytest.approx(spearmanr(-angles[nouns], np.array(scores)[nouns]).statistic, abs=1e-6)
+
+
+LEAVES = ["beagle", "tabby", "sedan", "bus", "tulip", "rose"]
+SUPER = {"animal": [0, 1], "vehicle": [2, 3], "plant": [4, 5]}
+
+
+def _breeds(tmp_path):
+    g = torch.Generator().manual_seed(6)
+    items = []
+    for i in range(18):
+        image = random_image(g)
+        image.paste((40 * (i % 6), 250 - 40 * (i % 6), 30 * (i % 4)), (0, 0, 6 + i % 6 * 3, 12))
+        items.append((i % 6, image))
+    write_imagefolder(tmp_path / "classification" / "imagenet", "test", LEAVES, items)
+    wnid = {n: f"n{i:08d}" for i, n in enumerate([*LEAVES, *SUPER])}
+    classes = tuple(BreedsClass(i, wnid[n], n) for i, n in enumerate(LEAVES))
+    edges = tuple(IsaEdge(wnid[s], wnid[LEAVES[c]]) for s, cs in SUPER.items() for c in cs)
+    write_breeds_hierarchy(tmp_path / "breeds", BreedsHierarchy(classes, edges, {w: n for n, w in wnid.items()}))
+    write_breeds_split(tmp_path / "breeds" / "all3.json", [BreedsSuperclass(i, wnid[s], s, (cs[0],), (cs[1],))
+                                                          for i, (s, cs) in enumerate(SUPER.items())])
+    write_breeds_split(tmp_path / "breeds" / "two.json", [BreedsSuperclass(i, wnid[s], s, tuple(SUPER[s]), ())
+                                                         for i, s in enumerate(["animal", "vehicle"])])
+
+
+def _breeds_oracle(ctx, tmp_path, supers: list[str], prompts) -> dict[int, float]:
+    """Every candidate pair scored in a loop; C picked on each half, scored on the other."""
+    model = ctx.model
+    dataset = read_imagefolder(tmp_path / "classification" / "imagenet", "test")
+    fine = [c for s in supers for c in SUPER[s]]
+    samples = [(p, t) for p, t in dataset.samples if t in fine]
+    labels = supers + [LEAVES[c] for c in sorted(fine)]
+    with torch.no_grad():
+        label_emb = model.ensemble_prompts(torch.stack([model.text_features(ctx.tokenizer([p.format(n) for p in prompts]))
+                                                        for n in labels]))
+        images = embed_one_by_one(model, [load_image(p) for p, _ in samples], lambda im: resize_center_crop(im, SIZE))
+        c = model.similarity(images, label_emb).double().numpy()
+        root = _root(ctx)
+        if root is None:
+            r = (torch.asinh(model.curvature.sqrt() * label_emb.norm(dim=1)) / model.curvature.sqrt()).numpy()
+        else:
+            r = (label_emb - root).norm(dim=1).numpy()
+    pairs = [(x, y) for x in range(len(labels)) for y in range(len(labels)) if x != y and r[x] < r[y]]
+    xi = {(x, y): _angles(model, label_emb[[x]], label_emb[[y]], root)[0] for x, y in pairs}
+    hits = {}  # (C index, k) -> per-item hits
+    for ci, cost in enumerate(np.linspace(0, 0.2, 20)):
+        for k in (1, 5):
+            row = []
+            for n, (_, t) in enumerate(samples):
+                truth = (labels.index(next(s for s in supers if t in SUPER[s])), labels.index(LEAVES[t]))
+                score = {(x, y): c[n, x] + c[n, y] - cost * xi[(x, y)] for x, y in pairs}
+                if truth not in score:
+                    row.append(False)
+                    continue
+                row.append(sum(v >= score[truth] for v in score.values()) - 1 < k)
+            hits[ci, k] = np.array(row)
+    half = len(samples) // 2
+    folds = (np.arange(half), np.arange(half, len(samples)))
+    out = {}
+    for k in (1, 5):
+        held = []
+        for fit, test in (folds, folds[::-1]):
+            best = max(range(20), key=lambda ci: (hits[ci, k][fit].mean(), -ci))
+            held.append(hits[best, k][test].mean())
+        out[k] = float(np.mean(held))
+    return out
+
+
+@pytest.mark.parametrize("method", ["clip", "meru"])
+def test_breeds_recall_matches_a_loop_over_candidate_pairs(tmp_path, method):
+    from hypvl.data.catalog import load_dataset_info
+
+    _breeds(tmp_path)
+    ctx = context(method, tmp_path, {"breeds": "breeds"})
+    result = lexical.run(ctx, "breeds")
+    prompts = list(load_dataset_info("imagenet").prompts)
+    expected = {"all3": _breeds_oracle(ctx, tmp_path, ["animal", "vehicle", "plant"], prompts),
+                "two": _breeds_oracle(ctx, tmp_path, ["animal", "vehicle"], prompts)}
+    for subset, recall in expected.items():
+        for k in (1, 5):
+            assert result.metrics[f"{subset}_r{k}"] == pytest.approx(recall[k], abs=1e-9)
+    for k in (1, 5):
+        assert result.metrics[f"r{k}"] == pytest.approx((expected["all3"][k] + expected["two"][k]) / 2, abs=1e-9)
+    assert result.n_samples == 18 + 12
+
+
+def test_nan_embeddings_are_an_error(tmp_path):
+    _breeds(tmp_path)
+    ctx = context("clip", tmp_path, {"breeds": "breeds"})
+    nan_images(ctx.model)
+    with pytest.raises(NonFiniteEmbeddingError, match="breeds image embeddings"):
+        lexical.run(ctx, "breeds")

@@ -1,0 +1,61 @@
+"""Linear probe: trunk features (before the projection) into scikit-learn, C searched on val and the probe
+refit on train + val, against scikit-learn run directly on hand-computed features; NaN refusal."""
+
+import numpy as np
+import pytest
+import torch
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import balanced_accuracy_score
+
+from hypvl.data.formats.imagefolder import load_image, read_imagefolder, write_imagefolder
+from hypvl.data.transforms import resize_center_crop, to_tensor_batch
+from hypvl.evaluate import linprobe
+from hypvl.evaluate.metrics import NonFiniteEmbeddingError
+
+from test_eval_helpers import SIZE, context, random_image
+
+
+def _folder(tmp_path):
+    g = torch.Generator().manual_seed(8)
+    for split, count in (("train", 12), ("val", 6), ("test", 9)):
+        items = []
+        for i in range(count):
+            image = random_image(g)
+            image.paste(((90 * (i % 3)) % 256, 60, 255 - 90 * (i % 3)), (2, 2, 18, 16))  # learnable per class
+            items.append((i % 3, image))
+        write_imagefolder(tmp_path / "classification" / "cifar10", split, ["a", "b", "c"], items)
+
+
+def _features(model, tmp_path, split):
+    dataset = read_imagefolder(tmp_path / "classification" / "cifar10", split)
+    with torch.no_grad():
+        pixels = to_tensor_batch([resize_center_crop(load_image(p), SIZE) for p, _ in dataset.samples])
+        feats = model.visual((pixels - model.pixel_mean) / model.pixel_std)
+    return feats.double().numpy(), np.array([t for _, t in dataset.samples])
+
+
+@pytest.mark.parametrize("method", ["clip", "meru"])
+def test_probe_matches_sklearn_on_trunk_features(tmp_path, method):
+    _folder(tmp_path)
+    ctx = context(method, tmp_path)
+    result = linprobe.run(ctx, "linprobe_cifar10")
+    (train_x, train_y), (val_x, val_y), (test_x, test_y) = (_features(ctx.model, tmp_path, s)
+                                                            for s in ("train", "val", "test"))
+    val_scores = {c: balanced_accuracy_score(val_y, LogisticRegression(C=c, random_state=0, max_iter=1000)
+                                             .fit(train_x, train_y).predict(val_x))
+                  for c in (1e-6, 1e-4, 1e-2, 1.0, 1e2, 1e4, 1e6)}
+    assert 100 * max(val_scores.values()) <= result.metrics["val_accuracy"] + 1e-6  # refinement never loses
+    probe = LogisticRegression(C=result.metrics["best_c"], random_state=0, max_iter=1000)
+    probe.fit(np.concatenate([train_x, val_x]), np.concatenate([train_y, val_y]))
+    assert result.n_samples == 9
+    assert result.metrics["accuracy"] == pytest.approx(100 * balanced_accuracy_score(test_y, probe.predict(test_x)),
+                                                       abs=1e-6)
+
+
+def test_nan_features_are_an_error(tmp_path):
+    _folder(tmp_path)
+    ctx = context("clip", tmp_path)
+    with torch.no_grad():
+        ctx.model.visual.vit.norm.bias.fill_(float("nan"))
+    with pytest.raises(NonFiniteEmbeddingError, match="cifar10 train trunk features"):
+        linprobe.run(ctx, "linprobe_cifar10")

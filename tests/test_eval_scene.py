@@ -1,0 +1,125 @@
+"""VL-CheckList (ITC, grouped as upstream) and VG-Attribution (crop, macro accuracy over pairs): numbers
+against per-item scoring by hand, NaN refusal."""
+
+from collections import defaultdict
+
+import pytest
+import torch
+
+from hypvl.data.formats.imagefolder import load_image
+from hypvl.data.formats.vg_attribution import AttributionItem, write_vg_attribution
+from hypvl.data.formats.vlchecklist import CheckListItem, write_corpus, write_vlchecklist
+from hypvl.data.transforms import resize_center_crop
+from hypvl.evaluate import scene
+from hypvl.evaluate.metrics import NonFiniteEmbeddingError
+
+from test_eval_helpers import SIZE, context, embed_one_by_one, embed_texts_one_by_one, nan_images, random_image
+
+NOUNS = ["dog", "cat", "car", "tree", "boat", "lamp", "hat", "cup"]
+
+
+def _correct(model, tokenizer, images, positives, negatives) -> list[bool]:
+    """Oracle: each image scored alone against its two captions; ties are wrong."""
+    img = embed_one_by_one(model, images, lambda im: resize_center_crop(im, SIZE))
+    with torch.no_grad():
+        pos = model.similarity(img, embed_texts_one_by_one(model, tokenizer, positives)).diagonal()
+        neg = model.similarity(img, embed_texts_one_by_one(model, tokenizer, negatives)).diagonal()
+    return (pos > neg).tolist()
+
+
+def _checklist(root, g):
+    """Object/Size/{large,small} with two sources each, Object/Location/center with one, Attribute/color."""
+    layout = {("Object", "Size", "large"): ["vg_obj", "swig_agent"], ("Object", "Size", "small"): ["vg_obj", "hake"],
+              ("Object", "Location", "center"): ["vg_subj"], ("Attribute", "color"): ["vg"]}
+    written = {}
+    for n, (folders, sources) in enumerate(layout.items()):
+        for m, source in enumerate(sources):
+            items = []
+            for i in range(3 + n + m):
+                path = root / "vg" / f"{n}_{m}_{i}.jpg"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                random_image(g, 20, 18 + i % 4).save(path)
+                items.append(CheckListItem(path, (f"a {NOUNS[i % 8]} on the left", "spare"),
+                                           (f"a {NOUNS[(i + 3) % 8]} on the left",)))
+            annotation = root / "data" / "_".join(folders) / f"{source}.json"
+            write_vlchecklist(annotation, items, root / "vg")
+            write_corpus(root / "corpus" / "v1" / "/".join(folders) / f"{source}.yaml", annotation, root / "vg", root)
+            written[(folders, source)] = items
+    return written
+
+
+@pytest.mark.parametrize("method", ["clip", "meru"])
+def test_checklist_object_aggregates_sources_then_groups_then_categories(tmp_path, method):
+    written = _checklist(tmp_path / "vlc", torch.Generator().manual_seed(0))
+    ctx = context(method, tmp_path, {"vlchecklist": "vlc"})
+    result = scene.run(ctx, "vlc_object")
+    accuracy = {}
+    for (folders, source), items in written.items():
+        if folders[0] == "Object":
+            ok = _correct(ctx.model, ctx.tokenizer, [load_image(it.image) for it in items],
+                          [it.positives[0] for it in items], [it.negatives[0] for it in items])
+            accuracy[(folders, source)] = 100 * sum(ok) / len(ok)
+    large = (accuracy[(("Object", "Size", "large"), "vg_obj")] + accuracy[(("Object", "Size", "large"), "swig_agent")]) / 2
+    small = (accuracy[(("Object", "Size", "small"), "vg_obj")] + accuracy[(("Object", "Size", "small"), "hake")]) / 2
+    center = accuracy[(("Object", "Location", "center"), "vg_subj")]
+    expected = {"size_large": large, "size_small": small, "location_center": center, "size": (large + small) / 2,
+                "location": center, "accuracy": ((large + small) / 2 + center) / 2}
+    assert result.metrics == pytest.approx(expected, abs=1e-6)
+    assert result.n_samples == sum(len(v) for (f, _), v in written.items() if f[0] == "Object")
+    attribute = scene.run(ctx, "vlc_attribute")
+    assert set(attribute.metrics) == {"accuracy", "color"} and attribute.metrics["accuracy"] == attribute.metrics["color"]
+
+
+def test_checklist_caps_items_per_corpus(tmp_path):
+    written = _checklist(tmp_path / "vlc", torch.Generator().manual_seed(0))
+    ctx = context("clip", tmp_path, {"vlchecklist": "vlc"})
+    result = scene.evaluate_checklist(ctx, tmp_path / "vlc", "Attribute", "vlc_attribute", items_per_corpus=2)
+    items = written[(("Attribute", "color"), "vg")][:2]
+    ok = _correct(ctx.model, ctx.tokenizer, [load_image(it.image) for it in items],
+                  [it.positives[0] for it in items], [it.negatives[0] for it in items])
+    assert result.n_samples == 2 and result.metrics["accuracy"] == pytest.approx(50 * sum(ok), abs=1e-6)
+
+
+def _attribution(tmp_path, g):
+    root = tmp_path / "aro" / "images"
+    root.mkdir(parents=True)
+    items = []
+    for i in range(14):
+        path = root / f"{i % 5}.jpg"
+        if not path.exists():
+            random_image(g, 30, 26).save(path)
+        pair = [("red", "wooden"), ("small", "white"), ("old", "blue")][i % 3]
+        box = (float(i % 4), 2.5, 11.0 + i % 6, 9.0 + i % 5)
+        items.append(AttributionItem(path, box, f"the {pair[0]} {NOUNS[i % 8]} and the {pair[1]} cup",
+                                     f"the {pair[1]} {NOUNS[i % 8]} and the {pair[0]} cup", pair))
+    write_vg_attribution(tmp_path / "aro" / "visual_genome_attribution.json", items)
+    return items
+
+
+@pytest.mark.parametrize("method", ["clip", "meru"])
+def test_vg_attribution_is_macro_accuracy_over_frequent_pairs_of_box_crops(tmp_path, method):
+    items = _attribution(tmp_path, torch.Generator().manual_seed(1))
+    ctx = context(method, tmp_path, {"vg_attribution": "aro/visual_genome_attribution.json"},
+                  vg_attribution_min_count=5)
+    result = scene.run(ctx, "vg_attribution")
+    crops = []
+    for it in items:
+        x, y, w, h = it.bbox  # oracle crop: PIL box with the edges rounded outwards
+        crops.append(load_image(it.image).crop((int(x), int(y), int(-(-(x + w) // 1)), int(-(-(y + h) // 1)))))
+    ok = _correct(ctx.model, ctx.tokenizer, crops, [it.true_caption for it in items],
+                  [it.false_caption for it in items])
+    groups = defaultdict(list)
+    for it, hit in zip(items, ok):
+        groups[it.attributes].append(hit)
+    kept = [100 * sum(v) / len(v) for v in groups.values() if len(v) >= 5]  # 14 = 5 + 5 + 4: one pair dropped
+    assert len(kept) == 2
+    assert result.metrics["accuracy"] == pytest.approx(sum(kept) / len(kept), abs=1e-6)
+    assert result.n_samples == 14
+
+
+def test_nan_embeddings_are_an_error(tmp_path):
+    _attribution(tmp_path, torch.Generator().manual_seed(1))
+    ctx = context("meru", tmp_path, {"vg_attribution": "aro/visual_genome_attribution.json"})
+    nan_images(ctx.model)
+    with pytest.raises(NonFiniteEmbeddingError, match="vg_attribution image embeddings"):
+        scene.run(ctx, "vg_attribution")
