@@ -2,7 +2,8 @@
 
 The Snakefile stays declarative; this module answers "which files does this report need?" from the
 specs, the task registry and the config. Only jobs the suite can run are planned: an experiment it
-trains with a method it implements, and a task some evaluation group computes at the scale. Every
+trains with a method it implements on a corpus the config provides, and a task some evaluation
+group computes at the scale. Every
 other cell renders as missing, so every report target works now and fills in as the suite grows.
 """
 
@@ -56,9 +57,10 @@ class Plan:
         return sorted(self._spec_of)
 
     def runnable(self, experiment: str) -> bool:
-        """True when the suite trains `experiment` itself (source `train`) with a method it implements."""
+        """True when the suite trains `experiment` itself (source `train`), with a method it implements,
+        on a training corpus the config provides (`corpora`)."""
         declared = self.experiment(experiment)
-        return declared.source == "train" and declared.method in METHODS
+        return declared.source == "train" and declared.method in METHODS and declared.data in self.config["corpora"]
 
     def computable(self, task: str) -> bool:
         """True when some evaluation group computes `task` at this scale."""

@@ -1,0 +1,127 @@
+"""What the workflow plans: only runnable experiments and registered tasks, every table, one row alone.
+
+Dry runs use a config whose results and reports live in a temporary folder, so the plan does not
+depend on what an earlier run left in results/. Targets come before `--configfile`.
+"""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from hypvl.evaluate.tasks import task_group
+from hypvl.models.build import METHODS
+from hypvl.replication.spec import Column, load_all_specs
+from hypvl.workflow import Plan
+
+from conftest import REPO
+
+EXPECTED = REPO / "tests" / "data" / "claims" / "expected"  # holds toy/table1.csv (columns a b c d)
+TOY_SPEC = {
+    "paper": "toy",
+    "title": "Toy",
+    "experiments": {
+        "toy_clip": {"method": "clip", "backbone": "vit_s16", "data": "grit", "source": "train"},
+        "toy_released": {"method": "meru", "backbone": "vit_s16", "data": "grit", "source": "released:meru_vit_s"},
+        "toy_poinclip": {"method": "poinclip", "backbone": "vit_s16", "data": "grit", "source": "train"},
+        "toy_yfcc": {"method": "clip", "backbone": "vit_s16", "data": "yfcc15m", "source": "train"},
+    },
+    "tables": {"table1": {
+        "title": "Toy", "expected": "table1.csv", "tolerance": 1.0,
+        "rows": {"x": "toy_clip", "y": "toy_released", "z": "toy_poinclip"},
+        "columns": {"a": {"task": "zs_cifar10", "metric": "top1"},
+                    "b": {"task": "zs_nothing_registered", "metric": "top1"},
+                    "c": {"task": "hier_imagenet", "metric": "tie"},
+                    "d": {"external": "not measured by the suite"}},
+    }},
+}
+
+
+@pytest.fixture
+def toy_plan(tmp_path):
+    replication = tmp_path / "replication"
+    replication.mkdir()
+    (replication / "toy.yaml").write_text(yaml.safe_dump(TOY_SPEC))
+    config = {"scale": "smoke", "results_dir": str(tmp_path / "results"), "reports_dir": str(tmp_path / "reports"),
+              "replication_dir": str(replication), "expected_dir": str(EXPECTED), "corpora": {"grit": "train/grit"}}
+    return Plan(config), tmp_path
+
+
+def test_plan_skips_unrunnable_experiments_and_unregistered_tasks(toy_plan):
+    plan, tmp_path = toy_plan
+    metrics = tmp_path / "results" / "metrics"
+    assert plan.runnable("toy_clip")
+    assert not any(plan.runnable(exp) for exp in ("toy_released", "toy_poinclip", "toy_yfcc"))
+    wanted = sorted(str(metrics / "toy_clip" / f"{task}.json") for task in ("hier_imagenet", "zs_cifar10"))
+    assert plan.table_inputs("toy", "table1") == wanted
+    assert plan.row_inputs("toy", "table1", "x") == wanted
+    assert plan.row_inputs("toy", "table1", "y") == [] == plan.row_inputs("toy", "table1", "z")
+    with pytest.raises(ValueError, match="no row 'w'"):
+        plan.row_inputs("toy", "table1", "w")
+
+
+def test_claims_read_every_compare_csv_and_spec(toy_plan):
+    plan, tmp_path = toy_plan
+    assert plan.claims_inputs() == [str(tmp_path / "results" / "tables" / "toy" / "table1.csv"),
+                                    str(tmp_path / "replication" / "toy.yaml")]
+    assert plan.report_targets() == [str(tmp_path / "reports" / "toy" / "table1.md")]
+
+
+def dry_run(target: str, tmp_path) -> dict[str, int]:
+    """Job counts of `snakemake -n target` at the smoke scale, results and reports under tmp_path."""
+    config = tmp_path / "dry.yaml"
+    config.write_text(yaml.safe_dump({"data_dir": str(tmp_path / "data"), "results_dir": str(tmp_path / "results"),
+                                      "reports_dir": str(tmp_path / "reports")}))
+    exe = Path(sys.executable).parent / "snakemake"
+    run = subprocess.run([str(exe), target.format(tmp=tmp_path), "-n", "--cores", "all", "--configfile", str(config)],
+                         cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    stats = run.stdout.split("Job stats:")[1].split("total")[0]
+    return {job: int(count) for job, count in re.findall(r"^(\w+)\s+(\d+)$", stats, flags=re.M)}
+
+
+def runnable_pairs(specs, needs) -> set[tuple[str, str]]:
+    """(experiment, task) pairs the suite can produce, judged from the specs, registries and config directly."""
+    corpora = yaml.safe_load((REPO / "workflows" / "config" / "default.yaml").read_text())["corpora"]
+    return {(exp, task) for spec in specs.values() for exp, task in needs(spec)
+            if spec.experiments[exp].source == "train" and spec.experiments[exp].method in METHODS
+            and spec.experiments[exp].data in corpora and task_group(task, "smoke") is not None}
+
+
+def mapped_cells(spec, table_names=None):
+    for name, table in spec.tables.items():
+        if table_names is None or name in table_names:
+            for exp in table.rows.values():
+                for column in table.columns.values():
+                    if isinstance(exp, str) and isinstance(column, Column):
+                        yield from ((exp, task) for task in column.tasks)
+
+
+def test_index_plans_every_table_of_every_paper(tmp_path):
+    specs = load_all_specs(REPO / "replication", REPO / "expected")
+    jobs = dry_run("{tmp}/reports/index.md", tmp_path)
+    n_tables = sum(len(spec.tables) for spec in specs.values())
+    assert n_tables == 31
+    assert (jobs["compare"], jobs["report"], jobs["claims"], jobs["index"]) == (n_tables, n_tables, 1, 1)
+    pairs = runnable_pairs(specs, mapped_cells)
+    assert jobs["train"] == len({exp for exp, _ in pairs})
+    groups = {(exp, task_group(task, "smoke")) for exp, task in pairs}
+    evaluate = {job: count for job, count in jobs.items() if job.startswith("evaluate_")}
+    assert sum(evaluate.values()) == len(groups)
+    assert "compare_row" not in jobs
+
+
+def test_a_row_target_plans_only_that_rows_jobs(tmp_path):
+    jobs = dry_run("{tmp}/results/rows/hycoclip/table4/minus_cont_ibox_t.csv", tmp_path)
+    specs = load_all_specs(REPO / "replication", REPO / "expected")
+    row_pairs = runnable_pairs(specs, lambda spec: (
+        (exp, task) for exp, task in mapped_cells(spec, {"table4"})
+        if spec.paper == "hycoclip" and exp == "hyco_hycoclip_vits_cc3m_no_cont_ibox_t"))
+    groups = {task_group(task, "smoke") for _, task in row_pairs}
+    # the data stage (the smoke world, the row's grounded corpus), then the row's model, evaluations and compare
+    assert jobs.pop("synthesize_world") == 1 and jobs.pop("ground") == 1
+    assert jobs.pop("train") == 1 and jobs.pop("compare_row") == 1
+    assert jobs == {f"evaluate_{group}": 1 for group in groups} and groups >= {"zeroshot", "retrieval"}
