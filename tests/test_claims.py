@@ -157,6 +157,9 @@ def write_toy(tmp_path, claims) -> tuple:
     ({"c": {"sentence": "s", "where": "x", "check": {"compare": {"left": 1, "op": "<<", "right": 2}}}}, "claims.c.check"),
     ({"c": {"sentence": "s", "where": "x", "check": {"compare": {"left": "table1.w.a", "op": "<", "right": 2}}}},
      "claims.c.check.compare: row 'w' is not in table1"),
+    ({"c": {"sentence": "s", "where": "x", "check": {"all_of": [{"compare": {"left": 1, "op": "<", "right": 2}}, {
+        "count_best": {"table": "table1", "rows": ["x", "y"], "target": ["z"], "ties": "win", "op": "==", "k": 1}}]}}},
+     "claims.c.check.all_of[1].count_best: target rows ['z'] are not among its rows"),
     ({"c": {"sentence": "s", "where": "x", "readings": {
         "one": {"description": "d", "check": {"count_best": {"table": "table1", "target": ["x"], "columns": ["e"],
                                                              "ties": "win", "op": "==", "k": 1}}},

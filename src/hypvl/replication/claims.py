@@ -38,7 +38,9 @@ import jsonschema
 
 from hypvl.errors import InputError
 from hypvl.io import atomic_write
+from hypvl.replication.compare import read_compare_csv
 from hypvl.replication.expected import load_expected
+from hypvl.replication.report import escape
 from hypvl.replication.spec import PaperSpec, _describe, _key_path, _read_yaml
 
 OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le, "==": None, "!=": None}
@@ -174,8 +176,6 @@ def paper_cells(spec: PaperSpec) -> Cells:
 
 def our_cells(spec: PaperSpec, tables_dir) -> Cells:
     """Our numbers for every table of `spec`, from `tables_dir/<paper>/<table>.csv` (absent file: all missing)."""
-    from hypvl.replication.compare import read_compare_csv
-
     values, rows, columns = {}, {}, {}
     for name, table in spec.tables.items():
         rows[name], columns[name] = list(table.rows), list(table.columns)
@@ -353,45 +353,56 @@ def evaluate(predicate: dict, cells: Cells) -> Outcome:
     return _EVALUATORS[kind](body, cells)
 
 
-def _refs(predicate: dict):
-    """(key path suffix, table, row, column or None) of every cell or row a predicate names."""
+def _leaves(predicate: dict, where: str = ""):
+    """(key path, kind, body) of every predicate that is not all_of / any_of, depth first."""
     kind, body = next(iter(predicate.items()))
+    path = f"{where}.{kind}" if where else kind
     if kind in ("all_of", "any_of"):
         for index, part in enumerate(body):
-            for where, *ref in _refs(part):
-                yield (f"{kind}[{index}].{where}", *ref)
-        return
+            yield from _leaves(part, f"{path}[{index}]")
+    else:
+        yield path, kind, body
+
+
+def _value_refs(value) -> list[tuple[str, str | None, str | None]]:
+    """(table, row, column) of the cells a value expression names (column None: a whole row)."""
+    if isinstance(value, str):
+        return [tuple(value.split("."))]
+    if not isinstance(value, dict):
+        return []
+    if "row_mean" in value:
+        table, row = value["row_mean"].split(".")
+        columns = value.get("columns")
+        return [(table, row, None)] + [(table, None, c) for c in ([] if columns in (None, "all") else columns)]
+    return [tuple(ref.split(".")) for ref in next(iter(value.values()))]
+
+
+def _refs(body: dict, kind: str) -> list[tuple[str, str | None, str | None]]:
+    """(table, row or None, column or None) of every table, row and column one leaf predicate names."""
     if kind in ("compare", "in_range"):
         values = [body["left"], body["right"]] if kind == "compare" else body["cells"]
-        for value in values:
-            if isinstance(value, dict) and "row_mean" in value:
-                table, row = value["row_mean"].split(".")
-                yield (kind, table, row, None)
-                columns = value.get("columns")
-                yield from ((kind, table, None, column) for column in ([] if columns in (None, "all") else columns))
-                continue
-            refs = [value] if isinstance(value, str) else next(iter(value.values())) if isinstance(value, dict) else []
-            for ref in refs:
-                yield (kind, *ref.split("."))
-        return
+        return [ref for value in values for ref in _value_refs(value)]
     table = body["table"]
     rows = list(body.get("rows", [])) + list(body.get("target", [])) + [r for pair in body.get("pairs", []) for r in pair]
-    for row in rows:
-        yield (kind, table, row, None)
     columns = body.get("columns")
-    for column in ([] if columns in (None, "all") else columns) + list(body.get("lower_is_better", [])):
-        yield (kind, table, None, column)
+    columns = ([] if columns in (None, "all") else list(columns)) + list(body.get("lower_is_better", []))
+    return [(table, row, None) for row in rows] + [(table, None, column) for column in columns]
 
 
 def _check_refs(path, key: str, predicate: dict, cells: Cells) -> None:
-    """InputError naming file and key when a predicate names a table, row or column the paper does not print."""
-    for where, table, row, column in _refs(predicate):
-        if table not in cells.rows:
-            raise InputError(f"{path}: {key}.{where}: no table {table!r} in this spec")
-        if row is not None and row not in cells.rows[table]:
-            raise InputError(f"{path}: {key}.{where}: row {row!r} is not in {table}")
-        if column is not None and column not in cells.columns[table]:
-            raise InputError(f"{path}: {key}.{where}: column {column!r} is not in {table}")
+    """InputError naming file and key when a predicate names a table, row or column the paper does not
+    print, or a count_best target outside its candidate rows."""
+    for where, kind, body in _leaves(predicate):
+        for table, row, column in _refs(body, kind):
+            if table not in cells.rows:
+                raise InputError(f"{path}: {key}.{where}: no table {table!r} in this spec")
+            if row is not None and row not in cells.rows[table]:
+                raise InputError(f"{path}: {key}.{where}: row {row!r} is not in {table}")
+            if column is not None and column not in cells.columns[table]:
+                raise InputError(f"{path}: {key}.{where}: column {column!r} is not in {table}")
+        outside = [row for row in body.get("target", []) if "rows" in body and row not in body["rows"]]
+        if outside:
+            raise InputError(f"{path}: {key}.{where}: target rows {outside} are not among its rows")
 
 
 def load_claims(spec: PaperSpec) -> list[Claim]:
@@ -467,8 +478,9 @@ def audit_paper(spec: PaperSpec, tables_dir) -> list[Audit]:
             for claim in load_claims(spec)]
 
 
-def _quote(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+def _md(text: str) -> str:
+    """Text as literal markdown on one line: specials escaped (e.g. `τ_d`, `a<b`), newlines folded."""
+    return escape(text.replace("\n", " "))
 
 
 def render_claims(audits: dict[str, list[Audit]], scale: str) -> str:
@@ -490,31 +502,32 @@ def render_claims(audits: dict[str, list[Audit]], scale: str) -> str:
              f"- By ours: {_tally_text(our_counts, OURS_UNKNOWN)}.", ""]
     if contradicted:
         lines += ["Contradicted by the paper's own tables:", ""]
-        lines += [f"- `{a.claim.id}` ({a.claim.paper}, {a.claim.where}): \"{_quote(a.claim.sentence)}\"" for a in contradicted]
+        lines += [f"- `{a.claim.id}` ({a.claim.paper}, {_md(a.claim.where)}): \"{_md(a.claim.sentence)}\"" for a in contradicted]
         lines.append("")
     if partial:
         lines += ["Supported by the paper's own tables only under one reading:", ""]
-        lines += [f"- `{a.claim.id}` ({a.claim.paper}, {a.claim.where}): {a.paper_verdict}" for a in partial]
+        lines += [f"- `{a.claim.id}` ({a.claim.paper}, {_md(a.claim.where)}): {_md(a.paper_verdict)}" for a in partial]
         lines.append("")
     for paper, paper_audits in audits.items():
         lines += [f"## {paper}", "", "| claim | sentence | where | paper's numbers | ours |", "|---|---|---|---|---|"]
         for a in paper_audits:
-            lines.append(f"| `{a.claim.id}` | \"{_quote(a.claim.sentence)}\" | {_quote(a.claim.where)} | "
-                         f"{a.paper_verdict} | {a.our_verdict} |")
+            lines.append(f"| `{a.claim.id}` | \"{_md(a.claim.sentence)}\" | {_md(a.claim.where)} | "
+                         f"{_md(a.paper_verdict)} | {_md(a.our_verdict)} |")
         lines.append("")
         for a in paper_audits:
             lines.append(f"### `{a.claim.id}`")
             lines.append("")
-            lines.append(f"> {_quote(a.claim.sentence)} ({a.claim.where})")
+            lines.append(f"> {_md(a.claim.sentence)} ({_md(a.claim.where)})")
             lines.append("")
             if a.claim.note:
-                lines += [a.claim.note, ""]
+                lines += [_md(a.claim.note), ""]
             if a.claim.not_checkable:
-                lines += [f"Not checkable from the tables: {a.claim.not_checkable}", ""]
+                lines += [f"Not checkable from the tables: {_md(a.claim.not_checkable)}", ""]
                 continue
             for reading, mine, theirs in zip(a.claim.readings, a.ours, a.paper):
-                lines.append(f"- **{reading.name}** ({reading.description}): paper {_mark(theirs)} {theirs.detail}; "
-                             f"ours {_mark(mine)} {mine.detail if mine.holds is not None else _missing_text(mine)}")
+                ours = mine.detail if mine.holds is not None else _missing_text(mine)
+                lines.append(f"- **{_md(reading.name)}** ({_md(reading.description)}): paper {_mark(theirs)} "
+                             f"{_md(theirs.detail)}; ours {_mark(mine)} {_md(ours)}")
             lines.append("")
     return "\n".join(lines)
 
