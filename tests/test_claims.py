@@ -230,3 +230,28 @@ def test_render_lists_contradicted_and_reading_dependent_claims(papers):
     assert "`meru_classification_13_of_16`" in reading_dependent
     assert "`hyco_boxes_hurt_retrieval`" not in reading_dependent
     assert "SMOKE" not in text and "scale `smoke`" in text
+
+
+def test_claims_command_writes_the_report(tmp_path):
+    from hypvl.cli import main
+
+    out = tmp_path / "claims.md"
+    argv = ["claims", "--replication-dir", str(DATA / "replication"), "--expected-dir", str(DATA / "expected"),
+            "--tables-dir", str(tmp_path / "tables"), "--scale", "smoke", "--out", str(out)]
+    assert main(argv) == 0
+    text = out.read_text()
+    assert "5 claims: 4 checkable" in text and "## toy" in text
+
+
+def test_compare_command_writes_one_row(tmp_path):
+    from hypvl.cli import main
+    from hypvl.replication.compare import read_compare_csv
+
+    out = tmp_path / "row.csv"
+    argv = ["compare", "--spec", str(TOY), "--table", "table1", "--expected-dir", str(DATA / "expected"),
+            "--metrics-dir", str(tmp_path / "metrics"), "--scale", "smoke", "--out", str(out)]
+    assert main([*argv, "--row", "y"]) == 0
+    frame = read_compare_csv(out)
+    assert list(frame["row"]) == ["y"] * 4 and list(frame["column"]) == list("abcd")
+    assert set(frame["verdict"]) == {"missing"}
+    assert main([*argv, "--row", "w"]) == 1
