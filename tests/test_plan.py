@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from hypvl.evaluate.tasks import task_group
-from hypvl.models.build import METHODS
+from hypvl.models.build import METHODS, MODEL_OVERRIDES
 from hypvl.replication.spec import Column, load_all_specs
 from hypvl.workflow import Plan
 
@@ -28,6 +28,10 @@ TOY_SPEC = {
         "toy_released": {"method": "meru", "backbone": "vit_s16", "data": "grit", "source": "released:meru_vit_s"},
         "toy_poinclip": {"method": "poinclip", "backbone": "vit_s16", "data": "grit", "source": "train"},
         "toy_yfcc": {"method": "clip", "backbone": "vit_s16", "data": "yfcc15m", "source": "train"},
+        "toy_width": {"method": "meru", "backbone": "vit_s16", "data": "grit", "source": "train",
+                      "overrides": {"steps": 10, "embed_dim": 64}},
+        "toy_curv": {"method": "meru", "backbone": "vit_s16", "data": "grit", "source": "train",
+                     "overrides": {"steps": 10, "batch_size": 8, "curv_init": 0.5, "learn_curv": False}},
     },
     "tables": {"table1": {
         "title": "Toy", "expected": "table1.csv", "tolerance": 1.0,
@@ -53,8 +57,8 @@ def toy_plan(tmp_path):
 def test_plan_skips_unrunnable_experiments_and_unregistered_tasks(toy_plan):
     plan, tmp_path = toy_plan
     metrics = tmp_path / "results" / "metrics"
-    assert plan.runnable("toy_clip")
-    assert not any(plan.runnable(exp) for exp in ("toy_released", "toy_poinclip", "toy_yfcc"))
+    assert plan.runnable("toy_clip") and plan.runnable("toy_curv")
+    assert not any(plan.runnable(exp) for exp in ("toy_released", "toy_poinclip", "toy_yfcc", "toy_width"))
     wanted = sorted(str(metrics / "toy_clip" / f"{task}.json") for task in ("hier_imagenet", "zs_cifar10"))
     assert plan.table_inputs("toy", "table1") == wanted
     assert plan.row_inputs("toy", "table1", "x") == wanted
@@ -86,9 +90,13 @@ def dry_run(target: str, tmp_path) -> dict[str, int]:
 def runnable_pairs(specs, needs) -> set[tuple[str, str]]:
     """(experiment, task) pairs the suite can produce, judged from the specs, registries and config directly."""
     corpora = yaml.safe_load((REPO / "workflows" / "config" / "default.yaml").read_text())["corpora"]
+
+    def trained(e):
+        known = {"steps", "batch_size", "lr", *MODEL_OVERRIDES.get(e.method, ())}
+        return e.source == "train" and e.method in METHODS and e.data in corpora and set(e.overrides) <= known
+
     return {(exp, task) for spec in specs.values() for exp, task in needs(spec)
-            if spec.experiments[exp].source == "train" and spec.experiments[exp].method in METHODS
-            and spec.experiments[exp].data in corpora and task_group(task, "smoke") is not None}
+            if trained(spec.experiments[exp]) and task_group(task, "smoke") is not None}
 
 
 def mapped_cells(spec, table_names=None):

@@ -2,8 +2,8 @@
 
 The Snakefile stays declarative; this module answers "which files does this report need?" from the
 specs, the task registry and the config. Only jobs the suite can run are planned: an experiment it
-trains with a method it implements on a corpus the config provides, and a task some evaluation
-group computes at the scale. Every
+trains with a method it implements, on a corpus the config provides, with overrides it honours; and
+a task some evaluation group computes at the scale. Every
 other cell renders as missing, so every report target works now and fills in as the suite grows.
 """
 
@@ -12,8 +12,12 @@ import shlex
 from pathlib import Path
 
 from hypvl.evaluate.tasks import group_tasks, task_group
-from hypvl.models.build import METHODS
+from hypvl.models.build import METHODS, MODEL_OVERRIDES
 from hypvl.replication.spec import Column, Experiment, load_all_specs, table_needs
+
+# experiment overrides the trainer's schedule reads (hypvl.train.trainer.resolve_schedule); with
+# MODEL_OVERRIDES, the settings an experiment may change and still be trained as the paper describes
+SCHEDULE_OVERRIDES = ("steps", "batch_size", "lr")
 
 # config sections each step reads (a rule passes only these, so unrelated edits do not rerun it)
 STEP_SECTIONS = {
@@ -58,9 +62,12 @@ class Plan:
 
     def runnable(self, experiment: str) -> bool:
         """True when the suite trains `experiment` itself (source `train`), with a method it implements,
-        on a training corpus the config provides (`corpora`)."""
+        on a training corpus the config provides (`corpora`), honouring every override it declares
+        (an override nothing reads, e.g. an embedding width, would train some other model)."""
         declared = self.experiment(experiment)
-        return declared.source == "train" and declared.method in METHODS and declared.data in self.config["corpora"]
+        if declared.source != "train" or declared.method not in METHODS or declared.data not in self.config["corpora"]:
+            return False
+        return set(declared.overrides) <= set(SCHEDULE_OVERRIDES) | set(MODEL_OVERRIDES[declared.method])
 
     def computable(self, task: str) -> bool:
         """True when some evaluation group computes `task` at this scale."""
