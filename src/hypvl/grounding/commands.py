@@ -100,6 +100,8 @@ def ground_corpus(raw_folder: Path, fmt: str, out_folder: Path, prefix: str, ext
     """Ground one raw corpus into `<prefix>-NNNNNN.tar` shards under `out_folder`; returns the counts
     (see `ground`, plus samples_corrupt) and the shard paths."""
     counts: dict = {}
+    for stale in Path(out_folder).glob(f"{prefix}-*.tar"):  # shards of an earlier, larger run
+        stale.unlink()
     records = raw_records(fmt, Path(raw_folder), oracle, counts)
     samples = ground(records, extractor, box_source, box_filter, crop_size, batch_size, counts)
     shards = write_grounded_shards(grounded_records(samples, prefix), Path(out_folder), shard_size, prefix)
@@ -117,20 +119,22 @@ def _ground(args) -> None:
     raw, out = settings["raw"][args.corpus], data_dir / config["corpora"][args.corpus]
     start = time.perf_counter()
     extractor = PhraseExtractor(config["spacy_model"])
+    box_source = box_source_for(raw["format"], settings["detector"], args.device)
+    loaded = time.perf_counter()
     box_filter = BoxFilter(settings["min_box_side"], settings["box_threshold"])
-    oracle = settings["detector"] == "oracle"
-    result = ground_corpus(data_dir / raw["path"], raw["format"], out, args.corpus, extractor,
-                           box_source_for(raw["format"], settings["detector"], args.device), box_filter,
-                           settings["crop_size"], settings["batch_size"], args.shard_size, oracle)
+    result = ground_corpus(data_dir / raw["path"], raw["format"], out, args.corpus, extractor, box_source,
+                           box_filter, settings["crop_size"], settings["batch_size"], args.shard_size,
+                           oracle=settings["detector"] == "oracle")
     seconds = time.perf_counter() - start
     counts = result["counts"]
+    rate = counts["samples_in"] / max(time.perf_counter() - loaded, 1e-9)  # models loaded: captions per second
     summary = {"corpus": args.corpus, "format": raw["format"], "raw": raw["path"],
                "box_source": "grit spans" if raw["format"] == "grit" else settings["detector"],
                "spacy_model": config["spacy_model"], "filters": {"min_box_side": settings["min_box_side"],
                                                                   "box_threshold": settings["box_threshold"]},
                "crop_size": settings["crop_size"], "counts": counts,
                "shards": [str(p.relative_to(data_dir)) for p in result["shards"]],
-               "seconds": round(seconds, 2), "captions_per_second": round(counts["samples_in"] / max(seconds, 1e-9), 1)}
+               "seconds": round(seconds, 2), "captions_per_second": round(rate, 1)}
     with atomic_write(out / SUMMARY, mode="w") as handle:
         json.dump(summary, handle, indent=1)
     print(f"{args.corpus}: {counts['samples_out']} of {counts['samples_in']} samples grounded with "

@@ -30,7 +30,7 @@ def noun_phrase(obj: Placed, rng: np.random.Generator, level_p=LEVEL_P) -> str:
     level = rng.choice(3, p=level_p)
     noun = (obj.concept.name, obj.concept.basic, obj.concept.superordinate)[level]
     words = []
-    if rng.random() < 0.5:
+    if rng.random() < 0.5 and obj.size != "full":  # a close-up's size goes unsaid
         words.append(obj.size)
     if rng.random() < 0.8:
         words.append(obj.texture)

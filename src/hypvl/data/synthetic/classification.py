@@ -6,6 +6,7 @@ four further sets are drawn apart from it, simple but well defined: seven-segmen
 and rendered two-word movie verdicts (sst2). Class names of the extra sets are the catalog's.
 """
 
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -201,6 +202,8 @@ def write_classification_set(settings: WorldSettings, name: str, root: Path) -> 
             for i in range(split_size(settings, split)):
                 items.append((label, classification_picture(rng_for(settings.seed, stream, i), spec, cls,
                                                             settings.image_size)))
+        if (root / name / split).is_dir():  # a rerun with fewer images per class leaves no old ones behind
+            shutil.rmtree(root / name / split)
         write_imagefolder(root / name, split, list(spec.classes), items)
         sizes[split] = len(items)
     return sizes

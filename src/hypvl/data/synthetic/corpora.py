@@ -145,6 +145,8 @@ def write_corpus(settings: WorldSettings, corpus: str, folder: Path, count: int)
     oracle side file for box-less formats); returns the shard paths."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
+    for stale in folder.glob(f"{corpus}-*.tar"):  # a rerun with fewer samples leaves no old shards behind
+        stale.unlink()
     size = settings.image_size
     items = [corpus_item(settings, corpus, i) for i in range(count)]
     if corpus == "grit":
