@@ -65,6 +65,17 @@ def _area(box):
     return (box[2] - box[0]) * (box[3] - box[1])
 
 
+def test_phrases_are_spacys_noun_chunks_less_abstract_nouns(raw, extractor, nlp):
+    dropped = []
+    for corpus in ("grit", "redcaps"):
+        captions = [r["caption"] for r in commands.raw_records(corpus, raw / corpus, False, {})]
+        for caption, doc in zip(captions, extractor.parse(captions)):
+            chunks = [p.text for p in extractor.phrases(doc) if p.kind == "noun_chunk"]
+            assert chunks == _oracle_chunks(nlp, caption)
+            dropped += [c.root.lemma_ for c in nlp(caption).noun_chunks if c.text not in chunks]
+    assert dropped and set(dropped) <= {"love", "joy", "beauty"}  # RedCaps-like posts' abstract openings
+
+
 def test_grit_boxes_are_exactly_the_noun_chunks_naming_large_enough_objects(raw, extractor, nlp):
     samples, counts = _ground(raw, extractor, "grit")
     assert counts["samples_in"] == SMOKE.grit_samples and counts["samples_corrupt"] == 0

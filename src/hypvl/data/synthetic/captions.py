@@ -10,6 +10,8 @@ SCENE_PHRASES = {
     "farmland": "on a farm", "night": "at night",
 }
 OPENINGS = ["", "a photo of ", "look at ", "my picture of "]
+# RedCaps-like posts also open with abstract nouns, which grounding must drop (HyCoCLIP App. A)
+POST_OPENINGS = [*OPENINGS, "the beauty of ", "pure joy: ", "my love for "]
 JOINS = [" and ", " next to ", " with "]
 # subreddit per superordinate category, as RedCaps captions carry one
 SUBREDDITS = {"animal": "aww", "vehicle": "carporn", "food": "foodporn", "plant": "flowers"}
@@ -38,9 +40,10 @@ def noun_phrase(obj: Placed, rng: np.random.Generator, level_p=LEVEL_P) -> str:
     return with_article(words)
 
 
-def caption(picture: Picture, rng: np.random.Generator, level_p=LEVEL_P) -> tuple[str, list[tuple[int, int]]]:
+def caption(picture: Picture, rng: np.random.Generator, level_p=LEVEL_P,
+            openings=OPENINGS) -> tuple[str, list[tuple[int, int]]]:
     """A caption for `picture` and the character span of each object's noun phrase in it."""
-    text = str(rng.choice(OPENINGS))
+    text = str(rng.choice(openings))
     spans = []
     for i, obj in enumerate(picture.objects):
         if i:

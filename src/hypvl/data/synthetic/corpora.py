@@ -41,11 +41,13 @@ class CorpusStyle:
     level_p: tuple[float, float, float]
     grow: tuple[float, float]        # oracle boxes grown by this fraction about their centre
     score: tuple[float, float]       # oracle box score range
+    openings: tuple[str, ...] = tuple(captions.OPENINGS)
 
 
 STYLES = {
     "grit": CorpusStyle((1, 2, 3), (0.5, 0.3, 0.2), 0.5, 0.2, captions.LEVEL_P, (0.0, 0.0), (0.65, 1.0)),
-    "redcaps": CorpusStyle((1, 2), (0.7, 0.3), 0.8, 0.05, captions.LEVEL_P, (0.2, 0.6), (0.4, 0.95)),
+    "redcaps": CorpusStyle((1, 2), (0.7, 0.3), 0.8, 0.05, captions.LEVEL_P, (0.2, 0.6), (0.4, 0.95),
+                           tuple(captions.POST_OPENINGS)),
     "cc3m": CorpusStyle((1, 2), (0.6, 0.4), 0.6, 0.1, captions.HYPERNYMED_LEVEL_P, (0.0, 0.25), (0.55, 1.0)),
 }
 
@@ -100,7 +102,7 @@ def corpus_item(settings: WorldSettings, corpus: str, index: int) -> CorpusItem:
     rng = rng_for(settings.seed, corpus, index)
     size, style = settings.image_size, STYLES[corpus]
     pic = corpus_picture(rng, corpus, size)
-    text, spans = captions.caption(pic, rng, style.level_p)
+    text, spans = captions.caption(pic, rng, style.level_p, style.openings)
     regions = []
     for obj, (start, end) in zip(pic.objects, spans):
         grow = float(rng.uniform(*style.grow)) if style.grow[1] > 0 else 0.0
