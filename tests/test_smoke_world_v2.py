@@ -235,3 +235,11 @@ def test_manifest_records_paths_and_counts(tiny):
     assert manifest["corpora"]["grit"]["samples"] == TINY.grit_samples
     assert manifest["classification"]["mnist"] == {"test": 20, "train": 20, "val": 10}
     assert manifest["eval"]["coco"]["images"] == TINY.retrieval_images
+
+
+def test_another_seed_draws_other_pictures_and_captions():
+    from hypvl.data.synthetic.corpora import corpus_item
+
+    a, b = corpus_item(TINY, "grit", 0), corpus_item(WorldSettings(seed=4), "grit", 0)
+    assert a.image != b.image and a.caption != b.caption
+    assert corpus_item(TINY, "grit", 0) == a
