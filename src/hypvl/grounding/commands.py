@@ -119,7 +119,7 @@ def _ground(args) -> None:
     raw, out = settings["raw"][args.corpus], data_dir / config["corpora"][args.corpus]
     start = time.perf_counter()
     extractor = PhraseExtractor(config["spacy_model"])
-    box_source = box_source_for(raw["format"], settings["detector"], args.device)
+    box_source = box_source_for(raw["format"], settings["detector"], args.device or settings["device"])
     loaded = time.perf_counter()
     box_filter = BoxFilter(settings["min_box_side"], settings["box_threshold"])
     result = ground_corpus(data_dir / raw["path"], raw["format"], out, args.corpus, extractor, box_source,
@@ -147,5 +147,5 @@ def add_commands(subparsers) -> None:
     add_config_arguments(parser)
     parser.add_argument("--corpus", required=True, help="corpus name (a key of config grounding.raw and corpora)")
     parser.add_argument("--shard-size", type=int, default=1000, help="samples per grounded shard")
-    parser.add_argument("--device", default="cpu", help="detector device (cpu, cuda)")
+    parser.add_argument("--device", default=None, help="detector device (default: config grounding.device)")
     parser.set_defaults(func=_ground)

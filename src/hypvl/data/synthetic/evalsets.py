@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from hypvl.data.formats.breeds import BreedsClass, BreedsHierarchy, BreedsSuperclass, write_breeds_hierarchy, write_breeds_split
+from hypvl.data.formats.breeds import (BreedsClass, BreedsHierarchy, BreedsSuperclass, write_breeds_hierarchy,
+                                     write_breeds_split)
 from hypvl.data.formats.coco_captions import write_coco_captions
 from hypvl.data.formats.coco_instances import (
     BANSAL_BASE_CATEGORIES, BANSAL_NOVEL_CATEGORIES, COCO_CATEGORY_IDS, Box, Category, CocoInstances,
