@@ -392,3 +392,15 @@ def test_provenance_record():
     assert record["packages"]["numpy"] == numpy.__version__
     assert set(record["packages"]) == {"torch", "timm", "open_clip", "numpy", "hypvl"}
     assert record["config_hash"] == "abc123def456" and record["seconds"] == 2.5
+
+
+
+def test_column_scale_converts_our_units_to_the_printed_ones(workspace):
+    """A paper printing a percentage metric as a fraction (HierarCaps) maps the column with scale 0.01."""
+    path = edit_spec(workspace, lambda doc: doc["tables"]["table1"]["columns"]["acc_a"].update(scale=0.01))
+    metrics_dir = write_metrics(workspace, "full")
+    frame = compare_table(load_spec(path, workspace / "expected"), "table1", metrics_dir, "full").set_index(
+        ["row", "column"])
+    assert frame.loc[("clip", "acc_a"), "ours"] == pytest.approx(0.51)
+    assert frame.loc[("clip", "acc_a"), "delta"] == pytest.approx(0.51 - 50.0)
+    assert frame.loc[("clip", "acc_b"), "ours"] == pytest.approx(29.49)  # other columns unscaled

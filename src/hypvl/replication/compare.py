@@ -123,7 +123,7 @@ def compare_table(spec: PaperSpec, table_name: str, metrics_dir, scale: str) -> 
                 results = [measured(experiment, task, mapped.metric) for task in mapped.tasks]
                 if all(result is not None for result in results):
                     values = [value for value, _ in results]
-                    line["ours"] = sum(values) / len(values)
+                    line["ours"] = mapped.scale * sum(values) / len(values)  # in the paper's printed units
                     if cell.value is not None:
                         line["delta"] = line["ours"] - cell.value
                     for key in ("config_hash", "git_commit", "date"):

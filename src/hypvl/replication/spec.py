@@ -18,6 +18,7 @@ from hypvl.replication.expected import load_expected
 _SLUG = "^[a-z0-9][a-z0-9_]*$"
 _TASK = {"type": "string", "pattern": _SLUG}
 _TOLERANCE = {"type": "number", "minimum": 0}
+_SCALE = {"type": "number", "exclusiveMinimum": 0}
 
 SPEC_SCHEMA = {
     "type": "object",
@@ -78,7 +79,9 @@ SPEC_SCHEMA = {
                                     "type": "object",
                                     "additionalProperties": False,
                                     "required": ["task", "metric"],
-                                    "properties": {"task": _TASK, "metric": _TASK, "tolerance": _TOLERANCE},
+                                    "properties": {
+                                        "task": _TASK, "metric": _TASK, "tolerance": _TOLERANCE, "scale": _SCALE,
+                                    },
                                 },
                                 {
                                     "type": "object",
@@ -90,6 +93,7 @@ SPEC_SCHEMA = {
                                         },
                                         "metric": _TASK,
                                         "tolerance": _TOLERANCE,
+                                        "scale": _SCALE,
                                     },
                                 },
                                 {"$ref": "#/$defs/external"},
@@ -138,11 +142,14 @@ class Column:
     """A printed value column: `metric` of one task, or the mean of `metric` over several tasks.
 
     tolerance: absolute, in printed units; None means the table's tolerance.
+    scale: factor from our metric's units to the printed ones (0.01 where a paper prints a percentage
+        metric as a fraction).
     """
 
     tasks: tuple[str, ...]
     metric: str
     tolerance: float | None = None
+    scale: float = 1.0
 
     @property
     def is_mean(self) -> bool:
@@ -265,7 +272,8 @@ def _column(entry: dict) -> Column | External:
     if "external" in entry:
         return External(entry["external"])
     tasks = tuple(entry["mean_of"]) if "mean_of" in entry else (entry["task"],)
-    return Column(tasks=tasks, metric=entry["metric"], tolerance=entry.get("tolerance"))
+    return Column(tasks=tasks, metric=entry["metric"], tolerance=entry.get("tolerance"),
+                  scale=float(entry.get("scale", 1.0)))
 
 
 def _table(path: Path, name: str, entry: dict, expected_dir: Path, paper: str, experiments) -> TableSpec:
