@@ -15,17 +15,19 @@ if SCALE == "smoke":
 
 
 def trained_corpus(experiment):
-    """The training corpus of `experiment` if the suite trains it, else None (released weights)."""
+    """The grounded training corpus of `experiment` if the suite trains it on one, else None
+    (released weights, or data that is not a grounded corpus such as HierarCaps fine-tuning pairs)."""
     for spec in PLAN.specs.values():
         if experiment in spec.experiments:
             found = spec.experiments[experiment]
-            return found.data if found.source == "train" else None
+            grounded = found.data in config["corpora"] and found.data in config["grounding"]["raw"]
+            return found.data if found.source == "train" and grounded else None
     return None
 
 
 def data_ready(wildcards=None):
     """What a step needs from the data stage: the smoke world's manifest (paper-scale data is checked
-    by each step) and, for an experiment the suite trains, its grounded training corpus."""
+    by each step) and, for an experiment the suite trains on a grounded corpus, that corpus."""
     needs = [f"{DATA}/manifest.json"] if SCALE == "smoke" else []
     corpus = trained_corpus(wildcards.experiment) if wildcards is not None and "experiment" in wildcards.keys() else None
     if corpus is not None:
