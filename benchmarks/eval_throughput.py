@@ -1,0 +1,141 @@
+"""Evaluation harness overhead: zero-shot classification and retrieval, task wall time vs bare encoder time.
+
+For each case the task runs end to end (listing files, decoding and resizing images, tokenizing,
+encoding, scoring, metrics), then the same model encodes the same already decoded and resized image
+tensors and already tokenized texts; harness overhead = 1 - forward / total (target <= 15%). Both are
+timed `--repeats` times, alternating, and the fastest of each is kept (the machine may be shared); the
+same is reported for CPU time (all threads of the process), which other processes disturb less.
+
+Cases: `smoke` uses a smoke world's ImageNet folder and COCO captions (`--smoke-root`, e.g. data/smoke);
+`large` writes a synthetic COCO-captions set of `--images` JPEGs x `--captions-per-image` captions (default
+5k x 25k, COCO val2017's size) and an image folder of the same images for classification. The model is the
+smoke-scale MERU with random weights (ViT at 32 px, width 64; the config's `model` section).
+
+    python benchmarks/eval_throughput.py --smoke-root data/smoke
+"""
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from PIL import Image
+
+from hypvl.config import load_config
+from hypvl.data.catalog import load_dataset_info
+from hypvl.data.formats.coco_captions import read_coco_captions, write_coco_captions
+from hypvl.data.formats.common import CaptionedImage
+from hypvl.data.formats.imagefolder import load_image, read_imagefolder, write_imagefolder
+from hypvl.data.transforms import resize_center_crop, squeeze, to_tensor_batch
+from hypvl.evaluate.retrieval import evaluate_retrieval
+from hypvl.evaluate.zeroshot import evaluate_zero_shot
+from hypvl.models.build import build_model
+from hypvl.models.encoders import Tokenizer
+
+WORDS = "a the dog cat red blue small large car tree boat sky on in near two three with of man woman".split()
+
+
+@torch.no_grad()
+def encode_only(model, pixels: list[torch.Tensor], tokens: list[torch.Tensor]) -> None:
+    """Encode pre-decoded image batches and pre-tokenized text batches (the bare encoder work)."""
+    for batch in pixels:
+        model.encode_image(batch)
+    for batch in tokens:
+        model.encode_text(batch)
+
+
+def batches(items: list, size: int) -> list[list]:
+    return [items[i:i + size] for i in range(0, len(items), size)]
+
+
+def timed(function) -> tuple[float, float]:
+    """(wall, CPU) seconds of one call."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    function()
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def fastest(repeats: int, task, forward) -> dict[str, tuple[float, float]]:
+    """Best (task, forward) seconds over `repeats` alternating runs, for wall and for CPU time."""
+    runs = [(timed(task), timed(forward)) for _ in range(repeats)]
+    return {clock: (min(r[0][i] for r in runs), min(r[1][i] for r in runs)) for i, clock in enumerate(("wall", "cpu"))}
+
+
+def report(case: str, task: str, times: dict[str, tuple[float, float]], detail: str) -> None:
+    figures = "  ".join(f"{clock} {total:7.2f} s vs forward {forward:7.2f} s = overhead {100 * (1 - forward / total):5.1f}%"
+                        for clock, (total, forward) in times.items())
+    print(f"{case:6s} {task:9s} {detail:34s} {figures}", flush=True)
+
+
+def bench_zero_shot(case: str, model, tokenizer, root: Path, templates: list[str], size: int, batch: int,
+                    repeats: int) -> None:
+    dataset = read_imagefolder(root, "test")
+    prompts = [t.format(c) for c in dataset.class_names for t in templates]
+    pixels = [to_tensor_batch([resize_center_crop(load_image(p), size) for p, _ in chunk])
+              for chunk in batches(dataset.samples, batch)]
+    tokens = [tokenizer(chunk) for chunk in batches(prompts, batch)]
+    times = fastest(repeats, lambda: evaluate_zero_shot(model, tokenizer, root, "test", templates, size, batch, "b"),
+                    lambda: encode_only(model, pixels, tokens))
+    report(case, "zeroshot", times, f"{len(dataset.samples)} images, {len(prompts)} prompts")
+
+
+def bench_retrieval(case: str, model, tokenizer, captions_json: Path, size: int, batch: int, repeats: int) -> None:
+    items = read_coco_captions(captions_json)
+    captions = [c for it in items for c in it.captions]
+    pixels = [to_tensor_batch([squeeze(load_image(it.image), size) for it in chunk]) for chunk in batches(items, batch)]
+    tokens = [tokenizer(chunk) for chunk in batches(captions, batch)]
+    times = fastest(repeats, lambda: evaluate_retrieval(model, tokenizer, read_coco_captions(captions_json), size,
+                                                        batch, "b"),
+                    lambda: encode_only(model, pixels, tokens))
+    report(case, "retrieval", times, f"{len(items)} images x {len(captions)} captions")
+
+
+def write_large_set(root: Path, images: int, per_image: int, classes: int) -> tuple[Path, Path]:
+    """A COCO-captions set and an image folder (same JPEGs, `classes` labels) of random 64-px pictures."""
+    rng = np.random.default_rng(0)
+    folder = root / "val2017"
+    folder.mkdir(parents=True)
+    items, labelled = [], []
+    for i in range(images):
+        picture = Image.fromarray(rng.integers(0, 256, (64, 64, 3), dtype=np.uint8))
+        path = folder / f"{i:012d}.jpg"
+        picture.save(path, quality=90)
+        items.append(CaptionedImage(path, tuple(" ".join(rng.choice(WORDS, 10)) for _ in range(per_image))))
+        labelled.append((i % classes, picture))
+    captions_json = root / "annotations" / "captions_val2017.json"
+    write_coco_captions(captions_json, items)
+    write_imagefolder(root / "classes", "test", [f"class {c}" for c in range(classes)], labelled)
+    return captions_json, root / "classes"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--smoke-root", type=Path, default=None, help="a smoke world (e.g. data/smoke)")
+    parser.add_argument("--images", type=int, default=5000)
+    parser.add_argument("--captions-per-image", type=int, default=5)
+    parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    config = load_config()
+    torch.manual_seed(0)
+    model = build_model("meru", "vit_s16", config["model"]).eval()
+    tokenizer, size = Tokenizer(config["model"]["text"]["context_length"]), config["model"]["image_size"]
+    templates = list(load_dataset_info("imagenet").prompts)
+    if args.smoke_root is not None:
+        eval_root = args.smoke_root / config["eval"]["classification_dir"]
+        bench_zero_shot("smoke", model, tokenizer, eval_root / "imagenet", templates, size, args.batch_size,
+                        args.repeats)
+        bench_retrieval("smoke", model, tokenizer, args.smoke_root / config["eval"]["datasets"]["coco_captions"],
+                        size, args.batch_size, args.repeats)
+    with tempfile.TemporaryDirectory() as tmp:
+        captions_json, classes = write_large_set(Path(tmp), args.images, args.captions_per_image, 1000)
+        bench_zero_shot("large", model, tokenizer, classes, templates, size, args.batch_size, args.repeats)
+        bench_retrieval("large", model, tokenizer, captions_json, size, args.batch_size, args.repeats)
+
+
+if __name__ == "__main__":
+    main()
