@@ -9,9 +9,11 @@ import sys
 from hypvl import commands
 from hypvl.data import acquire, check
 from hypvl.errors import InputError
+from hypvl.evaluate import commands as evaluate_commands
+from hypvl.grounding import commands as grounding_commands
 from hypvl.replication import commands as replication_commands
 
-COMMAND_MODULES = (commands, check, acquire, replication_commands)
+COMMAND_MODULES = (commands, check, acquire, grounding_commands, evaluate_commands, replication_commands)
 
 
 def build_parser() -> argparse.ArgumentParser:
