@@ -8,8 +8,9 @@ same is reported for CPU time (all threads of the process), which other processe
 
 Cases: `smoke` uses a smoke world's ImageNet folder and COCO captions (`--smoke-root`, e.g. data/smoke);
 `large` writes a synthetic COCO-captions set of `--images` JPEGs x `--captions-per-image` captions (default
-5k x 25k, COCO val2017's size) and an image folder of the same images for classification. The model is the
-smoke-scale MERU with random weights (ViT at 32 px, width 64; the config's `model` section).
+5k x 25k, COCO val2017's size) and an image folder of the same images for classification. The model is a
+MERU with random weights: `--model smoke` (default.yaml's `model`: ViT at 32 px, width 64, 2 layers) or
+`--model paper` (full.yaml's: ViT-S/16 at 224 px, 12-layer text transformer), on the CPU.
 
     python benchmarks/eval_throughput.py --smoke-root data/smoke
 """
@@ -115,12 +116,15 @@ def main() -> None:
     parser.add_argument("--smoke-root", type=Path, default=None, help="a smoke world (e.g. data/smoke)")
     parser.add_argument("--images", type=int, default=5000)
     parser.add_argument("--captions-per-image", type=int, default=5)
+    parser.add_argument("--classes", type=int, default=1000, help="classes of the large classification set")
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--model", choices=["smoke", "paper"], default="smoke",
+                        help="encoder sizes of default.yaml (smoke) or full.yaml (paper)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    config = load_config()
+    config = load_config(["workflows/config/full.yaml"] if args.model == "paper" else [])
     torch.manual_seed(0)
     model = build_model("meru", "vit_s16", config["model"]).eval()
     tokenizer, size = Tokenizer(config["model"]["text"]["context_length"]), config["model"]["image_size"]
@@ -132,7 +136,7 @@ def main() -> None:
         bench_retrieval("smoke", model, tokenizer, args.smoke_root / config["eval"]["datasets"]["coco_captions"],
                         size, args.batch_size, args.repeats)
     with tempfile.TemporaryDirectory() as tmp:
-        captions_json, classes = write_large_set(Path(tmp), args.images, args.captions_per_image, 1000)
+        captions_json, classes = write_large_set(Path(tmp), args.images, args.captions_per_image, args.classes)
         bench_zero_shot("large", model, tokenizer, classes, templates, size, args.batch_size, args.repeats)
         bench_retrieval("large", model, tokenizer, captions_json, size, args.batch_size, args.repeats)
 

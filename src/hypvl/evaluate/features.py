@@ -1,11 +1,13 @@
 """Batched, no-grad feature extraction shared by the evaluation tasks.
 
-Images are decoded and resized in a worker thread one batch ahead of the encoder, so loading overlaps
-the forward pass (PIL releases the GIL while decoding and resampling). Every result is checked for
-NaN/Inf, and the error names the dataset.
+Batches are prepared (images decoded and resized, texts tokenized) by worker threads a few batches
+ahead of the encoder, so loading overlaps the forward pass (PIL and torch release the GIL). Every
+result is checked for NaN/Inf, and the error names the dataset.
 """
 
-from collections.abc import Callable, Sequence
+import os
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import torch
@@ -13,6 +15,26 @@ from PIL import Image
 
 from hypvl.data.transforms import to_tensor_batch
 from hypvl.evaluate.metrics import check_finite
+
+
+LOADER_THREADS = min(4, os.cpu_count() or 1)
+
+
+def prefetched(make: Callable[[int], object], starts: Sequence[int], threads: int = LOADER_THREADS) -> Iterator:
+    """make(start) for each start, in order, computed by `threads` workers up to threads + 1 batches ahead."""
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        pending: deque = deque()
+        upcoming = iter(starts)
+        for start in upcoming:
+            pending.append(pool.submit(make, start))
+            if len(pending) > threads:
+                break
+        while pending:
+            batch = pending.popleft().result()
+            following = next(upcoming, None)
+            if following is not None:
+                pending.append(pool.submit(make, following))
+            yield batch
 
 
 @torch.no_grad()
@@ -23,15 +45,7 @@ def encode_images(encode: Callable[[torch.Tensor], torch.Tensor], load: Callable
     def batch(start: int) -> torch.Tensor:
         return to_tensor_batch([view(load(i)) for i in range(start, min(count, start + batch_size))])
 
-    starts = list(range(0, count, batch_size))
-    out = []
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        pending = pool.submit(batch, starts[0]) if starts else None
-        for position in range(len(starts)):
-            images = pending.result()
-            if position + 1 < len(starts):
-                pending = pool.submit(batch, starts[position + 1])
-            out.append(encode(images))
+    out = [encode(images) for images in prefetched(batch, range(0, count, batch_size))]
     feats = torch.cat(out) if out else torch.empty(0)
     check_finite(name, feats)
     return feats
@@ -55,8 +69,10 @@ def trunk_features(model, load: Callable[[int], Image.Image], count: int,
 
 @torch.no_grad()
 def text_features(model, tokenizer, texts: Sequence[str], batch_size: int, name: str) -> torch.Tensor:
-    """(len(texts), D) projected text features, before normalisation or the exponential map."""
-    out = [model.text_features(tokenizer(texts[i:i + batch_size])) for i in range(0, len(texts), batch_size)]
+    """(len(texts), D) projected text features, before normalisation or the exponential map; batches are
+    tokenized one batch ahead of the encoder (the tokenizer is Python, so one thread)."""
+    batches = prefetched(lambda i: tokenizer(texts[i:i + batch_size]), range(0, len(texts), batch_size), threads=1)
+    out = [model.text_features(tokens) for tokens in batches]
     feats = torch.cat(out)
     check_finite(f"{name} text features", feats)
     return feats

@@ -3,8 +3,8 @@
 Images are squeezed to the input size (resized ignoring the aspect ratio, as MERU does); every caption
 of the set is a candidate. t2i: each caption queries the images, its one image is the positive; i2t:
 each image queries the captions, any of its captions counts. Scores are the method's own similarity
-(cosine, or negative Lorentzian distance), computed a block of queries at a time and reduced with
-batched top-K, so a 5k x 25k set never holds more than one (block, N) score block.
+(cosine, or negative Lorentzian distance), computed once, a block of images at a time, and reduced
+with batched top-K in both directions, so a 5k x 25k set never holds more than one (block, T) block.
 """
 
 from collections.abc import Sequence
@@ -22,17 +22,37 @@ KS = (1, 5, 10)
 QUERY_BLOCK = 1024
 
 
-def _recall_in_blocks(similarity, queries: torch.Tensor, items: torch.Tensor, positives: list[list[int]],
-                      images_are_queries: bool) -> dict[int, float]:
-    """recall_at_k over query blocks of QUERY_BLOCK rows; hits are summed exactly across blocks."""
-    hits = dict.fromkeys(KS, 0)
-    for start in range(0, len(queries), QUERY_BLOCK):
-        block = queries[start:start + QUERY_BLOCK]
-        scores = similarity(block, items) if images_are_queries else similarity(items, block).T
-        recalls = recall_at_k(scores, positives[start:start + QUERY_BLOCK], KS)
-        for k in KS:
-            hits[k] += round(recalls[k] * len(block) / 100.0)
-    return {k: 100.0 * hits[k] / len(queries) for k in KS}
+@torch.no_grad()
+def recalls(similarity, images: torch.Tensor, texts: torch.Tensor, owner: torch.Tensor,
+            ks: Sequence[int] = KS) -> dict[str, float]:
+    """t2i and i2t recall@K in percent from one pass over image blocks of the (I, T) similarity.
+
+    owner: (T,) image index of each caption. Each block of QUERY_BLOCK images is scored against every
+    caption once: its rows give i2t (`metrics.recall_at_k`, any of the image's captions counts), its
+    columns are merged into each caption's running top-K images, from which t2i is read at the end.
+    """
+    num_images = len(images)
+    counts = torch.bincount(owner, minlength=num_images)
+    caption_ids = torch.full((num_images, int(counts.max())), -1, dtype=torch.long)
+    order = torch.argsort(owner, stable=True)
+    slot = torch.arange(len(owner)) - torch.repeat_interleave(torch.cumsum(counts, 0) - counts, counts)
+    caption_ids[owner[order], slot] = order
+    max_k = min(max(ks), num_images)
+    top_scores = torch.empty(len(texts), 0)
+    top_images = torch.empty(len(texts), 0, dtype=torch.long)
+    i2t_hits = dict.fromkeys(ks, 0)
+    for start in range(0, num_images, QUERY_BLOCK):
+        scores = similarity(images[start:start + QUERY_BLOCK], texts)
+        block = scores.shape[0]
+        for k, value in recall_at_k(scores, caption_ids[start:start + block], ks).items():
+            i2t_hits[k] += round(value * block / 100.0)
+        merged = torch.cat([top_scores, scores.T], dim=1)
+        candidates = torch.cat([top_images, torch.arange(start, start + block).expand(len(texts), block)], dim=1)
+        best = merged.topk(min(max_k, merged.shape[1]), dim=1)
+        top_scores, top_images = best.values, candidates.gather(1, best.indices)
+    hit = top_images == owner[:, None]
+    metrics = {f"t2i_r{k}": 100.0 * hit[:, :k].any(dim=1).double().mean().item() for k in ks}
+    return metrics | {f"i2t_r{k}": 100.0 * i2t_hits[k] / num_images for k in ks}
 
 
 @torch.no_grad()
@@ -40,17 +60,11 @@ def evaluate_retrieval(model, tokenizer, items: Sequence[CaptionedImage], image_
                        name: str) -> TaskResult:
     """t2i_r{1,5,10} and i2t_r{1,5,10} in percent; n_samples = number of images."""
     captions = [caption for item in items for caption in item.captions]
-    owner = [index for index, item in enumerate(items) for _ in item.captions]
+    owner = torch.tensor([index for index, item in enumerate(items) for _ in item.captions])
     images = image_embeddings(model, lambda i: load_image(items[i].image), len(items),
                               lambda img: squeeze(img, image_size), batch_size, name)
     texts = text_embeddings(model, tokenizer, captions, batch_size, name)
-    caption_ids: list[list[int]] = [[] for _ in items]
-    for text_index, image_index in enumerate(owner):
-        caption_ids[image_index].append(text_index)
-    t2i = _recall_in_blocks(model.similarity, texts, images, [[i] for i in owner], images_are_queries=False)
-    i2t = _recall_in_blocks(model.similarity, images, texts, caption_ids, images_are_queries=True)
-    metrics = {f"t2i_r{k}": t2i[k] for k in KS} | {f"i2t_r{k}": i2t[k] for k in KS}
-    return TaskResult(metrics, len(items))
+    return TaskResult(recalls(model.similarity, images, texts, owner), len(items))
 
 
 def run(ctx: EvalContext, task: str) -> TaskResult:

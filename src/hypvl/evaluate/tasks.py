@@ -10,7 +10,7 @@ recall as fractions; TIE/LCA in edges; Kendall tau and Spearman rho in [-1, 1]; 
 from dataclasses import dataclass
 
 from hypvl.data.catalog import dataset_names, load_dataset_info
-from hypvl.data.synthetic.build import CLASSIFICATION_SETS
+from hypvl.data.synthetic.classification import ALL_CLASSIFICATION_SETS
 
 
 @dataclass(frozen=True)
@@ -46,8 +46,8 @@ VLC_TYPES = ("object", "attribute", "relation")
 
 
 def zero_shot_datasets(scale: str) -> list[str]:
-    """Classification sets the scale provides: the smoke world's, or the 20 of the catalog."""
-    return list(CLASSIFICATION_SETS) if scale == "smoke" else dataset_names()
+    """Classification sets the scale provides: the smoke world's 20 stand-ins, or the 20 of the catalog."""
+    return list(ALL_CLASSIFICATION_SETS) if scale == "smoke" else dataset_names()
 
 
 def linear_probe_datasets(scale: str) -> list[str]:
@@ -58,7 +58,7 @@ def linear_probe_datasets(scale: str) -> list[str]:
 def _chance(scale: str, name: str) -> float:
     """Chance accuracy in percent of classification set `name`."""
     if scale == "smoke":
-        return 100.0 / len(CLASSIFICATION_SETS[name].classes)
+        return 100.0 / len(ALL_CLASSIFICATION_SETS[name].classes)
     return load_dataset_info(name).chance
 
 
