@@ -3,8 +3,10 @@
 Images are squeezed to the input size (resized ignoring the aspect ratio, as MERU does); every caption
 of the set is a candidate. t2i: each caption queries the images, its one image is the positive; i2t:
 each image queries the captions, any of its captions counts. Scores are the method's own similarity
-(cosine, or negative Lorentzian distance), computed once, a block of images at a time, and reduced
-with batched top-K in both directions, so a 5k x 25k set never holds more than one (block, T) block.
+(cosine; for MERU/HyCoCLIP the Lorentzian inner product, which ranks exactly as the negative distance
+since d = acosh(-c<x, y>_L)/sqrt(c) and skips the acosh), computed once, a block of images at a time,
+and reduced with batched top-K in both directions, so a 5k x 25k set never holds more than one (block, T)
+block of scores.
 """
 
 from collections.abc import Sequence
@@ -17,9 +19,17 @@ from hypvl.data.transforms import squeeze
 from hypvl.evaluate.context import EvalContext, TaskResult
 from hypvl.evaluate.features import image_embeddings, text_embeddings
 from hypvl.evaluate.metrics import recall_at_k
+from hypvl.geometry import lorentz
 
 KS = (1, 5, 10)
 QUERY_BLOCK = 1024
+
+
+def ranking_score(model):
+    """(A, D), (B, D) embeddings -> (A, B) scores ordered like `model.similarity`, cheaper to compute."""
+    if model.geometry == "lorentz":
+        return lambda images, texts: lorentz.pairwise_inner(images, texts, model.curvature)
+    return model.similarity
 
 
 @torch.no_grad()
@@ -64,7 +74,7 @@ def evaluate_retrieval(model, tokenizer, items: Sequence[CaptionedImage], image_
     images = image_embeddings(model, lambda i: load_image(items[i].image), len(items),
                               lambda img: squeeze(img, image_size), batch_size, name)
     texts = text_embeddings(model, tokenizer, captions, batch_size, name)
-    return TaskResult(recalls(model.similarity, images, texts, owner), len(items))
+    return TaskResult(recalls(ranking_score(model), images, texts, owner), len(items))
 
 
 def run(ctx: EvalContext, task: str) -> TaskResult:
