@@ -20,11 +20,13 @@ from pycocotools.cocoeval import COCOeval
 from scipy.stats import rankdata
 from sklearn.linear_model import LogisticRegression
 
+from hypvl.errors import InputError
 from hypvl.evaluate.hierarchy import IsAHierarchy
 
 
-class NonFiniteEmbeddingError(ValueError):
-    """Embeddings or scores handed to a metric contain NaN or Inf."""
+class NonFiniteEmbeddingError(InputError):
+    """Embeddings or scores handed to a metric contain NaN or Inf (an InputError, so `hypvl` reports it as
+    one line: the checkpoint under evaluation is unusable)."""
 
 
 def check_finite(name: str, tensor: torch.Tensor | np.ndarray) -> None:
