@@ -122,3 +122,21 @@ def test_center_crop_view_matches_torchvision_on_pil():
     for size in [(50, 37), (37, 50), (64, 64), (33, 200)]:
         image = Image.effect_noise(size, 60).convert("RGB")
         assert resize_center_crop(image, 16).tobytes() == oracle(image).tobytes()
+
+
+def test_width_study_starts_from_frozen_encoders_with_new_projections(tmp_path):
+    """MERU Table 3: encoders of a trained model, frozen; new projections of another width, trained."""
+    shards = _shards(tmp_path / "data")
+    base = {"id": "base", "method": "meru", "backbone": "vit_s16", "seed": 0}
+    train(base, TINY, TRAIN_CFG, shards, tmp_path / "base", progress=False)
+    narrow = {"id": "narrow", "method": "meru", "backbone": "vit_s16", "seed": 0,
+              "overrides": {"embed_dim": 4, "init_from": "base", "freeze_encoders": True}}
+    train(narrow, TINY, TRAIN_CFG, shards, tmp_path / "narrow", progress=False,
+          init_checkpoint=tmp_path / "base" / "checkpoint.pt")
+    before = torch.load(tmp_path / "base" / "checkpoint.pt", weights_only=True)["model"]
+    after = torch.load(tmp_path / "narrow" / "checkpoint.pt", weights_only=True)["model"]
+    encoders = [k for k in before if k.startswith(("visual.", "textual."))]
+    assert encoders and all(torch.equal(before[k], after[k]) for k in encoders)
+    assert after["visual_proj.weight"].shape == (4, 16) and before["visual_proj.weight"].shape == (8, 16)
+    with pytest.raises(InputError, match="give that experiment's checkpoint"):
+        train(narrow, TINY, TRAIN_CFG, shards, tmp_path / "again", progress=False)

@@ -16,12 +16,13 @@ for _group in PLAN.groups:
         output:
             PLAN.group_outputs(_group),
         params:
+            group=_group,  # the shell command below is formatted at run time, after the loop has moved on
             cfg=PLAN.step_config("evaluate"),
             out_dir=lambda w: f"{RESULTS}/metrics/{w.experiment}",
         threads: THREADS
         log:
             f"{RESULTS}/logs/evaluate/{{experiment}}/{_group}.log",
         shell:
-            f"hypvl evaluate {_group} --experiment {{wildcards.experiment}} --checkpoint {{input.checkpoint}}"
+            "hypvl evaluate {params.group} --experiment {wildcards.experiment} --checkpoint {input.checkpoint}"
             " --config-json {params.cfg} --out-dir {params.out_dir} --threads {threads}"
             f" --vg-attribution-min-count {VGA_MIN_COUNT} > {{log}} 2>&1"

@@ -11,6 +11,7 @@ def experiments_with_source(prefix):
 rule train:
     input:
         data_ready,
+        init=lambda w: PLAN.init_checkpoint(w.experiment),
     output:
         checkpoint=f"{RESULTS}/models/{{experiment}}/checkpoint.pt",
         log=f"{RESULTS}/models/{{experiment}}/train_log.csv",
@@ -21,12 +22,13 @@ rule train:
         spec=lambda w: PLAN.spec_path(w.experiment),
         cfg=PLAN.step_config("train"),
         out=lambda w, output: os.path.dirname(output.checkpoint),
+        init=lambda w, input: f"--init-checkpoint {input.init}" if input.init else "",
     threads: THREADS
     log:
         f"{RESULTS}/logs/train/{{experiment}}.log",
     shell:
         "hypvl train --spec {params.spec} --experiment {wildcards.experiment} --config-json {params.cfg}"
-        " --out {params.out} --threads {threads} --quiet > {log} 2>&1"
+        " --out {params.out} {params.init} --threads {threads} --quiet > {log} 2>&1"
 
 
 rule import_released:

@@ -57,9 +57,10 @@ def _train(args) -> None:
     _set_threads(args.threads)
     experiment = _experiment(args)
     summary = train(experiment, config["model"], config["train"], corpus_shards(config, experiment["data"]),
-                    Path(args.out), progress=not args.quiet)
+                    Path(args.out), progress=not args.quiet, init_checkpoint=args.init_checkpoint)
     print(f"{experiment['id']}: {summary['schedule']['steps']} steps in {summary['seconds']} s, "
-          f"final loss {summary['final']['loss']:.4f}")
+          f"final loss {summary['final']['loss']:.4f}, {summary['samples_read']} samples read, "
+          f"{summary['corrupt_images_skipped']} corrupt images skipped")
 
 
 def _import_weights(args) -> None:
@@ -85,6 +86,8 @@ def add_commands(subparsers) -> None:
     train.add_argument("--spec", required=True, help="replication/<paper>.yaml")
     train.add_argument("--experiment", required=True, help="experiment id in the spec")
     train.add_argument("--out", required=True, help="results/<scale>/models/<experiment>")
+    train.add_argument("--init-checkpoint", type=Path, default=None,
+                       help="checkpoint of the experiment named by the `init_from` override")
     train.add_argument("--threads", type=int, default=1, help="torch threads")
     train.add_argument("--quiet", action="store_true", help="no progress bar")
     train.set_defaults(func=_train)

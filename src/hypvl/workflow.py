@@ -12,12 +12,9 @@ import shlex
 from pathlib import Path
 
 from hypvl.evaluate.tasks import group_tasks, task_group
-from hypvl.models.build import METHODS, MODEL_OVERRIDES
+from hypvl.models.build import ARCHITECTURE_OVERRIDES, METHODS, MODEL_OVERRIDES
 from hypvl.replication.spec import Column, Experiment, load_all_specs, table_needs
-
-# experiment overrides the trainer's schedule reads (hypvl.train.trainer.resolve_schedule); with
-# MODEL_OVERRIDES, the settings an experiment may change and still be trained as the paper describes
-SCHEDULE_OVERRIDES = ("steps", "batch_size", "lr")
+from hypvl.train.trainer import TRAINER_OVERRIDES
 
 # config sections each step reads (a rule passes only these, so unrelated edits do not rerun it)
 STEP_SECTIONS = {
@@ -67,7 +64,14 @@ class Plan:
         declared = self.experiment(experiment)
         if declared.source != "train" or declared.method not in METHODS or declared.data not in self.config["corpora"]:
             return False
-        return set(declared.overrides) <= set(SCHEDULE_OVERRIDES) | set(MODEL_OVERRIDES[declared.method])
+        honoured = {*TRAINER_OVERRIDES, *ARCHITECTURE_OVERRIDES, *MODEL_OVERRIDES[declared.method]}
+        start = declared.overrides.get("init_from")
+        return set(declared.overrides) <= honoured and (start is None or self.runnable(start))
+
+    def init_checkpoint(self, experiment: str) -> list[str]:
+        """The checkpoint an experiment starts from (its `init_from` override), if any."""
+        start = self.experiment(experiment).overrides.get("init_from")
+        return [] if start is None else [str(self.results / "models" / start / "checkpoint.pt")]
 
     def computable(self, task: str) -> bool:
         """True when some evaluation group computes `task` at this scale."""

@@ -8,6 +8,8 @@ from .hycoclip import HyCoCLIP
 from .meru import MERU
 
 METHODS = {"clip": CLIP, "meru": MERU, "hycoclip": HyCoCLIP}
+# experiment overrides that change the architecture (MERU Table 3: embedding width)
+ARCHITECTURE_OVERRIDES = ("embed_dim",)
 # experiment overrides that are model constructor arguments, per method
 MODEL_OVERRIDES = {
     "clip": ("temperature",),
@@ -26,5 +28,7 @@ def build_model(method: str, backbone: str, model_cfg: dict, overrides: dict | N
         raise InputError(f"backbone {backbone!r} is not in the config's model.backbones ({sorted(backbones)})")
     vit = VitConfig(image_size=model_cfg["image_size"], **backbones[backbone])
     text = TextConfig(**model_cfg["text"])
-    kwargs = {k: v for k, v in (overrides or {}).items() if k in MODEL_OVERRIDES[method]}
-    return METHODS[method](ImageEncoder(vit), TextEncoder(text), model_cfg["embed_dim"], **kwargs)
+    overrides = overrides or {}
+    kwargs = {k: v for k, v in overrides.items() if k in MODEL_OVERRIDES[method]}
+    embed_dim = overrides.get("embed_dim", model_cfg["embed_dim"])
+    return METHODS[method](ImageEncoder(vit), TextEncoder(text), embed_dim, **kwargs)

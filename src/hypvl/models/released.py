@@ -11,8 +11,7 @@ from pathlib import Path
 
 import torch
 
-from hypvl.errors import InputError
-from hypvl.train.checkpoints import load_state
+from hypvl.train.checkpoints import load_state, read_checkpoint
 
 from .build import build_model
 
@@ -48,16 +47,7 @@ def import_released(path: Path, method: str, backbone: str, model_cfg: dict):
     `model_cfg` is the paper-scale `model` config section; a missing or unexpected key is an error
     naming the keys.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"{path}: released checkpoint not found (see `hypvl acquire --list`)")
-    try:
-        blob = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # torch raises several types for a damaged or non-checkpoint file
-        raise InputError(f"{path}: not a readable checkpoint ({exc})") from exc
-    if not isinstance(blob, dict) or "model" not in blob:
-        keys = sorted(blob) if isinstance(blob, dict) else type(blob).__name__
-        raise InputError(f"{path}: no 'model' entry in the checkpoint (found {keys})")
+    blob = read_checkpoint(path)
     model = build_model(method, backbone, model_cfg)
     load_state(model, rename_reference_keys(blob["model"]), str(path))
     return model.eval()

@@ -23,9 +23,8 @@ def load_state(model, state: dict, source: str) -> None:
                          f"unexpected keys {sorted(unexpected)}")
 
 
-def load_checkpoint(path: Path):
-    """Rebuild the model saved at `path` (weights only, no pickled code) in eval mode; returns it and
-    its recipe (method, backbone, overrides, model_cfg, experiment)."""
+def read_checkpoint(path: Path, required=("model",)) -> dict:
+    """The dict saved at `path`, loaded weights only (no pickled code); it must hold the `required` keys."""
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: checkpoint not found")
@@ -33,9 +32,18 @@ def load_checkpoint(path: Path):
         blob = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises several types for a damaged or non-checkpoint file
         raise InputError(f"{path}: not a readable checkpoint ({exc})") from exc
-    for key in ("model", "recipe"):
+    if not isinstance(blob, dict):
+        raise InputError(f"{path}: a checkpoint is a dict, this holds a {type(blob).__name__}")
+    for key in required:
         if key not in blob:
             raise InputError(f"{path}: checkpoint has no {key!r} entry (keys: {sorted(blob)})")
+    return blob
+
+
+def load_checkpoint(path: Path):
+    """Rebuild the model saved at `path` in eval mode; returns it and its recipe (method, backbone,
+    overrides, model_cfg, experiment)."""
+    blob = read_checkpoint(path, ("model", "recipe"))
     recipe = blob["recipe"]
     model = build_model(recipe["method"], recipe["backbone"], recipe["model_cfg"], recipe.get("overrides"))
     load_state(model, blob["model"], str(path))

@@ -9,6 +9,7 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
+from hypvl.errors import InputError
 from hypvl.io import atomic_write
 from hypvl.models.build import build_model
 from hypvl.models.encoders import Tokenizer
@@ -18,6 +19,8 @@ from .data import TrainingStream
 from .optim import build_optimizer, build_scheduler
 
 LOG_FIELDS = ("step", "loss", "contrastive", "entailment", "lr", "curvature", "temperature")
+# experiment overrides the trainer itself reads (the schedule, and MERU Table 3's frozen-encoder runs)
+TRAINER_OVERRIDES = ("steps", "batch_size", "lr", "init_from", "freeze_encoders")
 
 
 @dataclass(frozen=True)
@@ -57,10 +60,24 @@ def stream_mode(method: str, boxes: bool) -> str:
     return "boxes_as_pairs" if boxes else "pairs"
 
 
+def init_encoders(model, checkpoint: Path, freeze: bool) -> None:
+    """Copy the image and text encoders of `checkpoint` into `model` (projections and learned scalars
+    stay freshly initialised, as MERU Table 3 does); `freeze` stops their gradients."""
+    from .checkpoints import load_state, read_checkpoint
+
+    state = read_checkpoint(checkpoint)["model"]
+    encoders = {k: v for k, v in state.items() if k.startswith(("visual.", "textual."))}
+    own = {k: v for k, v in model.state_dict().items() if not k.startswith(("visual.", "textual."))}
+    load_state(model, {**own, **encoders}, str(checkpoint))
+    for param in (*model.visual.parameters(), *model.textual.parameters()):
+        param.requires_grad_(param.requires_grad and not freeze)
+
+
 def train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path], out_dir: Path,
-          progress: bool = True) -> dict:
+          progress: bool = True, init_checkpoint: Path | None = None) -> dict:
     """Train `experiment` ({id, method, backbone, boxes, seed, overrides}) and write into `out_dir`:
-    checkpoint.pt, train_log.csv and train_summary.json. Returns the summary."""
+    checkpoint.pt, train_log.csv and train_summary.json. Returns the summary. An experiment with
+    `init_from` starts from the encoders of `init_checkpoint` (frozen with `freeze_encoders`)."""
     out_dir = Path(out_dir)
     device = select_device(train_cfg["device"])
     amp = train_cfg["amp"] and device.type == "cuda"
@@ -68,7 +85,13 @@ def train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path]
     torch.use_deterministic_algorithms(device.type == "cpu")
     overrides = experiment.get("overrides") or {}
     schedule = resolve_schedule(overrides, train_cfg)
-    model = build_model(experiment["method"], experiment["backbone"], model_cfg, overrides).to(device)
+    model = build_model(experiment["method"], experiment["backbone"], model_cfg, overrides)
+    if "init_from" in overrides:
+        if init_checkpoint is None:
+            raise InputError(f"experiment {experiment['id']!r} starts from {overrides['init_from']!r}: "
+                             "give that experiment's checkpoint")
+        init_encoders(model, init_checkpoint, overrides.get("freeze_encoders", False))
+    model = model.to(device)
     optimizer = build_optimizer(model, schedule.lr, train_cfg["weight_decay"], train_cfg["betas"])
     scheduler = build_scheduler(optimizer, schedule.warmup, schedule.steps)
     stream = TrainingStream(shards, Tokenizer(model_cfg["text"]["context_length"]), model_cfg["image_size"],
