@@ -6,6 +6,7 @@ message names the file, the record and the problem.
 """
 
 import argparse
+import dataclasses
 import gzip
 import io
 import json
@@ -26,8 +27,10 @@ from hypvl.data.formats import (
     coco_instances,
     flickr30k,
     grit,
+    grounded,
     hierarcaps,
     hyperlex,
+    imagefolder,
     redcaps,
     vg_attribution,
     vlchecklist,
@@ -299,10 +302,29 @@ def build_breeds_split(root):
     return path, superclasses, breeds.read_breeds_split
 
 
+def build_grounded(root):
+    records = [grounded.GroundedRecord(f"s{i:03d}", jpeg_bytes(i),
+                                       f"caption {i}", [(jpeg_bytes(10 + i), f"box {i}")] * (i % 2))
+               for i in range(3)]
+    [path] = grounded.write_grounded_shards(records, root / "grounded")
+    expected = [dataclasses.replace(r, source=str(path)) for r in records]
+    return path, expected, lambda p: list(grounded.iter_grounded(p))
+
+
+def build_imagefolder(root):
+    items = [(i % 2, Image.new("RGB", (6, 6), (0, 40 * i, 0))) for i in range(4)]
+    imagefolder.write_imagefolder(root / "toy", "test", ["dog", "cat"], items)
+    split = root / "toy" / "test"
+    expected = sorted((p, int(p.parent.name)) for p in split.glob("*/*.png"))
+    return split, expected, lambda p: list(imagefolder.iter_imagefolder(p))
+
+
 BUILDERS = {
     "redcaps": build_redcaps,
     "grit": build_grit,
     "cc3m": build_cc3m,
+    "grounded": build_grounded,
+    "imagefolder": build_imagefolder,
     "clip_benchmark_wds": build_clip_benchmark_wds,
     "coco_captions": build_coco_captions,
     "flickr30k": build_flickr30k,
@@ -537,6 +559,14 @@ REJECTIONS = {
     ("grit", "wrong type"): (itself, lambda p: edit_shard_json(p, "0001", assign("noun_chunks", "dog")), "record key 0001: field 'noun_chunks' should be a list, got a string"),
     ("grit", "missing image"): (itself, lambda p: edit_shard(p, "0002", delete("jpg")), "record key 0002: missing image"),
     ("cc3m", "truncated"): (itself, lambda p: truncate(p, 0.7), "00000.tar: truncated"),
+    ("grounded", "truncated"): (itself, truncate, "grounded-000000.tar: truncated"),
+    ("grounded", "missing field"): (itself, lambda p: edit_shard(p, "s001", delete("child.txt")), "sample 's001': missing child.txt"),
+    ("grounded", "wrong type"): (itself, lambda p: edit_shard(p, "s001", assign("numparents.txt", b"one")), "sample 's001': numparents.txt is not an integer"),
+    ("grounded", "missing image"): (itself, lambda p: edit_shard(p, "s002", delete("child.jpg")), "sample 's002': missing child.jpg"),
+    ("imagefolder", "truncated"): (lambda f, e: e[0][0], truncate, "0000/00000.png: image does not decode"),
+    ("imagefolder", "missing field"): (lambda f, e: f.parent / "classnames.txt", lambda p: p.write_text("dog\n"), "classnames.txt: 1 class names for 2 class folders"),
+    ("imagefolder", "wrong type"): (lambda f, e: f / "notes.txt", lambda p: p.write_text("x"), "holds files where class folders belong: \\['notes.txt'\\]"),
+    ("imagefolder", "missing image"): (lambda f, e: f / "0001", lambda p: [x.unlink() for x in p.iterdir()], "0001: class folder holds no images"),
     ("cc3m", "missing field"): (itself, lambda p: edit_shard(p, "000000001", delete("txt")), "record key 000000001: missing member '.txt'"),
     ("cc3m", "wrong type"): (itself, lambda p: edit_shard(p, "000000001", assign("txt", b"\xff\xfe")), "record key 000000001: member '.txt' is not UTF-8"),
     ("cc3m", "missing image"): (itself, lambda p: edit_shard(p, "000000002", delete("jpg")), "record key 000000002: missing image"),

@@ -28,8 +28,12 @@ TOY_SPEC = {
         "toy_released": {"method": "meru", "backbone": "vit_s16", "data": "grit", "source": "released:meru_vit_s"},
         "toy_poinclip": {"method": "poinclip", "backbone": "vit_s16", "data": "grit", "source": "train"},
         "toy_yfcc": {"method": "clip", "backbone": "vit_s16", "data": "yfcc15m", "source": "train"},
+        "toy_sincos": {"method": "meru", "backbone": "vit_s16", "data": "grit", "source": "train",
+                       "overrides": {"steps": 10, "pos_embed": "learned"}},
         "toy_width": {"method": "meru", "backbone": "vit_s16", "data": "grit", "source": "train",
-                      "overrides": {"steps": 10, "embed_dim": 64}},
+                      "overrides": {"steps": 10, "embed_dim": 64, "init_from": "toy_curv", "freeze_encoders": True}},
+        "toy_width_of_released": {"method": "meru", "backbone": "vit_s16", "data": "grit", "source": "train",
+                                  "overrides": {"embed_dim": 64, "init_from": "toy_released"}},
         "toy_curv": {"method": "meru", "backbone": "vit_s16", "data": "grit", "source": "train",
                      "overrides": {"steps": 10, "batch_size": 8, "curv_init": 0.5, "learn_curv": False}},
     },
@@ -57,8 +61,10 @@ def toy_plan(tmp_path):
 def test_plan_skips_unrunnable_experiments_and_unregistered_tasks(toy_plan):
     plan, tmp_path = toy_plan
     metrics = tmp_path / "results" / "metrics"
-    assert plan.runnable("toy_clip") and plan.runnable("toy_curv")
-    assert not any(plan.runnable(exp) for exp in ("toy_released", "toy_poinclip", "toy_yfcc", "toy_width"))
+    assert plan.runnable("toy_clip") and plan.runnable("toy_curv") and plan.runnable("toy_width")
+    assert plan.init_checkpoint("toy_width") == [str(tmp_path / "results" / "models" / "toy_curv" / "checkpoint.pt")]
+    unrunnable = ("toy_released", "toy_poinclip", "toy_yfcc", "toy_sincos", "toy_width_of_released")
+    assert not any(plan.runnable(exp) for exp in unrunnable)
     wanted = sorted(str(metrics / "toy_clip" / f"{task}.json") for task in ("hier_imagenet", "zs_cifar10"))
     assert plan.table_inputs("toy", "table1") == wanted
     assert plan.row_inputs("toy", "table1", "x") == wanted
@@ -91,9 +97,14 @@ def runnable_pairs(specs, needs) -> set[tuple[str, str]]:
     """(experiment, task) pairs the suite can produce, judged from the specs, registries and config directly."""
     corpora = yaml.safe_load((REPO / "workflows" / "config" / "default.yaml").read_text())["corpora"]
 
+    experiments = {exp_id: e for spec in specs.values() for exp_id, e in spec.experiments.items()}
+
     def trained(e):
-        known = {"steps", "batch_size", "lr", *MODEL_OVERRIDES.get(e.method, ())}
-        return e.source == "train" and e.method in METHODS and e.data in corpora and set(e.overrides) <= known
+        known = {"steps", "batch_size", "lr", "embed_dim", "init_from", "freeze_encoders",
+                 *MODEL_OVERRIDES.get(e.method, ())}
+        start = e.overrides.get("init_from")
+        return (e.source == "train" and e.method in METHODS and e.data in corpora and set(e.overrides) <= known
+                and (start is None or trained(experiments[start])))
 
     return {(exp, task) for spec in specs.values() for exp, task in needs(spec)
             if trained(spec.experiments[exp]) and task_group(task, "smoke") is not None}

@@ -9,16 +9,15 @@ Our grounding step adds an optional ``<key>.child.parse.json``: the caption's de
 it ignore it, and shards without it read with ``parse = None``.
 """
 
-import io
 import json
-import tarfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from hypvl.errors import InputError
 from hypvl.grounding.parses import validate_parse
-from hypvl.io import atomic_write
+
+from .shards import iter_tar_samples, shard_paths, write_tar_samples
 
 
 @dataclass
@@ -53,51 +52,27 @@ def write_grounded_shards(records: Iterable[GroundedRecord], out_dir: Path, shar
 
 
 def _write_shard(records: list[GroundedRecord], path: Path) -> Path:
-    with (atomic_write(path, "wb") as handle,
-          tarfile.open(fileobj=handle, mode="w", format=tarfile.USTAR_FORMAT) as tar):
-        for rec in records:
-            members = [("child.jpg", rec.image), ("child.txt", rec.caption.encode()),
-                       ("numparents.txt", str(len(rec.boxes)).encode())]
-            for i, (crop, text) in enumerate(rec.boxes):
-                members += [(f"parent{i:03d}.jpg", crop), (f"parent{i:03d}.txt", text.encode())]
-            if rec.parse is not None:
-                members.append(("child.parse.json", json.dumps(rec.parse).encode()))
-            for suffix, data in members:
-                info = tarfile.TarInfo(f"{rec.key}.{suffix}")
-                info.size = len(data)
-                tar.addfile(info, io.BytesIO(data))
+    write_tar_samples(path, ((rec.key, _members(rec)) for rec in records))
     return path
 
 
-def iter_grounded(paths: Iterable[Path]) -> Iterator[GroundedRecord]:
-    """Stream records from grounded shards, checking each sample is complete."""
-    for path in paths:
-        yield from _iter_shard(Path(path))
+def _members(rec: GroundedRecord) -> dict[str, bytes]:
+    members = {"child.jpg": rec.image, "child.txt": rec.caption.encode(),
+               "numparents.txt": str(len(rec.boxes)).encode()}
+    for i, (crop, text) in enumerate(rec.boxes):
+        members[f"parent{i:03d}.jpg"] = crop
+        members[f"parent{i:03d}.txt"] = text.encode()
+    if rec.parse is not None:
+        members["child.parse.json"] = json.dumps(rec.parse).encode()
+    return members
 
 
-def _iter_shard(path: Path) -> Iterator[GroundedRecord]:
-    if not path.is_file():
-        raise InputError(f"{path}: grounded shard not found")
-    try:
-        with tarfile.open(path, mode="r") as tar:
-            key, parts = None, {}
-            for member in tar:
-                if not member.isfile():
-                    continue
-                name_key, _, suffix = member.name.partition(".")
-                if not suffix:
-                    raise InputError(f"{path}: member {member.name!r} has no '<key>.<part>' name")
-                if key is not None and name_key != key:
-                    yield _record(path, key, parts)
-                    parts = {}
-                key = name_key
-                parts[suffix] = tar.extractfile(member).read()
-            if key is not None:
-                yield _record(path, key, parts)
-    except tarfile.ReadError as exc:
-        raise InputError(f"{path}: not a readable tar shard ({exc})") from exc
-    except EOFError as exc:
-        raise InputError(f"{path}: shard is truncated ({exc})") from exc
+def iter_grounded(source) -> Iterator[GroundedRecord]:
+    """Stream records from grounded shards (a shard, a folder of shards, or a list of either), checking
+    each sample is complete; a truncated shard is an error naming it."""
+    for path in shard_paths(source):
+        for key, _, parts in iter_tar_samples(path):
+            yield _record(path, key, parts)
 
 
 def _record(path: Path, key: str, parts: dict[str, bytes]) -> GroundedRecord:

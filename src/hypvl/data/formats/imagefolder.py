@@ -5,6 +5,7 @@ ImageNet's WordNet-id folders map to the catalog's class order). An optional ``<
 gives one class name per line in that order; otherwise names come from the dataset catalog.
 """
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +35,9 @@ def read_imagefolder(root: Path, split: str) -> ImageFolderSet:
     split_dir = root / split
     if not split_dir.is_dir():
         raise InputError(f"{split_dir}: split folder not found (expected <root>/{split}/<class>/<image>)")
+    strays = sorted(p.name for p in split_dir.iterdir() if not p.is_dir() and not p.name.startswith("."))
+    if strays:
+        raise InputError(f"{split_dir}: holds files where class folders belong: {strays[:5]}")
     class_dirs = sorted(p.name for p in split_dir.iterdir() if p.is_dir())
     if not class_dirs:
         raise InputError(f"{split_dir}: no class folders")
@@ -50,6 +54,15 @@ def read_imagefolder(root: Path, split: str) -> ImageFolderSet:
         if len(class_names) != len(class_dirs):
             raise InputError(f"{names_file}: {len(class_names)} class names for {len(class_dirs)} class folders")
     return ImageFolderSet(root, split, class_dirs, class_names, samples)
+
+
+def iter_imagefolder(split_dir: Path, check_images: bool = True) -> Iterator[tuple[Path, int]]:
+    """(image path, label) of the split folder ``<root>/<split>``; each image is decoded when `check_images`."""
+    split_dir = Path(split_dir)
+    for path, label in read_imagefolder(split_dir.parent, split_dir.name).samples:
+        if check_images:
+            load_image(path)
+        yield path, label
 
 
 def write_imagefolder(root: Path, split: str, class_names: list[str],
