@@ -36,11 +36,12 @@ def metrics_path(metrics_dir, experiment: str, task: str) -> Path:
     return Path(metrics_dir) / experiment / f"{task}.json"
 
 
-def read_metric(path: Path, experiment: str, task: str, metric: str, scale: str) -> tuple[float, dict]:
-    """Read one metric from a metrics JSON; return (value, provenance).
+def read_metric(path: Path, experiment: str, task: str, metric: str, scale: str) -> tuple[float, dict] | None:
+    """Read one metric from a metrics JSON; return (value, provenance), or None where the JSON has no
+    such metric (the cell is then missing, e.g. a VL-CheckList group the smoke world does not write).
 
     InputError names the file when it is not JSON, belongs to another experiment, task or scale,
-    lacks the metric or provenance, or holds a non-finite value.
+    holds no metrics or provenance, or a non-finite value.
     """
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
@@ -52,9 +53,10 @@ def read_metric(path: Path, experiment: str, task: str, metric: str, scale: str)
         if record.get(key) != wanted:
             raise InputError(f"{path}: {key} is {record.get(key)!r}, expected {wanted!r}")
     metrics = record.get("metrics")
-    if not isinstance(metrics, dict) or metric not in metrics:
-        have = ", ".join(metrics) if isinstance(metrics, dict) else "none"
-        raise InputError(f"{path}: no metric {metric!r} (metrics: {have})")
+    if not isinstance(metrics, dict) or not metrics:
+        raise InputError(f"{path}: no metrics")
+    if metric not in metrics:
+        return None  # the task ran but could not compute this metric here (e.g. a group the data lacks)
     value = metrics[metric]
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise InputError(f"{path}: metric {metric!r} is {value!r}, not a finite number")
