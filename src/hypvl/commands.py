@@ -43,11 +43,9 @@ def corpus_shards(config: dict, corpus: str) -> list[Path]:
     """The shard files of training corpus `corpus` under the config's data_dir."""
     if corpus not in config["corpora"]:
         raise InputError(f"config: corpus {corpus!r} is not in `corpora` ({sorted(config['corpora'])})")
-    folder = Path(config["data_dir"]) / config["corpora"][corpus]
-    shards = sorted(folder.glob("*.tar"))
-    if not shards:
-        raise InputError(f"{folder}: no .tar shards for corpus {corpus!r}")
-    return shards
+    from hypvl.data.formats.shards import shard_paths
+
+    return shard_paths(Path(config["data_dir"]) / config["corpora"][corpus])
 
 
 def _train(args) -> None:
