@@ -266,24 +266,33 @@ def _count_best(body: dict, cells: Cells) -> Outcome:
     return Outcome(_compare(count, body["op"], body["k"]), f"{detail}; claim: {body['op']} {body['k']}")
 
 
-def _count_pairs(body: dict, cells: Cells) -> Outcome:
-    """(pair, column) cells where row a beats row b (equal values count as `ties`)."""
-    table = body["table"]
-    lower = set(body.get("lower_is_better", []))
-    wins, losses, ties, missing = 0, [], [], []
+def _pair_cells(body: dict, cells: Cells) -> tuple[list[tuple], list[str]]:
+    """(a, b, column, value of a, value of b) for every row pair and column with both numbers, and the
+    references of the cells without one."""
+    table, measured, missing = body["table"], [], []
     for a, b in body["pairs"]:
         for column in _columns(cells, table, body.get("columns")):
             left, right = cells.get(f"{table}.{a}.{column}"), cells.get(f"{table}.{b}.{column}")
             if left is None or right is None:
                 missing += [f"{table}.{row}.{column}" for row, v in ((a, left), (b, right)) if v is None]
-                continue
-            if left == right:
-                ties.append(f"{a}~{b}.{column}")
-                wins += body["ties"] == "win"
-            elif _beats(left, right, column in lower):
-                wins += 1
             else:
-                losses.append(f"{a}<{b}.{column}")
+                measured.append((a, b, column, left, right))
+    return measured, missing
+
+
+def _count_pairs(body: dict, cells: Cells) -> Outcome:
+    """(pair, column) cells where row a beats row b (equal values count as `ties`)."""
+    lower = set(body.get("lower_is_better", []))
+    wins, losses, ties = 0, [], []
+    measured, missing = _pair_cells(body, cells)
+    for a, b, column, left, right in measured:
+        if left == right:
+            ties.append(f"{a}~{b}.{column}")
+            wins += body["ties"] == "win"
+        elif _beats(left, right, column in lower):
+            wins += 1
+        else:
+            losses.append(f"{a}<{b}.{column}")
     if missing and cells.strict:
         return Outcome(None, f"{len(missing)} cells not measured", tuple(missing))
     detail = f"{wins} wins"
@@ -306,14 +315,8 @@ def _in_range(body: dict, cells: Cells) -> Outcome:
 
 
 def _max_abs_difference(body: dict, cells: Cells) -> Outcome:
-    table, gaps, missing = body["table"], [], []
-    for a, b in body["pairs"]:
-        for column in _columns(cells, table, body.get("columns")):
-            left, right = cells.get(f"{table}.{a}.{column}"), cells.get(f"{table}.{b}.{column}")
-            if left is None or right is None:
-                missing += [f"{table}.{row}.{column}" for row, v in ((a, left), (b, right)) if v is None]
-                continue
-            gaps.append((abs(left - right), f"{a}/{b}.{column}"))
+    measured, missing = _pair_cells(body, cells)
+    gaps = [(abs(left - right), f"{a}/{b}.{column}") for a, b, column, left, right in measured]
     if (missing and cells.strict) or not gaps:
         return Outcome(None, f"{len(missing)} cells not measured", tuple(missing))
     largest, where = max(gaps)
