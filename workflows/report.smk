@@ -72,3 +72,17 @@ rule index:
         f"{REPORTS}/index.md",
     shell:
         "hypvl index --reports-dir {REPORTS} --out {output}"
+
+
+rule regress:
+    # every number the tables need, checked against the pinned baseline of this scale (PASS/FAIL at the top;
+    # `hypvl regress ... --update` re-pins after a deliberate change)
+    input:
+        PLAN.metric_files(),
+        baseline=f"{config['baselines_dir']}/{SCALE}.csv",
+        tolerances=f"{config['baselines_dir']}/tolerances.yaml",
+    output:
+        f"{REPORTS}/regression.md",
+    shell:
+        "hypvl regress --metrics-dir {RESULTS}/metrics --scale {SCALE} --baseline {input.baseline}"
+        " --tolerances {input.tolerances} --whole --out {output}"

@@ -117,6 +117,10 @@ class Plan:
         specs = sorted(str(spec.path) for spec in self.specs.values())
         return self.compare_csvs() + specs
 
+    def metric_files(self) -> list[str]:
+        """Every metric JSON some table needs that the suite can compute: what the regression checks."""
+        return sorted({path for paper, table in self.tables() for path in self.table_inputs(paper, table)})
+
     def report_targets(self) -> list[str]:
         """Every table report: reports/<paper>/<table>.md."""
         return [str(self.reports / paper / f"{table}.md") for paper, table in self.tables()]

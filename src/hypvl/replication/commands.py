@@ -1,4 +1,4 @@
-"""`hypvl compare`, `hypvl report`, `hypvl claims` and `hypvl index`: the replication steps of the workflow.
+"""`hypvl compare`, `report`, `claims`, `index` and `regress`: the replication steps of the workflow.
 
 pandas and matplotlib are imported inside the handlers, so registering these commands costs every
 other `hypvl` command nothing at start-up.
@@ -48,8 +48,33 @@ def _claims(args) -> None:
     write_claims_report(specs, args.tables_dir, args.scale, args.out)
 
 
+def _regress(args) -> None:
+    """Check the measured metrics against the pinned baseline (or pin them); write the regression report."""
+    from hypvl.errors import InputError
+    from hypvl.io import atomic_write
+    from hypvl.replication.regression import (check, failures, load_policy, measured_values, read_baseline,
+                                              render_report, update_baseline)
+
+    policy = load_policy(args.tolerances)
+    measured = measured_values(args.metrics_dir, args.scale, policy)
+    if measured.empty:
+        raise InputError(f"{args.metrics_dir}: no metrics JSONs to check")
+    if args.update:
+        update_baseline(args.baseline, measured)
+        print(f"pinned {len(measured)} values in {args.baseline}")
+    checked = check(measured, read_baseline(args.baseline), policy, args.scale, whole=args.whole)
+    report = render_report(checked, args.scale, args.baseline, args.whole)
+    if args.out:
+        with atomic_write(args.out) as handle:
+            handle.write(report)
+    bad = failures(checked)
+    print(report if not args.out else f"{len(checked) - len(bad)} values ok, {len(bad)} not; see {args.out}")
+    if args.strict and not bad.empty:
+        raise SystemExit(1)
+
+
 def add_commands(subparsers) -> None:
-    """Register the `compare`, `report`, `claims` and `index` subcommands."""
+    """Register the `compare`, `report`, `claims`, `index` and `regress` subcommands."""
     expected_help = "folder holding <paper>/<table>.csv (default: expected/ beside the spec's folder)"
 
     compare = subparsers.add_parser("compare", help="join a table's printed numbers with our metric JSONs")
@@ -83,3 +108,14 @@ def add_commands(subparsers) -> None:
     index.add_argument("--reports-dir", required=True, help="reports/")
     index.add_argument("--out", required=True, help="reports/index.md")
     index.set_defaults(func=_index)
+
+    regress = subparsers.add_parser("regress", help="check measured metrics against a pinned baseline")
+    regress.add_argument("--metrics-dir", required=True, help="results/<scale>/metrics")
+    regress.add_argument("--scale", required=True, help="scale the metrics were measured at")
+    regress.add_argument("--baseline", required=True, help="baselines/<scale>.csv")
+    regress.add_argument("--tolerances", required=True, help="baselines/tolerances.yaml")
+    regress.add_argument("--whole", action="store_true", help="every pinned value must have been measured")
+    regress.add_argument("--update", action="store_true", help="pin the measured values first (re-baseline)")
+    regress.add_argument("--strict", action="store_true", help="exit 1 when a value is not ok")
+    regress.add_argument("--out", default=None, help="reports/regression.md (default: print the report)")
+    regress.set_defaults(func=_regress)

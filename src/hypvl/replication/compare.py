@@ -36,13 +36,9 @@ def metrics_path(metrics_dir, experiment: str, task: str) -> Path:
     return Path(metrics_dir) / experiment / f"{task}.json"
 
 
-def read_metric(path: Path, experiment: str, task: str, metric: str, scale: str) -> tuple[float, dict] | None:
-    """Read one metric from a metrics JSON; return (value, provenance), or None where the JSON has no
-    such metric (the cell is then missing, e.g. a VL-CheckList group the smoke world does not write).
-
-    InputError names the file when it is not JSON, belongs to another experiment, task or scale,
-    holds no metrics or provenance, or a non-finite value.
-    """
+def read_metrics_record(path: Path, experiment: str, task: str, scale: str) -> dict:
+    """The record of a metrics JSON, checked: InputError names the file when it is not JSON, belongs to
+    another experiment, task or scale, or holds no metrics or no provenance."""
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as error:
@@ -55,16 +51,29 @@ def read_metric(path: Path, experiment: str, task: str, metric: str, scale: str)
     metrics = record.get("metrics")
     if not isinstance(metrics, dict) or not metrics:
         raise InputError(f"{path}: no metrics")
-    if metric not in metrics:
-        return None  # the task ran but could not compute this metric here (e.g. a group the data lacks)
-    value = metrics[metric]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise InputError(f"{path}: metric {metric!r} is {value!r}, not a finite number")
     provenance = record.get("provenance")
     required = ("config_hash", "git_commit", "date")
     if not isinstance(provenance, dict) or any(key not in provenance for key in required):
         raise InputError(f"{path}: provenance must give config_hash, git_commit and date")
-    return float(value), provenance
+    return record
+
+
+def metric_value(path: Path, record: dict, metric: str) -> float:
+    """A metric of a checked record as a float; InputError names the file when it is not a finite number."""
+    value = record["metrics"][metric]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InputError(f"{path}: metric {metric!r} is {value!r}, not a finite number")
+    return float(value)
+
+
+def read_metric(path: Path, experiment: str, task: str, metric: str, scale: str) -> tuple[float, dict] | None:
+    """Read one metric from a metrics JSON; return (value, provenance), or None where the JSON has no
+    such metric (the cell is then missing, e.g. a VL-CheckList group the smoke world does not write).
+    Errors as `read_metrics_record`, or a non-finite value."""
+    record = read_metrics_record(path, experiment, task, scale)
+    if metric not in record["metrics"]:
+        return None  # the task ran but could not compute this metric here (e.g. a group the data lacks)
+    return metric_value(path, record, metric), record["provenance"]
 
 
 def joined(values) -> str:

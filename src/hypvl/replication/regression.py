@@ -1,0 +1,178 @@
+"""Regression of measured numbers against a pinned baseline (`baselines/<scale>.csv`).
+
+Every metric of every metrics JSON under `results/<scale>/metrics` is one value (experiment, task,
+metric), its sample count another (metric `n_samples`, which must match exactly), and for the groups
+whose policy gives `mean_atol`, the mean of each metric over the group's tasks a third (task
+`mean:<group>`, e.g. an experiment's mean zero-shot accuracy over the 20 sets). Single values move a
+little across CPUs, a real change (a loss term, a prompt, a split) moves whole groups, so the means are
+pinned more tightly than single values. The policy (`baselines/tolerances.yaml`) gives per group an
+`atol`, optionally an `rtol` (allowed = atol + rtol * |baseline|), per-metric `metrics` overrides and
+`mean_atol`; metrics listed under `ignore` (search diagnostics such as the probe's chosen C) are not pinned.
+
+Status of each value: `ok`, `drift` (outside its tolerance), `unpinned` (measured, not in the baseline)
+or `missing` (pinned, not measured; a failure only when the whole baseline is checked).
+"""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from hypvl.errors import InputError
+from hypvl.evaluate.tasks import task_group
+from hypvl.io import atomic_write
+from hypvl.replication.compare import metric_value, read_metrics_record
+
+KEY = ["experiment", "task", "metric"]
+SAMPLE_COUNT = "n_samples"
+MEAN_PREFIX = "mean:"
+STATUSES = ("drift", "unpinned", "missing", "ok")
+
+
+@dataclass(frozen=True)
+class GroupPolicy:
+    atol: float
+    rtol: float = 0.0
+    metrics: dict | None = None
+    mean_atol: float | None = None
+
+    def allowed(self, metric: str, baseline: float) -> float:
+        if metric == SAMPLE_COUNT:
+            return 0.0
+        atol = (self.metrics or {}).get(metric, self.atol)
+        return atol + self.rtol * abs(baseline)
+
+
+@dataclass(frozen=True)
+class Policy:
+    groups: dict[str, GroupPolicy]
+    ignore: frozenset[str]
+
+    def group(self, name: str, path) -> GroupPolicy:
+        if name not in self.groups:
+            raise InputError(f"{path}: the tolerance policy has no group {name!r}")
+        return self.groups[name]
+
+
+def load_policy(path) -> Policy:
+    """Read `tolerances.yaml`; InputError names the file and the bad entry."""
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as error:
+        raise InputError(f"{path}: cannot read the tolerance policy: {error}") from None
+    if not isinstance(raw, dict) or not isinstance(raw.get("groups"), dict):
+        raise InputError(f"{path}: expected a mapping with a 'groups' mapping")
+    groups = {}
+    for name, entry in raw["groups"].items():
+        try:
+            groups[name] = GroupPolicy(**entry)
+        except TypeError as error:
+            raise InputError(f"{path}: group {name!r}: {error}") from None
+    return Policy(groups, frozenset(raw.get("ignore", ())))
+
+
+def measured_values(metrics_dir, scale: str, policy: Policy) -> pd.DataFrame:
+    """(experiment, task, metric, value) of every metrics JSON under `metrics_dir`, plus sample counts
+    and group means; each JSON is checked against its folder (experiment) and file name (task)."""
+    rows = []
+    for path in sorted(Path(metrics_dir).glob("*/*.json")):
+        experiment, task = path.parent.name, path.stem
+        record = read_metrics_record(path, experiment, task, scale)
+        group = task_group(task, scale)
+        if group is None:
+            raise InputError(f"{path}: {task!r} is not a task of the suite at scale {scale!r}")
+        policy.group(group, path)
+        rows += [(experiment, task, group, metric, metric_value(path, record, metric))
+                 for metric in record["metrics"] if metric not in policy.ignore]
+        rows.append((experiment, task, group, SAMPLE_COUNT, float(record["n_samples"])))
+    frame = pd.DataFrame(rows, columns=["experiment", "task", "group", "metric", "value"])
+    means = [frame[(frame["group"] == group) & (frame["metric"] != SAMPLE_COUNT)]
+             .groupby(["experiment", "metric"], as_index=False)["value"].mean()
+             .assign(task=MEAN_PREFIX + group, group=group)
+             for group, entry in policy.groups.items() if entry.mean_atol is not None]
+    return pd.concat([frame, *means], ignore_index=True)[KEY + ["group", "value"]]
+
+
+def read_baseline(path) -> pd.DataFrame:
+    """The pinned values; InputError names the file when it is unreadable or its columns are wrong."""
+    try:
+        frame = pd.read_csv(path, dtype={"experiment": str, "task": str, "metric": str})
+    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as error:
+        raise InputError(f"{path}: cannot read the baseline: {error}") from None
+    if list(frame.columns) != KEY + ["value"]:
+        raise InputError(f"{path}: columns are {list(frame.columns)}, expected {KEY + ['value']}")
+    if frame["value"].isna().any() or frame.duplicated(KEY).any():
+        raise InputError(f"{path}: every (experiment, task, metric) needs exactly one numeric value")
+    return frame
+
+
+def check(measured: pd.DataFrame, baseline: pd.DataFrame, policy: Policy, scale: str, whole: bool) -> pd.DataFrame:
+    """One line per value in either frame: baseline, measured, allowed difference and status.
+    `whole`: every pinned value must have been measured (otherwise unmeasured ones are dropped)."""
+    joined = measured.rename(columns={"value": "measured"}).merge(
+        baseline.rename(columns={"value": "baseline"}), on=KEY, how="outer")
+    if not whole:
+        joined = joined[joined["measured"].notna()]
+    group_of = joined["task"].map(lambda task: task.removeprefix(MEAN_PREFIX) if task.startswith(MEAN_PREFIX)
+                                  else task_group(task, scale) or "")
+    joined["group"] = joined["group"].fillna(group_of)
+
+    def allowed(row) -> float:
+        entry = policy.groups.get(row.group)
+        if entry is None or pd.isna(row.baseline):
+            return float("nan")
+        if row.task.startswith(MEAN_PREFIX):
+            return entry.mean_atol
+        return entry.allowed(row.metric, row.baseline)
+
+    joined["allowed"] = [allowed(row) for row in joined.itertuples()]
+    joined["difference"] = joined["measured"] - joined["baseline"]
+    joined["status"] = "ok"
+    joined.loc[joined["difference"].abs() > joined["allowed"] + 1e-9, "status"] = "drift"
+    joined.loc[joined["baseline"].isna(), "status"] = "unpinned"
+    joined.loc[joined["measured"].isna(), "status"] = "missing"
+    return joined.sort_values(KEY, ignore_index=True)
+
+
+def failures(checked: pd.DataFrame) -> pd.DataFrame:
+    return checked[checked["status"] != "ok"]
+
+
+def update_baseline(path, measured: pd.DataFrame) -> pd.DataFrame:
+    """Pin the measured values: replace every pinned (experiment, task) that was measured, keep the rest."""
+    path = Path(path)
+    fresh = measured[KEY + ["value"]]
+    if path.exists():
+        old = read_baseline(path)
+        remeasured = old.set_index(["experiment", "task"]).index.isin(
+            fresh.set_index(["experiment", "task"]).index)
+        fresh = pd.concat([old[~remeasured], fresh], ignore_index=True)
+    fresh = fresh.sort_values(KEY, ignore_index=True)
+    with atomic_write(path) as handle:
+        fresh.to_csv(handle, index=False, float_format="%.6f")
+    return fresh
+
+
+def render_report(checked: pd.DataFrame, scale: str, baseline_path, whole: bool) -> str:
+    """Markdown: a verdict line, counts per status and group, and every value that is not ok."""
+    bad = failures(checked)
+    verdict = "PASS" if bad.empty else "FAIL"
+    lines = [f"# Regression at scale `{scale}`: {verdict}", "",
+             f"Baseline `{baseline_path}`; {'every pinned value checked' if whole else 'measured values only'}.", "",
+             "| group | " + " | ".join(STATUSES) + " |", "|---|" + "---:|" * len(STATUSES)]
+    counts = checked.groupby(["group", "status"]).size().unstack(fill_value=0)
+    for group, row in counts.iterrows():
+        lines.append(f"| {group} | " + " | ".join(str(int(row.get(s, 0))) for s in STATUSES) + " |")
+    if not bad.empty:
+        lines += ["", "| experiment | task | metric | baseline | measured | difference | allowed | status |",
+                  "|---|---|---|---:|---:|---:|---:|---|"]
+        for row in bad.itertuples():
+            lines.append(f"| {row.experiment} | {row.task} | {row.metric} | {_number(row.baseline)} | "
+                         f"{_number(row.measured)} | {_number(row.difference)} | {_number(row.allowed)} | {row.status} |")
+    return "\n".join(lines) + "\n"
+
+
+def _number(value) -> str:
+    return "" if pd.isna(value) else f"{value:.4g}"
