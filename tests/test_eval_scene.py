@@ -9,6 +9,8 @@ import torch
 from hypvl.data.formats.imagefolder import load_image
 from hypvl.data.formats.vg_attribution import AttributionItem, write_vg_attribution
 from hypvl.data.formats.vlchecklist import CheckListItem, write_corpus, write_vlchecklist
+from hypvl.data.synthetic.evalsets import write_vlchecklist_sets
+from hypvl.data.synthetic.settings import WorldSettings
 from hypvl.data.transforms import resize_center_crop
 from hypvl.evaluate import scene
 from hypvl.evaluate.metrics import NonFiniteEmbeddingError
@@ -78,6 +80,16 @@ def test_checklist_caps_items_per_corpus(tmp_path):
     ok = _correct(ctx.model, ctx.tokenizer, [load_image(it.image) for it in items],
                   [it.positives[0] for it in items], [it.negatives[0] for it in items])
     assert result.n_samples == 2 and result.metrics["accuracy"] == pytest.approx(50 * sum(ok), abs=1e-6)
+
+
+def test_smoke_world_checklist_has_the_syntax_vse_table3_groups(tmp_path):
+    write_vlchecklist_sets(WorldSettings(vlchecklist_per_group=2), tmp_path / "vlc")
+    ctx = context("clip", tmp_path, {"vlchecklist": "vlc"})
+    for task, groups in (("vlc_attribute", {"color", "size", "material", "state", "action"}),
+                         ("vlc_relation", {"spatial", "action"})):
+        result = scene.run(ctx, task)
+        assert set(result.metrics) == {"accuracy"} | groups and result.n_samples == 2 * len(groups)
+        assert result.metrics["accuracy"] == pytest.approx(sum(result.metrics[g] for g in groups) / len(groups))
 
 
 def _attribution(tmp_path, g):

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import networkx as nx
+import numpy as np
 import pytest
 from pycocotools.coco import COCO
 
@@ -26,7 +27,7 @@ from hypvl.data.formats.redcaps import read_redcaps
 from hypvl.data.formats.vg_attribution import read_vg_attribution
 from hypvl.data.formats.vlchecklist import read_vlchecklist_corpus
 from hypvl.data.formats.wordnet_isa import read_wordnet_isa
-from hypvl.data.synthetic import world
+from hypvl.data.synthetic import evalsets, render, world
 from hypvl.data.synthetic.build import build_world
 from hypvl.data.synthetic.captions import SUBREDDITS
 from hypvl.data.synthetic.classification import ALL_CLASSIFICATION_SETS, CLASSIFICATION_SETS, MERU_EXTRA_SETS
@@ -142,7 +143,8 @@ def test_vlchecklist_corpora(tiny):
     groups = {str(p.relative_to(root / "corpus" / "v1").parent) for p in yamls}
     assert {"Object/Size/small", "Object/Size/medium", "Object/Size/large", "Object/Location/center",
             "Object/Location/mid", "Object/Location/margin", "Attribute/color", "Attribute/size",
-            "Attribute/material", "Relation/spatial"} == groups
+            "Attribute/material", "Attribute/state", "Attribute/action", "Relation/spatial",
+            "Relation/action"} == groups
     for path in yamls:
         corpus, items = read_vlchecklist_corpus(path)
         assert len(items) == TINY.vlchecklist_per_group
@@ -153,6 +155,64 @@ def test_vlchecklist_corpora(tiny):
                 assert sum(a != b for a, b in zip(pos[1:], neg[1:])) == 1  # one word swapped
             else:  # the relation words change, the objects stay
                 assert (pos[1], pos[-1]) == (neg[1], neg[-1])
+
+
+LOOK_WORDS = {"Attribute/state": {"bright", "faded"}, "Attribute/action": {"resting", "moving"},
+              "Relation/action": {"carrying", "ignoring"}}
+
+
+@pytest.mark.parametrize("group", sorted(LOOK_WORDS))
+def test_vlchecklist_state_and_action_captions_swap_only_that_word(tiny, group):
+    _, items = read_vlchecklist_corpus(tiny / DATASETS["vlchecklist"] / "corpus" / "v1" / group / "vg.yaml")
+    assert len(items) == TINY.vlchecklist_per_group
+    for item in items:
+        pos, neg = item.positives[0].split(), item.negatives[0].split()
+        swapped = [(a, b) for a, b in zip(pos, neg) if a != b]
+        assert len(pos) == len(neg) and len(swapped) == 1 and set(swapped[0]) == LOOK_WORDS[group]
+
+
+def _looks(group: str, count: int = 24) -> dict[str, list[render.Picture]]:
+    """The first `count` pictures of an Attribute group, by the state or action their POS names."""
+    pictures: dict[str, list[render.Picture]] = {}
+    for index in range(count):
+        picture, pos, _ = evalsets._attribute_item(TINY, group, index)
+        pictures.setdefault(pos.split()[1], []).append(picture)
+    return pictures
+
+
+def test_faded_objects_sit_halfway_to_grey_bright_ones_do_not():
+    pictures = _looks("state")
+    assert set(pictures) == {"bright", "faded"}
+    for word, group in pictures.items():
+        for picture in group:  # every palette colour, and a texture's dark pixels, lie over 64 from grey
+            obj = picture.objects[0]
+            pixels = np.asarray(picture.image, dtype=np.float32)[render.object_mask(obj, TINY.image_size)]
+            assert (np.abs(pixels - 128).max() <= 64) == (word == "faded")
+
+
+def _horizontal_energy(picture: render.Picture) -> float:
+    """Mean squared difference of horizontal neighbours inside the object's box."""
+    x1, y1, x2, y2 = picture.objects[0].box
+    box = np.asarray(picture.image, dtype=np.float32)[y1:y2 + 1, x1:x2 + 1]
+    return float((np.diff(box, axis=1) ** 2).mean())
+
+
+def test_moving_objects_are_smeared_along_x():
+    energy = {word: np.median([_horizontal_energy(p) for p in group]) for word, group in _looks("action").items()}
+    assert set(energy) == {"moving", "resting"} and 4 * energy["moving"] < energy["resting"]
+
+
+def test_carried_objects_overlap_the_carriers_top_ignored_ones_stand_apart():
+    words = set()
+    for index in range(16):
+        picture, pos, _ = evalsets._relation_item(TINY, "action", index)
+        (ax1, ay1, ax2, ay2), (bx1, by1, bx2, by2) = (obj.box for obj in picture.objects)
+        words.add(word := pos.split()[2])
+        overlap = min(ax2, bx2) > max(ax1, bx1) and min(ay2, by2) > max(ay1, by1)
+        assert overlap == (word == "carrying")
+        if overlap:  # the carried object straddles the carrier's top edge
+            assert by1 < ay1 < by2
+    assert words == {"carrying", "ignoring"}
 
 
 def test_vg_attribution_pairs(tiny):

@@ -2,13 +2,18 @@
 
 Retrieval (COCO captions val2017, Flickr30K Karpathy), detection (COCO instances with the 48/17
 split; `world.COCO_CATEGORY_OF` says which concepts play which COCO categories), VL-CheckList
-(Object size and location groups, Attribute color/size/material, Relation spatial), ARO
-VG-Attribution, HierarCaps (test chains and train positives/negatives), the WordNet-like is-a
-file, HyperLex-like graded pairs and a BREEDS-like hierarchy with superclass splits.
+(Object size and location groups, Attribute color/size/material/state/action, Relation
+spatial/action), ARO VG-Attribution, HierarCaps (test chains and train positives/negatives), the
+WordNet-like is-a file, HyperLex-like graded pairs and a BREEDS-like hierarchy with superclass splits.
 
 VL-CheckList's object size and location groups (HyCoCLIP App. E.1) use the paper's rules with its
 pixel thresholds scaled from a 224-pixel view to the smoke picture (x image_size/224): at 64 px
 "small" is a box area below 9.1^2 (the world's tiny objects), "large" above 27.4^2.
+
+Its Attribute state and action and Relation action groups are visual stand-ins, a seeded coin
+picking which of two each item shows: an object "bright" (drawn as usual) or "faded" (blended halfway
+to grey), "resting" or "moving" (smeared along x), and "a X carrying a Y" (Y drawn overlapping the
+top of X) or "a X ignoring a Y" (the two far apart).
 """
 
 import itertools
@@ -53,9 +58,11 @@ COCO_SUPERCATEGORIES = {
 }  # fmt: skip  (COCO 2017 supercategories of the 65 split classes)
 VLC_SIZE_GROUPS = ("small", "medium", "large")
 VLC_LOCATION_GROUPS = ("center", "mid", "margin")
-VLC_ATTRIBUTES = ("color", "size", "material")  # material: the world's surface patterns (textures)
-SPATIAL = {"to the left of": "to the right of", "to the right of": "to the left of",
-           "above": "below", "below": "above"}
+VLC_ATTRIBUTES = ("color", "size", "material", "state", "action")  # material: the world's textures
+VLC_LOOKS = {"state": ("bright", "faded"), "action": ("resting", "moving")}  # the first: drawn as usual
+VLC_RELATIONS = ("spatial", "action")
+OPPOSITE = {"to the left of": "to the right of", "to the right of": "to the left of",
+            "above": "below", "below": "above", "carrying": "ignoring", "ignoring": "carrying"}
 
 
 def save_image(image: Image.Image, path: Path) -> Path:
@@ -162,8 +169,8 @@ def _location_box(rng, group: str, size: int) -> tuple[int, int, int, int]:
     raise RuntimeError(f"no {side}-px box fits VL-CheckList location group {group!r} at {size} px")
 
 
-def _object_item(settings: WorldSettings, kind: str, group: str, index: int) -> tuple[Image.Image, str, str]:
-    """(image, POS, NEG) of an Object item whose object falls in `group` of `kind` (size: tiny, small
+def _object_item(settings: WorldSettings, kind: str, group: str, index: int) -> tuple[render.Picture, str, str]:
+    """(picture, POS, NEG) of an Object item whose object falls in `group` of `kind` (size: tiny, small
     or large objects, with a second small object half the time; location: one small object placed
     in the group's ring); NEG names the object as a concept of another category."""
     rng = rng_for(settings.seed, f"vlc/{kind}/{group}", index)
@@ -183,43 +190,80 @@ def _object_item(settings: WorldSettings, kind: str, group: str, index: int) -> 
     tail = captions.scene_tail(pic)
     pos = captions.with_article([target.texture, _leaf_phrase(target, level)]) + tail
     neg = captions.with_article([target.texture, _other_noun(rng, target, level)]) + tail
-    return pic.image, pos, neg
+    return pic, pos, neg
 
 
-def _attribute_item(settings: WorldSettings, attribute: str, index: int) -> tuple[Image.Image, str, str]:
-    """(image, POS, NEG) of a one-object picture; NEG gives the object a wrong colour, size or pattern."""
+def _show(image: Image.Image, obj: render.Placed, look: str, size: int) -> Image.Image:
+    """`image` with its object faded or smeared (over size/8 pixels) as `look` says, else as is."""
+    if look == "faded":
+        return render.fade(image, render.object_mask(obj, size))
+    if look == "moving":
+        return render.smear(image, obj.box, size // 8)
+    return image
+
+
+def _attribute_item(settings: WorldSettings, attribute: str, index: int) -> tuple[render.Picture, str, str]:
+    """(picture, POS, NEG) of a one-object picture; NEG gives the object a wrong colour, size or
+    pattern, or the other state or action (`VLC_LOOKS`: a seeded coin picks one, the pixels show it)."""
     rng = rng_for(settings.seed, f"vlc/attribute/{attribute}", index)
     obj = random_object(rng, leaf_concepts())
     pic = _picture(rng, [obj], settings.image_size, country_p=0.0)
     noun = _leaf_phrase(obj, int(rng.choice(2)))
-    true_word = {"color": obj.concept.colour, "size": obj.size, "material": obj.texture}[attribute]
-    choices = {"color": sorted(COLOURS), "size": ["small", "large"], "material": TEXTURES}[attribute]
+    if attribute in VLC_LOOKS:
+        true_word = VLC_LOOKS[attribute][int(rng.random() < 0.5)]
+        pic.image = _show(pic.image, obj, true_word, settings.image_size)
+    else:
+        true_word = {"color": obj.concept.colour, "size": obj.size, "material": obj.texture}[attribute]
+    choices = {"color": sorted(COLOURS), "size": ["small", "large"], "material": TEXTURES, **VLC_LOOKS}[attribute]
     wrong = [w for w in choices if w != true_word]
     tail = captions.scene_tail(pic)
-    return (pic.image, captions.with_article([true_word, noun]) + tail,
+    return (pic, captions.with_article([true_word, noun]) + tail,
             captions.with_article([wrong[rng.integers(len(wrong))], noun]) + tail)
 
 
-def _relation_item(settings: WorldSettings, index: int) -> tuple[Image.Image, str, str]:
-    """(image, POS, NEG) of two objects side by side or stacked; NEG states the opposite relation."""
-    rng = rng_for(settings.seed, "vlc/relation/spatial", index)
-    size, leaves = settings.image_size, leaf_concepts()
-    first = random_object(rng, leaves, size="small")
-    second = random_object(rng, [c for c in leaves if c.basic != first.concept.basic], size="small")
-    pic = render.Picture(scene=str(rng.choice(list(SCENES))), objects=[first, second])
-    side = int(round(size * 0.34))
+Corner = tuple[int, int]
+
+
+def _spatial_layout(rng, side: int, size: int) -> tuple[Corner, Corner, str]:
+    """Top-left corners of two boxes near opposite edges, side by side or stacked, and the first's
+    relation to the second."""
     horizontal = rng.random() < 0.5
     lo, hi = int(rng.integers(0, size // 8)), int(rng.integers(size - side - size // 8, size - side + 1))
     across = int(rng.integers(0, size - side + 1))
     a, b = (lo, hi) if rng.random() < 0.5 else (hi, lo)
     corner = (lambda p: (p, across)) if horizontal else (lambda p: (across, p))
-    for obj, p in ((first, a), (second, b)):
-        x, y = corner(p)
+    relation = ("to the left of" if a < b else "to the right of") if horizontal else ("above" if a < b else "below")
+    return corner(a), corner(b), relation
+
+
+def _action_layout(rng, side: int, size: int) -> tuple[Corner, Corner, str]:
+    """Corners for "carrying" (the first in the lower half, the second overlapping its top third) or
+    "ignoring" (far apart, as `_spatial_layout`), a coin each, and that word."""
+    if rng.random() < 0.5:
+        return *_spatial_layout(rng, side, size)[:2], "ignoring"
+    x, y = int(rng.integers(0, size - side + 1)), int(rng.integers(size // 2, size - side + 1))
+    carried_x = int(np.clip(x + rng.integers(-(side // 4), side // 4 + 1), 0, size - side))
+    return (x, y), (carried_x, y - 2 * side // 3), "carrying"
+
+
+RELATION_LAYOUTS = {"spatial": _spatial_layout, "action": _action_layout}
+
+
+def _relation_item(settings: WorldSettings, relation: str, index: int) -> tuple[render.Picture, str, str]:
+    """(picture, POS, NEG) of two objects of different basic categories placed by `relation`'s
+    layout; NEG states the opposite relation."""
+    rng = rng_for(settings.seed, f"vlc/relation/{relation}", index)
+    size, leaves = settings.image_size, leaf_concepts()
+    first = random_object(rng, leaves, size="small")
+    second = random_object(rng, [c for c in leaves if c.basic != first.concept.basic], size="small")
+    pic = render.Picture(scene=str(rng.choice(list(SCENES))), objects=[first, second])
+    side = int(round(size * 0.34))
+    *corners, word = RELATION_LAYOUTS[relation](rng, side, size)
+    for obj, (x, y) in zip((first, second), corners):
         obj.box = (x, y, x + side, y + side)
     render.draw(pic, size, rng)
-    relation = ("to the left of" if a < b else "to the right of") if horizontal else ("above" if a < b else "below")
     subject, obj_noun = first.concept.name, second.concept.name
-    return (pic.image, f"a {subject} {relation} a {obj_noun}", f"a {subject} {SPATIAL[relation]} a {obj_noun}")
+    return pic, f"a {subject} {word} a {obj_noun}", f"a {subject} {OPPOSITE[word]} a {obj_noun}"
 
 
 def write_vlchecklist_sets(settings: WorldSettings, root: Path) -> dict:
@@ -236,13 +280,15 @@ def write_vlchecklist_sets(settings: WorldSettings, root: Path) -> dict:
     for attribute in VLC_ATTRIBUTES:
         corpora.append((f"Attribute/{attribute}/vg.yaml", f"Attribute/vg/{attribute}.json",
                         lambda i, a=attribute: _attribute_item(settings, a, i)))
-    corpora.append(("Relation/spatial/vg.yaml", "Relation/vg/spatial.json", lambda i: _relation_item(settings, i)))
+    for relation in VLC_RELATIONS:
+        corpora.append((f"Relation/{relation}/vg.yaml", f"Relation/vg/{relation}.json",
+                        lambda i, r=relation: _relation_item(settings, r, i)))
     image_root, counts, number = root / "vg", {}, 1
     for yaml_name, annotation, draw in corpora:
         items = []
         for i in range(settings.vlchecklist_per_group):
-            image, pos, neg = draw(i)
-            path = save_image(image, image_root / "VG_100K" / f"{number}.jpg")
+            pic, pos, neg = draw(i)
+            path = save_image(pic.image, image_root / "VG_100K" / f"{number}.jpg")
             number += 1
             items.append(CheckListItem(path, (pos,), (neg,)))
         write_vlchecklist(root / "data" / annotation, items, image_root)

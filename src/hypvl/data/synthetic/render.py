@@ -4,6 +4,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from PIL import Image, ImageDraw
+from scipy.ndimage import uniform_filter1d
 
 from .world import COLOURS, COUNTRIES, SCENES, SIZES, Concept
 
@@ -63,6 +64,11 @@ def _shape_mask(shape: str, box: tuple[int, int, int, int], size: int) -> np.nda
     return np.asarray(mask_img) > 0
 
 
+def object_mask(obj: Placed, size: int) -> np.ndarray:
+    """The (size, size) boolean mask of the pixels `obj`'s shape covers."""
+    return _shape_mask(obj.concept.shape, obj.box, size)
+
+
 def _texture_mask(texture: str, size: int) -> np.ndarray:
     """Where a texture darkens the object's colour."""
     yy, xx = np.mgrid[0:size, 0:size]
@@ -112,9 +118,26 @@ def draw(picture: Picture, size: int, rng: np.random.Generator) -> Image.Image:
     for obj in picture.objects:
         colour = np.array(COLOURS[obj.concept.colour], dtype=np.float32)
         shaded = colour * 0.2
-        mask = _shape_mask(obj.concept.shape, obj.box, size)
+        mask = object_mask(obj, size)
         dark = mask & _texture_mask(obj.texture, size)
         canvas[mask] = colour + rng.normal(0.0, 6.0, 3)
         canvas[dark] = shaded
     picture.image = Image.fromarray(np.clip(canvas, 0, 255).astype(np.uint8))
     return picture.image
+
+
+def fade(image: Image.Image, mask: np.ndarray) -> Image.Image:
+    """`image` with the pixels under `mask` blended halfway toward mid-grey."""
+    pixels = np.asarray(image, dtype=np.float32).copy()
+    pixels[mask] = (pixels[mask] + 128.0) / 2
+    return Image.fromarray(np.rint(pixels).astype(np.uint8))
+
+
+def smear(image: Image.Image, box: tuple[int, int, int, int], length: int) -> Image.Image:
+    """`image` with a horizontal motion smear: the rows of `box`, widened by `length` on either side,
+    averaged over `length` pixels along x only."""
+    x1, y1, x2, y2 = box
+    pixels = np.asarray(image, dtype=np.float32).copy()
+    region = np.s_[y1:y2 + 1, max(x1 - length, 0):x2 + length + 1]
+    pixels[region] = uniform_filter1d(pixels[region], length, axis=1, mode="nearest")
+    return Image.fromarray(np.rint(pixels).astype(np.uint8))
