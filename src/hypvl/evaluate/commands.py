@@ -13,6 +13,7 @@ def evaluate_group(args) -> None:
     """Compute every task of `args.group` (or `args.tasks`) and write `<out_dir>/<task>.json` for each."""
     import torch
 
+    from hypvl.devices import on_device, select_device
     from hypvl.evaluate.context import EvalContext
     from hypvl.evaluate.results import write_metrics
     from hypvl.models.encoders import Tokenizer
@@ -28,6 +29,7 @@ def evaluate_group(args) -> None:
                          f"(it has {available})")
     torch.set_num_threads(args.threads)
     model, recipe = load_checkpoint(args.checkpoint)
+    model = on_device(model, select_device(config["eval"]["device"]))
     model_cfg = recipe["model_cfg"]
     options = {"vg_attribution_min_count": args.vg_attribution_min_count}
     ctx = EvalContext(model, Tokenizer(model_cfg["text"]["context_length"]), model_cfg["image_size"], config, options)

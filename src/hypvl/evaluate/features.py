@@ -60,11 +60,7 @@ def image_embeddings(model, load: Callable[[int], Image.Image], count: int,
 def trunk_features(model, load: Callable[[int], Image.Image], count: int,
                    view: Callable[[Image.Image], Image.Image], batch_size: int, name: str) -> torch.Tensor:
     """(count, width) visual trunk outputs, before the projection (linear-probe features)."""
-
-    def encode(images: torch.Tensor) -> torch.Tensor:
-        return model.visual((images - model.pixel_mean) / model.pixel_std)
-
-    return encode_images(encode, load, count, view, batch_size, f"{name} trunk features")
+    return encode_images(model.trunk_features, load, count, view, batch_size, f"{name} trunk features")
 
 
 @torch.no_grad()

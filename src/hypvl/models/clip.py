@@ -39,9 +39,13 @@ class CLIP(nn.Module):
         with torch.no_grad():
             self.logit_scale.clamp_(max=MAX_LOGIT_SCALE)
 
+    def trunk_features(self, images: torch.Tensor) -> torch.Tensor:
+        """(B, 3, H, W) in [0, 1] -> (B, width) image-encoder output before the projection."""
+        return self.visual((images - self.pixel_mean) / self.pixel_std)
+
     def image_features(self, images: torch.Tensor) -> torch.Tensor:
         """(B, 3, H, W) in [0, 1] -> (B, embed_dim) projected, not yet normalised or lifted."""
-        return self.visual_proj(self.visual((images - self.pixel_mean) / self.pixel_std))
+        return self.visual_proj(self.trunk_features(images))
 
     def text_features(self, tokens: torch.Tensor) -> torch.Tensor:
         """(B, L) token ids -> (B, embed_dim) projected, not yet normalised or lifted."""

@@ -10,6 +10,7 @@ import torch
 from tqdm import tqdm
 
 from hypvl.errors import InputError
+from hypvl.devices import select_device
 from hypvl.io import atomic_write
 from hypvl.models.build import build_model
 from hypvl.models.encoders import Tokenizer
@@ -44,13 +45,6 @@ def resolve_schedule(overrides: dict, train_cfg: dict) -> Schedule:
     batch = max(2, round(overrides.get("batch_size", train_cfg["paper_batch_size"]) * train_cfg["batch_size_scale"]))
     warmup = max(1, round(steps * min(1.0, train_cfg["paper_warmup"] / paper_steps)))
     return Schedule(steps, batch, warmup, overrides.get("lr", train_cfg["lr"]))
-
-
-def select_device(name: str) -> torch.device:
-    """`auto`: the GPU where there is one, else the CPU; or `cpu` / `cuda` as named."""
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(name)
 
 
 def stream_mode(method: str, boxes: bool) -> str:

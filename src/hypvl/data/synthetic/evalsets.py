@@ -262,8 +262,8 @@ def _relation_item(settings: WorldSettings, relation: str, index: int) -> tuple[
     for obj, (x, y) in zip((first, second), corners):
         obj.box = (x, y, x + side, y + side)
     render.draw(pic, size, rng)
-    subject, obj_noun = first.concept.name, second.concept.name
-    return pic, f"a {subject} {word} a {obj_noun}", f"a {subject} {OPPOSITE[word]} a {obj_noun}"
+    subject, obj_noun = (captions.with_article([obj.concept.name]) for obj in (first, second))
+    return pic, f"{subject} {word} {obj_noun}", f"{subject} {OPPOSITE[word]} {obj_noun}"
 
 
 def write_vlchecklist_sets(settings: WorldSettings, root: Path) -> dict:

@@ -1,0 +1,48 @@
+"""Evaluation devices: the encoders of an `OnDevice` view run on a replica, everything else is the CPU model's.
+
+No accelerator here, so the view is built for the CPU explicitly: the routing (which calls reach the
+replica, which the model) and the end-to-end equality of a task's metrics are what can be checked.
+"""
+
+import pytest
+import torch
+
+from hypvl.devices import ENCODERS, OnDevice, on_device, select_device
+from hypvl.evaluate import stats
+
+from test_eval_helpers import SIZE, context, tiny
+from test_eval_stats import DATASETS, _coco
+
+
+def test_cpu_evaluation_uses_the_model_itself():
+    model, _ = tiny("meru")
+    assert on_device(model, torch.device("cpu")) is model
+    assert select_device("cpu") == torch.device("cpu")
+    assert select_device("auto") == torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+@pytest.mark.parametrize("method", ["clip", "hycoclip"])
+def test_encoders_run_on_the_replica_and_the_rest_on_the_model(method):
+    model, tokenizer = tiny(method)
+    view = OnDevice(model, torch.device("cpu"))
+    images, tokens = torch.rand(2, 3, SIZE, SIZE), tokenizer(["a dog", "a cat"])
+    with torch.no_grad():
+        for name, inputs in (("image_features", images), ("trunk_features", images), ("encode_image", images),
+                             ("text_features", tokens), ("encode_text", tokens)):
+            assert torch.equal(getattr(view, name)(inputs), getattr(model, name)(inputs)), name
+        for parameter in view.replica.parameters():
+            parameter.add_(0.5)  # the replica alone changes: encoders follow it, scoring does not
+        assert not torch.allclose(view.encode_image(images), model.encode_image(images))
+        assert not torch.allclose(view.text_features(tokens), model.text_features(tokens))
+    assert view.similarity == model.similarity and view.embed_text == model.embed_text
+    assert view.logit_scale is model.logit_scale
+    assert view.replica is not model and set(ENCODERS) <= set(dir(model))
+
+
+@pytest.mark.parametrize("method", ["clip", "meru"])
+def test_a_task_on_the_view_matches_the_task_on_the_model(tmp_path, method):
+    _coco(tmp_path)
+    ctx = context(method, tmp_path, DATASETS)
+    direct = stats.run(ctx, "stats_radius")
+    ctx.model = OnDevice(ctx.model, torch.device("cpu"))
+    assert stats.run(ctx, "stats_radius") == direct
