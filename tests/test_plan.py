@@ -73,6 +73,13 @@ def test_plan_skips_unrunnable_experiments_and_unregistered_tasks(toy_plan):
         plan.row_inputs("toy", "table1", "w")
 
 
+def test_regression_checks_every_table_input_and_the_runnable_extras(toy_plan):
+    plan, tmp_path = toy_plan
+    plan.config["regression_extras"] = {"toy_clip": ["stats", "hierarchy"], "toy_released": ["stats"]}
+    extra = str(tmp_path / "results" / "metrics" / "toy_clip" / "stats_radius.json")
+    assert plan.metric_files() == sorted([*plan.table_inputs("toy", "table1"), extra])
+
+
 def test_claims_read_every_compare_csv_and_spec(toy_plan):
     plan, tmp_path = toy_plan
     assert plan.claims_inputs() == [str(tmp_path / "results" / "tables" / "toy" / "table1.csv"),
@@ -131,6 +138,15 @@ def test_index_plans_every_table_of_every_paper(tmp_path):
     evaluate = {job: count for job, count in jobs.items() if job.startswith("evaluate_")}
     assert sum(evaluate.values()) == len(groups)
     assert "compare_row" not in jobs
+
+
+def test_regression_target_plans_every_table_input_and_the_extras(tmp_path):
+    jobs = dry_run("{tmp}/reports/regression.md", tmp_path)
+    index = dry_run("{tmp}/reports/index.md", tmp_path)
+    assert jobs.pop("regress") == 1 and jobs.pop("evaluate_lexical") == 3 and jobs.pop("evaluate_stats") == 3
+    assert jobs.pop("evaluate_linprobe") == index["evaluate_linprobe"] + 1  # hyco_meru_vits_grit's
+    assert jobs == {job: n for job, n in index.items() if job not in ("compare", "report", "claims", "index",
+                                                                       "evaluate_linprobe")}
 
 
 def test_a_row_target_plans_only_that_rows_jobs(tmp_path):

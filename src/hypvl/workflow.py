@@ -118,8 +118,12 @@ class Plan:
         return self.compare_csvs() + specs
 
     def metric_files(self) -> list[str]:
-        """Every metric JSON some table needs that the suite can compute: what the regression checks."""
-        return sorted({path for paper, table in self.tables() for path in self.table_inputs(paper, table)})
+        """Every metric JSON some table needs that the suite can compute, plus `regression_extras` (task groups
+        no table needs, evaluated on a few models so that every group is pinned): what the regression checks."""
+        needs = {path for paper, table in self.tables() for path in self.table_inputs(paper, table)}
+        extras = {(experiment, task) for experiment, groups in self.config.get("regression_extras", {}).items()
+                  for group in groups for task in self.groups[group]}
+        return sorted(needs | set(self._metric_files(extras)))
 
     def report_targets(self) -> list[str]:
         """Every table report: reports/<paper>/<table>.md."""
