@@ -41,6 +41,7 @@ def policy(tmp_path):
 def world(metrics_dir, shift=0.0, tie=1.5, radius=2.0, n=100):
     for i, task in enumerate(SETS):
         write_json(metrics_dir, "exp_a", task, {"top1": 40.0 + i + shift, "mean_per_class_accuracy": 30.0 + i})
+    write_json(metrics_dir, "exp_a", "zs_cars", {"top1": 50.0, "cars_only": 7.0})
     write_json(metrics_dir, "exp_a", "hier_imagenet", {"tie": tie, "jaccard": 0.5}, n_samples=n)
     write_json(metrics_dir, "exp_b", "stats_radius", {"image_radius_mean": radius, "best_c": 10.0})
 
@@ -60,8 +61,9 @@ def test_pinning_records_values_sample_counts_and_group_means(tmp_path, policy):
     baseline = pinned(tmp_path, policy).set_index(["experiment", "task", "metric"])["value"]
     assert baseline[("exp_a", "zs_dtd", "top1")] == 41.0
     assert baseline[("exp_a", "hier_imagenet", "n_samples")] == 100
-    # mean over the group's tasks: (40 + 41 + 42 + 43) / 4, computed by hand
-    assert baseline[("exp_a", "mean:zeroshot", "top1")] == pytest.approx(41.5)
+    # mean over the group's tasks: (40 + 41 + 42 + 43 + 50) / 5, computed by hand
+    assert baseline[("exp_a", "mean:zeroshot", "top1")] == pytest.approx(43.2)
+    assert ("exp_a", "mean:zeroshot", "cars_only") not in baseline.index  # one task reports it: no mean
     assert ("exp_a", "mean:hierarchy", "tie") not in baseline.index  # no mean_atol for this group
     assert ("exp_b", "stats_radius", "best_c") not in baseline.index  # ignored diagnostic
 
@@ -74,10 +76,10 @@ def test_same_numbers_pass(tmp_path, policy):
 
 def test_a_uniform_shift_within_cell_tolerance_is_caught_by_the_group_mean(tmp_path, policy):
     pinned(tmp_path, policy)
-    checked = run_check(tmp_path, policy, shift=3.0)  # each cell within 6, the mean 3 > 2 away
+    checked = run_check(tmp_path, policy, shift=3.75)  # each cell within 6, the mean 3 > 2 away
     bad = failures(checked)
     assert list(zip(bad["task"], bad["metric"])) == [("mean:zeroshot", "top1")]
-    assert bad["difference"].iloc[0] == pytest.approx(3.0)
+    assert bad["difference"].iloc[0] == pytest.approx(3.0)  # 4 of the 5 sets moved by 3.75
 
 
 def test_per_metric_override_relative_tolerance_and_exact_sample_counts(tmp_path, policy):

@@ -2,8 +2,8 @@
 
 Every metric of every metrics JSON under `results/<scale>/metrics` is one value (experiment, task,
 metric), its sample count another (metric `n_samples`, which must match exactly), and for the groups
-whose policy gives `mean_atol`, the mean of each metric over the group's tasks a third (task
-`mean:<group>`, e.g. an experiment's mean zero-shot accuracy over the 20 sets). Single values move a
+whose policy gives `mean_atol`, the mean of each metric over the group's tasks that report it (two or
+more) a third (task `mean:<group>`, e.g. an experiment's mean zero-shot accuracy over the 20 sets). Single values move a
 little across CPUs, a real change (a loss term, a prompt, a split) moves whole groups, so the means are
 pinned more tightly than single values. The policy (`baselines/tolerances.yaml`) gives per group an
 `atol`, optionally an `rtol` (allowed = atol + rtol * |baseline|), per-metric `metrics` overrides and
@@ -88,10 +88,14 @@ def measured_values(metrics_dir, scale: str, policy: Policy) -> pd.DataFrame:
                  for metric in record["metrics"] if metric not in policy.ignore]
         rows.append((experiment, task, group, SAMPLE_COUNT, float(record["n_samples"])))
     frame = pd.DataFrame(rows, columns=["experiment", "task", "group", "metric", "value"])
-    means = [frame[(frame["group"] == group) & (frame["metric"] != SAMPLE_COUNT)]
-             .groupby(["experiment", "metric"], as_index=False)["value"].mean()
-             .assign(task=MEAN_PREFIX + group, group=group)
-             for group, entry in policy.groups.items() if entry.mean_atol is not None]
+    means = []
+    for group, entry in policy.groups.items():
+        if entry.mean_atol is not None:
+            values = frame[(frame["group"] == group) & (frame["metric"] != SAMPLE_COUNT)]
+            stats = values.groupby(["experiment", "metric"], as_index=False)["value"].agg(["mean", "count"])
+            shared = stats[stats["count"] >= 2]  # a metric of a single task has no mean to pin
+            means.append(pd.DataFrame({"experiment": shared["experiment"], "task": MEAN_PREFIX + group,
+                                       "group": group, "metric": shared["metric"], "value": shared["mean"]}))
     return pd.concat([frame, *means], ignore_index=True)[KEY + ["group", "value"]]
 
 
