@@ -6,10 +6,12 @@ hierarchical-classification rows, detection, scene understanding, HierarCaps) an
 `regression_extras` (the linear-probe, lexical and radius groups on the same models), so every task
 group runs. Every number it writes must sit within `baselines/tolerances.yaml` of its pinned value;
 the whole baseline (every experiment every table needs) is checked by
-`snakemake --cores all reports/regression.md`.
+`snakemake --cores all reports/regression.md`. The flagship report's layout and a second call
+finding nothing to do are checked on the same run.
 """
 
 import json
+import re
 import subprocess
 import sys
 
@@ -18,7 +20,8 @@ import pytest
 
 from hypvl.config import load_config
 from hypvl.data.synthetic.build import CLASSIFICATION_SETS
-from hypvl.evaluate.tasks import GROUP_MODULES, group_tasks
+from hypvl.evaluate.tasks import GROUP_MODULES, group_tasks, zero_shot_datasets
+from hypvl.replication.expected import load_expected
 from hypvl.replication.regression import check, failures, load_policy, measured_values, read_baseline
 
 from conftest import REPO
@@ -43,7 +46,25 @@ def smoke_run(tmp_path_factory):
                 for experiment, extra in load_config()["regression_extras"].items() for group in extra]
     run = snakemake(*targets, "--cores", "2", "--configfile", str(config))
     assert run.returncode == 0, run.stderr[-3000:]
+    again = snakemake(*targets, "--cores", "2", "--configfile", str(config))
+    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
     return tmp / "results"
+
+
+@pytest.mark.slow
+def test_flagship_report_prints_the_paper_and_13_by_16_measured_numbers(smoke_run):
+    report = (smoke_run.parent / "reports" / "table1.md").read_text()
+    assert "SMOKE SCALE" in report
+    expected = load_expected(REPO / "expected" / "hycoclip" / "table1.csv")
+    paper_section, ours_section = report.split("## Ours")[0], report.split("## Ours")[1].split("## Difference")[0]
+    for row in expected.rows:
+        for col in expected.columns:
+            assert expected.cells[(row, col)].printed in paper_section
+    ours_rows = [line for line in ours_section.splitlines() if line.startswith(("| RedCaps", "| GRIT"))]
+    assert len(ours_rows) == 13
+    assert all(len(re.findall(r"-?\d+\.\d+", line.split("|", 6)[-1])) == 16 for line in ours_rows)
+    metrics = sorted((smoke_run / "metrics").glob("*/zs_*.json"))
+    assert len(metrics) == 13 * len(zero_shot_datasets("smoke"))  # one evaluation job covers every set
 
 
 @pytest.mark.slow

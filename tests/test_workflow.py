@@ -1,4 +1,5 @@
-"""End to end: the Snakemake DAG for HyCoCLIP Table 1 at a tiny setting, and the planning of targets.
+"""The Snakemake DAG at a tiny setting: config checks and the planning of targets (the end-to-end run of the
+real default config is tests/test_smoke_regression.py).
 
 Targets come before `--configfile`, whose argument list would otherwise swallow them.
 """
@@ -8,11 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 import yaml
-
-from hypvl.evaluate.tasks import zero_shot_datasets
-from hypvl.replication.expected import load_expected
 
 from conftest import REPO
 
@@ -40,33 +37,6 @@ def tiny_config(tmp_path) -> Path:
     path = tmp_path / "tiny.yaml"
     path.write_text(yaml.safe_dump(config))
     return path
-
-
-def numbers(text: str) -> list[str]:
-    return re.findall(r"-?\d+\.\d+", text)
-
-
-@pytest.mark.slow
-def test_table1_end_to_end_at_a_tiny_setting(tmp_path):
-    config = tiny_config(tmp_path)
-    target = str(tmp_path / "reports" / "table1.md")
-    run = snakemake(target, "--cores", "2", "--configfile", str(config))
-    assert run.returncode == 0, run.stderr[-3000:]
-    report = Path(target).read_text()
-    assert "SMOKE SCALE" in report
-    expected = load_expected(REPO / "expected" / "hycoclip" / "table1.csv")
-    paper_section, ours_section = report.split("## Ours")[0], report.split("## Ours")[1].split("## Difference")[0]
-    for row in expected.rows:
-        for col in expected.columns:
-            assert expected.cells[(row, col)].printed in paper_section
-    ours_rows = [line for line in ours_section.splitlines() if line.startswith("| RedCaps") or line.startswith("| GRIT")]
-    assert len(ours_rows) == 13
-    assert all(len(numbers(line.split("|", 6)[-1])) == 16 for line in ours_rows), "13 x 16 measured numbers"
-    metrics = sorted((tmp_path / "results" / "metrics").glob("*/zs_*.json"))
-    assert len(metrics) == 13 * len(zero_shot_datasets("smoke"))  # one evaluation job covers every set
-    # a second run finds nothing to do
-    again = snakemake(target, "--cores", "2", "--configfile", str(config))
-    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
 
 
 def test_config_typo_stops_the_workflow_before_any_job(tmp_path):
