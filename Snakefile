@@ -2,19 +2,14 @@
 # add `--configfile workflows/config/full.yaml` for paper scale. See README.md.
 from snakemake.utils import min_version, validate
 
-from hypvl.workflow import Plan
+from hypvl.config import DEFAULT_CONFIG, SCHEMA
 
 min_version("8.0")
 
-configfile: "workflows/config/default.yaml"
-validate(config, "workflows/config/schema.yaml")
+configfile: str(DEFAULT_CONFIG)  # the packaged smoke-scale default (src/hypvl/config/default.yaml)
+validate(config, str(SCHEMA))
 
-PLAN = Plan(config)
-SCALE = config["scale"]
-DATA = config["data_dir"]
-RESULTS = config["results_dir"]
-REPORTS = config["reports_dir"]
-THREADS = config["threads_per_job"]
+include: "workflows/common.smk"
 
 wildcard_constraints:
     experiment="[a-z0-9_]+",

@@ -12,7 +12,7 @@ from hypvl.replication.claims import (
     Cells, audit_paper, category, evaluate, load_claims, paper_cells, render_claims, write_claims_report,
 )
 from hypvl.replication.compare import COLUMNS, write_compare_csv
-from hypvl.replication.spec import load_all_specs, load_spec
+from hypvl.spec import load_all_specs, load_spec
 
 from conftest import REPO
 

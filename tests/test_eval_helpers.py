@@ -29,13 +29,13 @@ def random_image(generator: torch.Generator, width: int = 24, height: int = 20) 
     return Image.fromarray((torch.rand(height, width, 3, generator=generator) * 255).byte().numpy())
 
 
-def context(method: str, data_dir, datasets: dict | None = None, **options) -> EvalContext:
+def context(method: str, data_dir, datasets: dict | None = None, vg_attribution_min_count: int = 25) -> EvalContext:
     """An EvalContext over `data_dir` with eval.datasets = `datasets` (paths relative to it)."""
     model, tokenizer = tiny(method)
     config = {"scale": "smoke", "data_dir": str(data_dir),
               "eval": {"batch_size": 3, "classification_dir": "classification", "classification_split": "test",
-                       "datasets": datasets or {}}}
-    return EvalContext(model, tokenizer, SIZE, config, options)
+                       "vg_attribution_min_count": vg_attribution_min_count, "datasets": datasets or {}}}
+    return EvalContext(model, tokenizer, SIZE, config)
 
 
 @torch.no_grad()
@@ -81,7 +81,7 @@ def run_group(tmp_path, method: str, group: str, datasets: dict, data_dir, **ext
     """Save a TINY checkpoint and run `hypvl evaluate <group>` on it; returns {task: record}."""
     from hypvl.evaluate.commands import evaluate_group
     from hypvl.evaluate.tasks import group_tasks
-    from hypvl.train.checkpoints import save_checkpoint
+    from hypvl.models.checkpoints import save_checkpoint
 
     model, _ = tiny(method)
     checkpoint = tmp_path / "ckpt" / "checkpoint.pt"
@@ -89,11 +89,10 @@ def run_group(tmp_path, method: str, group: str, datasets: dict, data_dir, **ext
                     step=0)
     cfg = {"scale": "smoke", "data_dir": str(data_dir),
            "eval": {"batch_size": 4, "classification_dir": "classification", "classification_split": "test",
-                    "datasets": datasets}}
+                    "vg_attribution_min_count": extra.get("min_count", 25), "datasets": datasets}}
     out = tmp_path / "metrics"
     args = Namespace(group=group, configfile=[], config_json=json.dumps(cfg), checkpoint=str(checkpoint),
-                     experiment="exp", out_dir=str(out), tasks=extra.get("tasks"), threads=1,
-                     vg_attribution_min_count=extra.get("min_count", 25))
+                     experiment="exp", out_dir=str(out), tasks=extra.get("tasks"), threads=1)
     evaluate_group(args)
     return {task: json.loads((out / f"{task}.json").read_text())
             for task in (extra.get("tasks") or group_tasks("smoke")[group])}

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from hypvl.errors import InputError
-from hypvl.replication.expected import load_expected, parse_cell
+from hypvl.expected import load_expected, parse_cell
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 EXPECTED = REPO_ROOT / "expected"

@@ -15,7 +15,8 @@ from hypvl.data.formats.images import encode_image  # noqa: E402
 from hypvl.errors import InputError  # noqa: E402
 from hypvl.grounding.detector import random_owlv2_detector  # noqa: E402
 from hypvl.grounding.filters import BoxFilter, crop_box  # noqa: E402
-from hypvl.grounding.parses import parent_child_pairs, parse_record, validate_parse  # noqa: E402
+from hypvl.data.formats.parses import parent_child_pairs, validate_parse  # noqa: E402
+from hypvl.grounding.parses import parse_record  # noqa: E402
 from hypvl.grounding.phrases import ABSTRACT_NOUNS, PhraseExtractor, load_spacy  # noqa: E402
 from hypvl.grounding.pipeline import OracleBoxes, grit_record, ground  # noqa: E402
 

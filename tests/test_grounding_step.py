@@ -19,9 +19,10 @@ from hypvl.errors import InputError  # noqa: E402
 from hypvl.grounding import commands  # noqa: E402
 from hypvl.grounding.detector import random_owlv2_detector  # noqa: E402
 from hypvl.grounding.filters import BoxFilter  # noqa: E402
-from hypvl.grounding.parses import validate_parse  # noqa: E402
+from hypvl.data.formats.parses import validate_parse  # noqa: E402
 from hypvl.grounding.phrases import ABSTRACT_NOUNS, PhraseExtractor, load_spacy  # noqa: E402
-from hypvl.grounding.pipeline import ORACLE_REGIONS, OracleBoxes, ground, normalise_phrase  # noqa: E402
+from hypvl.data.formats.oracle_regions import ORACLE_REGIONS, read_oracle_regions  # noqa: E402
+from hypvl.grounding.pipeline import OracleBoxes, ground, normalise_phrase  # noqa: E402
 
 SMOKE = WorldSettings(seed=5, grit_samples=60, redcaps_samples=40, cc3m_samples=20, shard_size=25)
 FILTER = BoxFilter(min_side=9, threshold=0.65)
@@ -173,4 +174,4 @@ def test_hypvl_ground_writes_shards_and_summary(raw, tmp_path):
 def test_bad_oracle_file_names_file_and_line(raw, tmp_path):
     (tmp_path / ORACLE_REGIONS).write_text('{"key": "a", "regions": []}\n{"key": "b", "regions": [{"text": 3}]}\n')
     with pytest.raises(InputError, match=rf"{ORACLE_REGIONS}: line 2: region"):
-        commands.read_oracle_regions(tmp_path / ORACLE_REGIONS)
+        read_oracle_regions(tmp_path / ORACLE_REGIONS)

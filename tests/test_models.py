@@ -6,12 +6,13 @@ import pytest
 import torch
 import yaml
 
+from hypvl.config import DEFAULT_CONFIG
 from hypvl.geometry import lorentz
 from hypvl.losses.contrastive import HCC_TERMS
 from hypvl.losses.entailment import HCE_TERMS
 from hypvl.models.build import build_model
 from hypvl.models.encoders import sincos_2d_position_embedding
-from hypvl.train.checkpoints import load_checkpoint, save_checkpoint
+from hypvl.models.checkpoints import load_checkpoint, save_checkpoint
 from hypvl.errors import InputError
 
 from conftest import REPO
@@ -141,7 +142,7 @@ def test_checkpoint_round_trip_and_wrong_keys(tmp_path):
 
 def test_paper_scale_models_build_from_the_full_config():
     """Randomly initialised ViT-S/16 + 12-layer width-512 text encoder, as MERU and HyCoCLIP configure them."""
-    default = yaml.safe_load((REPO / "workflows/config/default.yaml").read_text())["model"]
+    default = yaml.safe_load(DEFAULT_CONFIG.read_text())["model"]
     full = yaml.safe_load((REPO / "workflows/config/full.yaml").read_text())["model"]
     model = build_model("hycoclip", "vit_s16", {**default, **full})
     visual = sum(p.numel() for p in model.visual.parameters() if p.requires_grad)

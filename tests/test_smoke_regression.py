@@ -21,7 +21,7 @@ import pytest
 from hypvl.config import load_config
 from hypvl.data.synthetic.build import CLASSIFICATION_SETS
 from hypvl.evaluate.tasks import GROUP_MODULES, group_tasks, zero_shot_datasets
-from hypvl.replication.expected import load_expected
+from hypvl.expected import load_expected
 from hypvl.replication.regression import check, failures, load_policy, measured_values, read_baseline
 
 from conftest import REPO

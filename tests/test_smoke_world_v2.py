@@ -32,7 +32,7 @@ from hypvl.data.synthetic.build import build_world
 from hypvl.data.synthetic.captions import SUBREDDITS
 from hypvl.data.synthetic.classification import ALL_CLASSIFICATION_SETS, CLASSIFICATION_SETS, MERU_EXTRA_SETS
 from hypvl.data.synthetic.settings import WorldSettings
-from hypvl.grounding.pipeline import ORACLE_REGIONS
+from hypvl.data.formats.oracle_regions import ORACLE_REGIONS
 
 TINY = WorldSettings(seed=3, grit_samples=24, redcaps_samples=20, cc3m_samples=12, per_class=2,
                      probe_train_per_class=2, probe_val_per_class=1, retrieval_images=12, vlchecklist_per_group=3,

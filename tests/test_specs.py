@@ -4,8 +4,8 @@ import pytest
 
 from hypvl.losses.contrastive import HCC_TERMS
 from hypvl.losses.entailment import HCE_TERMS
-from hypvl.replication.expected import load_expected
-from hypvl.replication.spec import Column, External, load_all_specs
+from hypvl.expected import load_expected
+from hypvl.spec import Column, External, load_all_specs
 
 from conftest import REPO
 

@@ -15,7 +15,8 @@ from hypvl.errors import InputError
 from hypvl.models.encoders import Tokenizer
 from hypvl.train.data import TrainingStream
 from hypvl.train.optim import param_groups, warmup_cosine
-from hypvl.train.trainer import resolve_schedule, train
+from hypvl.train.recipe import resolve_schedule
+from hypvl.train.trainer import train
 
 from test_models import TINY, _model
 

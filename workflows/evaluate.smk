@@ -1,9 +1,6 @@
 # Evaluation: one job per (experiment, task group), each writing one metrics JSON per task of the group
-# (groups and their tasks: hypvl.evaluate.tasks). The rules differ only in the group name.
-
-# VG-Attribution keeps attribute pairs with at least this many samples (ARO: 25; the smoke world writes
-# 25 per pair, so the paper's threshold holds at both scales).
-VGA_MIN_COUNT = 25
+# (groups and their tasks: hypvl.evaluate.tasks). The rules differ only in the group name. A group in
+# `evaluate_with_training` is computed by the training job for the models the suite trains.
 
 for _group in PLAN.groups:
 
@@ -15,14 +12,15 @@ for _group in PLAN.groups:
             checkpoint=f"{RESULTS}/models/{{experiment}}/checkpoint.pt",
         output:
             PLAN.group_outputs(_group),
+        wildcard_constraints:
+            experiment=PLAN.experiment_pattern(trained=False) if _group in PLAN.with_training else "[a-z0-9_]+",
         params:
-            group=_group,  # the shell command below is formatted at run time, after the loop has moved on
-            cfg=PLAN.step_config("evaluate"),
-            out_dir=lambda w: f"{RESULTS}/metrics/{w.experiment}",
+            # the shell command is formatted at run time, after the loop has moved on: bind the group now
+            args=lambda w, threads, group=_group: PLAN.evaluate_args(group, w.experiment, threads),
         threads: THREADS
         log:
             f"{RESULTS}/logs/evaluate/{{experiment}}/{_group}.log",
+        conda:
+            ENV
         shell:
-            "hypvl evaluate {params.group} --experiment {wildcards.experiment} --checkpoint {input.checkpoint}"
-            " --config-json {params.cfg} --out-dir {params.out_dir} --threads {threads}"
-            f" --vg-attribution-min-count {VGA_MIN_COUNT} > {{log}} 2>&1"
+            "hypvl {params.args} > {log:q} 2>&1"

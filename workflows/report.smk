@@ -6,10 +6,18 @@ rule compare:
         expected=f"{config['expected_dir']}/{{paper}}/{{table}}.csv",
         spec=f"{config['replication_dir']}/{{paper}}.yaml",
     output:
-        f"{RESULTS}/tables/{{paper}}/{{table}}.csv",
+        csv=f"{RESULTS}/tables/{{paper}}/{{table}}.csv",
+    params:
+        expected_dir=lambda w, input: above(input.expected, 2),
+        metrics_dir=lambda w, output: f"{above(output.csv, 3)}/metrics",
+        scale=SCALE,
+    log:
+        f"{RESULTS}/logs/compare/{{paper}}/{{table}}.log",
+    conda:
+        ENV
     shell:
-        "hypvl compare --spec {input.spec} --table {wildcards.table} --expected-dir {config[expected_dir]}"
-        " --metrics-dir {RESULTS}/metrics --scale {SCALE} --out {output}"
+        "hypvl compare --spec {input.spec:q} --table {wildcards.table} --expected-dir {params.expected_dir:q}"
+        " --metrics-dir {params.metrics_dir:q} --scale {params.scale:q} --out {output.csv:q} > {log:q} 2>&1"
 
 
 rule compare_row:
@@ -20,12 +28,21 @@ rule compare_row:
         expected=f"{config['expected_dir']}/{{paper}}/{{table}}.csv",
         spec=f"{config['replication_dir']}/{{paper}}.yaml",
     output:
-        f"{RESULTS}/rows/{{paper}}/{{table}}/{{row}}.csv",
+        csv=f"{RESULTS}/rows/{{paper}}/{{table}}/{{row}}.csv",
     wildcard_constraints:
         row="[a-z0-9][a-z0-9_]*",
+    params:
+        expected_dir=lambda w, input: above(input.expected, 2),
+        metrics_dir=lambda w, output: f"{above(output.csv, 4)}/metrics",
+        scale=SCALE,
+    log:
+        f"{RESULTS}/logs/compare_row/{{paper}}/{{table}}/{{row}}.log",
+    conda:
+        ENV
     shell:
-        "hypvl compare --spec {input.spec} --table {wildcards.table} --row {wildcards.row}"
-        " --expected-dir {config[expected_dir]} --metrics-dir {RESULTS}/metrics --scale {SCALE} --out {output}"
+        "hypvl compare --spec {input.spec:q} --table {wildcards.table} --row {wildcards.row}"
+        " --expected-dir {params.expected_dir:q} --metrics-dir {params.metrics_dir:q} --scale {params.scale:q}"
+        " --out {output.csv:q} > {log:q} 2>&1"
 
 
 rule report:
@@ -35,9 +52,15 @@ rule report:
     output:
         md=f"{REPORTS}/{{paper}}/{{table}}.md",
         png=f"{REPORTS}/{{paper}}/{{table}}.png",
+    params:
+        expected_dir=config["expected_dir"],
+    log:
+        f"{RESULTS}/logs/report/{{paper}}/{{table}}.log",
+    conda:
+        ENV
     shell:
-        "hypvl report --spec {input.spec} --table {wildcards.table} --expected-dir {config[expected_dir]}"
-        " --compare-csv {input.csv} --out {output.md}"
+        "hypvl report --spec {input.spec:q} --table {wildcards.table} --expected-dir {params.expected_dir:q}"
+        " --compare-csv {input.csv:q} --out {output.md:q} > {log:q} 2>&1"
 
 
 rule flagship_report:
@@ -48,20 +71,36 @@ rule flagship_report:
     output:
         md=f"{REPORTS}/{{table}}.md",
         png=f"{REPORTS}/{{table}}.png",
+    params:
+        expected_dir=config["expected_dir"],
+    log:
+        f"{RESULTS}/logs/report/flagship/{{table}}.log",
+    conda:
+        ENV
     shell:
-        "hypvl report --spec {input.spec} --table {wildcards.table} --expected-dir {config[expected_dir]}"
-        " --compare-csv {input.csv} --out {output.md}"
+        "hypvl report --spec {input.spec:q} --table {wildcards.table} --expected-dir {params.expected_dir:q}"
+        " --compare-csv {input.csv:q} --out {output.md:q} > {log:q} 2>&1"
 
 
 rule claims:
     # every explicit claim of the papers, checked on the papers' numbers and on ours
     input:
-        PLAN.claims_inputs(),
+        tables=PLAN.compare_csvs(),
+        specs=PLAN.spec_files(),
     output:
-        f"{REPORTS}/claims.md",
+        md=f"{REPORTS}/claims.md",
+    params:
+        replication_dir=lambda w, input: above(input.specs[0]),
+        expected_dir=config["expected_dir"],
+        tables_dir=lambda w, input: above(input.tables[0], 2),
+        scale=SCALE,
+    log:
+        f"{RESULTS}/logs/claims.log",
+    conda:
+        ENV
     shell:
-        "hypvl claims --replication-dir {config[replication_dir]} --expected-dir {config[expected_dir]}"
-        " --tables-dir {RESULTS}/tables --scale {SCALE} --out {output}"
+        "hypvl claims --replication-dir {params.replication_dir:q} --expected-dir {params.expected_dir:q}"
+        " --tables-dir {params.tables_dir:q} --scale {params.scale:q} --out {output.md:q} > {log:q} 2>&1"
 
 
 rule index:
@@ -69,20 +108,33 @@ rule index:
         PLAN.report_targets(),
         f"{REPORTS}/claims.md",
     output:
-        f"{REPORTS}/index.md",
+        md=f"{REPORTS}/index.md",
+    params:
+        reports_dir=lambda w, output: above(output.md),
+    log:
+        f"{RESULTS}/logs/index.log",
+    conda:
+        ENV
     shell:
-        "hypvl index --reports-dir {REPORTS} --out {output}"
+        "hypvl index --reports-dir {params.reports_dir:q} --out {output.md:q} > {log:q} 2>&1"
 
 
 rule regress:
     # every number the tables need, checked against the pinned baseline of this scale (PASS/FAIL at the top;
     # `hypvl regress ... --update` re-pins after a deliberate change)
     input:
-        PLAN.metric_files(),
+        metrics=PLAN.metric_files(),
         baseline=f"{config['baselines_dir']}/{SCALE}.csv",
         tolerances=f"{config['baselines_dir']}/tolerances.yaml",
     output:
-        f"{REPORTS}/regression.md",
+        md=f"{REPORTS}/regression.md",
+    params:
+        metrics_dir=lambda w, input: above(input.metrics[0], 2),
+        scale=SCALE,
+    log:
+        f"{RESULTS}/logs/regress.log",
+    conda:
+        ENV
     shell:
-        "hypvl regress --metrics-dir {RESULTS}/metrics --scale {SCALE} --baseline {input.baseline}"
-        " --tolerances {input.tolerances} --whole --out {output}"
+        "hypvl regress --metrics-dir {params.metrics_dir:q} --scale {params.scale:q} --baseline {input.baseline:q}"
+        " --tolerances {input.tolerances:q} --whole --out {output.md:q} > {log:q} 2>&1"

@@ -1,11 +1,5 @@
 # Models: one job per experiment of the replication specs: trained, or imported from released weights.
-import os
-
-
-def experiments_with_source(prefix):
-    """Regex alternatives of the experiment ids whose `source` starts with `prefix`."""
-    ids = [e.id for spec in PLAN.specs.values() for e in spec.experiments.values() if e.source.startswith(prefix)]
-    return "|".join(ids) or "(?!)"
+# A training job also evaluates its model on the `evaluate_with_training` groups, in the same process.
 
 
 rule train:
@@ -16,19 +10,25 @@ rule train:
         checkpoint=f"{RESULTS}/models/{{experiment}}/checkpoint.pt",
         log=f"{RESULTS}/models/{{experiment}}/train_log.csv",
         summary=f"{RESULTS}/models/{{experiment}}/train_summary.json",
+        metrics=[path for group in PLAN.with_training for path in PLAN.group_outputs(group)],
     wildcard_constraints:
-        experiment=experiments_with_source("train"),
+        experiment=PLAN.experiment_pattern(trained=True),
     params:
         spec=lambda w: PLAN.spec_path(w.experiment),
         cfg=PLAN.step_config("train"),
-        out=lambda w, output: os.path.dirname(output.checkpoint),
-        init=lambda w, input: f"--init-checkpoint {input.init}" if input.init else "",
+        out=lambda w: f"{RESULTS}/models/{w.experiment}",
+        init=lambda w, input: ["--init-checkpoint", input.init] if input.init else [],
+        then=lambda w, threads: "".join(f" :: {PLAN.evaluate_args(group, w.experiment, threads)}"
+                                        for group in PLAN.with_training),
     threads: THREADS
+    priority: lambda w: PLAN.train_cost(w.experiment)  # the longest first, so the run does not end on one core
     log:
         f"{RESULTS}/logs/train/{{experiment}}.log",
+    conda:
+        ENV
     shell:
-        "hypvl train --spec {params.spec} --experiment {wildcards.experiment} --config-json {params.cfg}"
-        " --out {params.out} {params.init} --threads {threads} --quiet > {log} 2>&1"
+        "hypvl train --spec {params.spec:q} --experiment {wildcards.experiment} --config-json {params.cfg}"
+        " --out {params.out:q} {params.init:q} --threads {threads} --quiet{params.then} > {log:q} 2>&1"
 
 
 rule import_released:
@@ -37,13 +37,17 @@ rule import_released:
     input:
         weights=lambda w: f"{DATA}/weights/{PLAN.experiment(w.experiment).source.split(':', 1)[1]}.pth",
     output:
-        f"{RESULTS}/models/{{experiment}}/checkpoint.pt",
+        checkpoint=f"{RESULTS}/models/{{experiment}}/checkpoint.pt",
     wildcard_constraints:
-        experiment=experiments_with_source("released:"),
+        experiment=PLAN.experiment_pattern(trained=False),
     params:
         method=lambda w: PLAN.experiment(w.experiment).method,
         backbone=lambda w: PLAN.experiment(w.experiment).backbone,
         cfg=PLAN.step_config("train"),
+    log:
+        f"{RESULTS}/logs/import_released/{{experiment}}.log",
+    conda:
+        ENV
     shell:
-        "hypvl import-weights --weights {input.weights} --method {params.method} --backbone {params.backbone}"
-        " --experiment {wildcards.experiment} --config-json {params.cfg} --out {output}"
+        "hypvl import-weights --weights {input.weights:q} --method {params.method:q} --backbone {params.backbone:q}"
+        " --experiment {wildcards.experiment} --config-json {params.cfg} --out {output.checkpoint:q} > {log:q} 2>&1"

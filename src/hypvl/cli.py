@@ -1,19 +1,27 @@
 """The `hypvl` command: every workflow step, runnable by hand.
 
-Each module that offers commands registers them with `add_commands(subparsers)`.
+Each package that offers commands registers them with `add_commands(subparsers)`. Several commands
+can run in one process, separated by `::` (e.g. `hypvl train ... :: evaluate zeroshot ...`): the
+workflow does this so that a job pays Python's and torch's start-up once; each command is the same
+as when run alone, and the first that fails stops the rest.
 """
 
 import argparse
+import logging
 import sys
 
-from hypvl import commands
 from hypvl.data import acquire, check
+from hypvl.data.synthetic import commands as synthetic_commands
 from hypvl.errors import InputError
 from hypvl.evaluate import commands as evaluate_commands
 from hypvl.grounding import commands as grounding_commands
+from hypvl.models import commands as model_commands
 from hypvl.replication import commands as replication_commands
+from hypvl.train import commands as train_commands
 
-COMMAND_MODULES = (commands, check, acquire, grounding_commands, evaluate_commands, replication_commands)
+COMMAND_MODULES = (synthetic_commands, check, acquire, grounding_commands, train_commands, model_commands,
+                   evaluate_commands, replication_commands)
+SEPARATOR = "::"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -24,14 +32,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def split_commands(argv: list[str]) -> list[list[str]]:
+    """argv split at each `::` into one argument list per command."""
+    commands: list[list[str]] = [[]]
+    for arg in argv:
+        if arg == SEPARATOR:
+            commands.append([])
+        else:
+            commands[-1].append(arg)
+    return commands
+
+
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        result = args.func(args)
-    except InputError as exc:
-        print(f"hypvl {args.command}: {exc}", file=sys.stderr)
-        return 1
-    return result if isinstance(result, int) else 0
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    parser = build_parser()
+    commands = split_commands(sys.argv[1:] if argv is None else list(argv))
+    parsed = [parser.parse_args(command) for command in commands]  # every usage error before any work
+    for args in parsed:
+        try:
+            result = args.func(args)
+        except InputError as exc:
+            print(f"hypvl {args.command}: {exc}", file=sys.stderr)
+            return 1
+        if isinstance(result, int) and result != 0:
+            return result
+    return 0
 
 
 if __name__ == "__main__":

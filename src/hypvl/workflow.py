@@ -5,20 +5,24 @@ specs, the task registry and the config. Only jobs the suite can run are planned
 trains with a method it implements, on a corpus the config provides, with overrides it honours; and
 a task some evaluation group computes at the scale. Every
 other cell renders as missing, so every report target works now and fills in as the suite grows.
+Planning imports no torch (every `snakemake` call pays for what this module imports).
 """
 
 import json
+import re
 import shlex
 from pathlib import Path
 
+from hypvl.errors import InputError
 from hypvl.evaluate.tasks import group_tasks, task_group
-from hypvl.models.build import ARCHITECTURE_OVERRIDES, METHODS, MODEL_OVERRIDES
-from hypvl.replication.spec import Column, Experiment, load_all_specs, table_needs
-from hypvl.train.trainer import TRAINER_OVERRIDES
+from hypvl.models.methods import ARCHITECTURE_OVERRIDES, METHOD_NAMES, MODEL_OVERRIDES
+from hypvl.spec import Column, Experiment, load_all_specs, table_needs
+from hypvl.train.recipe import TRAINER_OVERRIDES, resolve_schedule, stream_mode
 
 # config sections each step reads (a rule passes only these, so unrelated edits do not rerun it)
 STEP_SECTIONS = {
     "synthesize": ("smoke_world",),
+    "ground": ("data_dir", "spacy_model", "corpora", "grounding"),
     "train": ("scale", "data_dir", "corpora", "model", "train"),
     "evaluate": ("scale", "data_dir", "eval"),
 }
@@ -35,6 +39,13 @@ class Plan:
         self.specs = load_all_specs(config["replication_dir"], config["expected_dir"])
         self.groups = group_tasks(self.scale)
         self._spec_of = {exp: spec for spec in self.specs.values() for exp in spec.experiments}
+        self.with_training = tuple(config.get("evaluate_with_training", ()))
+        named = {"evaluate_with_training": self.with_training,
+                 **{f"regression_extras.{exp}": groups for exp, groups in config.get("regression_extras", {}).items()}}
+        for key, groups in named.items():
+            unknown = sorted(set(groups) - set(self.groups))
+            if unknown:
+                raise InputError(f"config: {key} names unknown task groups {unknown} (groups: {sorted(self.groups)})")
 
     def step_config(self, step: str) -> str:
         """The shell-quoted JSON of the config sections `step` reads."""
@@ -62,16 +73,58 @@ class Plan:
         on a training corpus the config provides (`corpora`), honouring every override it declares
         (an override nothing reads, e.g. an embedding width, would train some other model)."""
         declared = self.experiment(experiment)
-        if declared.source != "train" or declared.method not in METHODS or declared.data not in self.config["corpora"]:
+        if declared.source != "train" or declared.method not in METHOD_NAMES or declared.data not in self.config["corpora"]:
             return False
         honoured = {*TRAINER_OVERRIDES, *ARCHITECTURE_OVERRIDES, *MODEL_OVERRIDES[declared.method]}
         start = declared.overrides.get("init_from")
         return set(declared.overrides) <= honoured and (start is None or self.runnable(start))
 
+    def experiment_pattern(self, trained: bool) -> str:
+        """Regex alternatives of the experiment ids the suite trains (`trained`), or of all the others."""
+        ids = [exp for exp in self.experiments() if (self.experiment(exp).source == "train") == trained]
+        return "|".join(map(re.escape, ids)) or "(?!)"
+
+    def trained_corpus(self, experiment: str) -> str | None:
+        """The grounded corpus `experiment` trains on, or None (weights from outside, or data that is not a
+        grounded corpus, such as HierarCaps fine-tuning pairs)."""
+        declared = self.experiment(experiment)
+        grounded = declared.data in self.config["corpora"] and declared.data in self.config["grounding"]["raw"]
+        return declared.data if declared.source == "train" and grounded else None
+
+    def grounded_summary(self, corpus: str) -> str:
+        """The file `hypvl ground` leaves when training corpus `corpus` is grounded."""
+        return str(Path(self.config["data_dir"]) / self.config["corpora"][corpus] / "grounding.json")
+
+    def data_inputs(self, experiment: str | None = None) -> list[str]:
+        """What a step needs from the data stage: the smoke world's manifest (paper-scale data is checked by each
+        step) and, for an experiment the suite trains on a grounded corpus, that corpus's grounding summary."""
+        needs = [str(Path(self.config["data_dir"]) / "manifest.json")] if self.scale == "smoke" else []
+        corpus = None if experiment is None else self.trained_corpus(experiment)
+        return needs if corpus is None else [*needs, self.grounded_summary(corpus)]
+
+    def train_cost(self, experiment: str) -> float:
+        """Relative cost of training `experiment` (steps x batch x encoder width^2 x depth, doubled for a method
+        that also encodes boxes), the job priority that puts the longest training first."""
+        declared = self.experiment(experiment)
+        schedule = resolve_schedule(declared.overrides, self.config["train"])
+        vit = self.config["model"]["backbones"][declared.backbone]
+        boxes = 2 if stream_mode(declared.method, declared.boxes) == "compositional" else 1
+        return schedule.steps * schedule.batch_size * vit["width"] ** 2 * vit["depth"] * boxes / 1e9
+
+    def checkpoint(self, experiment: str) -> str:
+        """Where the model of `experiment` is saved."""
+        return str(self.results / "models" / experiment / "checkpoint.pt")
+
     def init_checkpoint(self, experiment: str) -> list[str]:
         """The checkpoint an experiment starts from (its `init_from` override), if any."""
         start = self.experiment(experiment).overrides.get("init_from")
-        return [] if start is None else [str(self.results / "models" / start / "checkpoint.pt")]
+        return [] if start is None else [self.checkpoint(start)]
+
+    def evaluate_args(self, group: str, experiment: str, threads: int) -> str:
+        """The shell-quoted arguments of `hypvl evaluate` computing `group` on the model of `experiment`."""
+        args = ["evaluate", group, "--experiment", experiment, "--checkpoint", self.checkpoint(experiment),
+                "--out-dir", str(self.results / "metrics" / experiment), "--threads", str(threads)]
+        return f"{shlex.join(args)} --config-json {self.step_config('evaluate')}"
 
     def computable(self, task: str) -> bool:
         """True when some evaluation group computes `task` at this scale."""
@@ -112,10 +165,9 @@ class Plan:
         """Every table's compare CSV: what the claims audit reads."""
         return [str(self.results / "tables" / paper / f"{table}.csv") for paper, table in self.tables()]
 
-    def claims_inputs(self) -> list[str]:
-        """The claims audit's inputs: every compare CSV and every replication spec (claims live there)."""
-        specs = sorted(str(spec.path) for spec in self.specs.values())
-        return self.compare_csvs() + specs
+    def spec_files(self) -> list[str]:
+        """Every replication spec (the claims audit reads the claims there)."""
+        return sorted(str(spec.path) for spec in self.specs.values())
 
     def metric_files(self) -> list[str]:
         """Every metric JSON some table needs that the suite can compute, plus `regression_extras` (task groups

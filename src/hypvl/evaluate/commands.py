@@ -17,8 +17,8 @@ def evaluate_group(args) -> None:
     from hypvl.evaluate.context import EvalContext
     from hypvl.evaluate.results import write_metrics
     from hypvl.models.encoders import Tokenizer
-    from hypvl.replication.provenance import config_hash
-    from hypvl.train.checkpoints import load_checkpoint
+    from hypvl.provenance import config_hash
+    from hypvl.models.checkpoints import load_checkpoint
 
     config = config_from_args(args)
     available = group_tasks(config["scale"])[args.group]
@@ -31,10 +31,8 @@ def evaluate_group(args) -> None:
     model, recipe = load_checkpoint(args.checkpoint)
     model = on_device(model, select_device(config["eval"]["device"]))
     model_cfg = recipe["model_cfg"]
-    options = {"vg_attribution_min_count": args.vg_attribution_min_count}
-    ctx = EvalContext(model, Tokenizer(model_cfg["text"]["context_length"]), model_cfg["image_size"], config, options)
-    digest = config_hash({"recipe": recipe, "eval": config["eval"], "data_dir": config["data_dir"],
-                          "options": options})
+    ctx = EvalContext(model, Tokenizer(model_cfg["text"]["context_length"]), model_cfg["image_size"], config)
+    digest = config_hash({"recipe": recipe, "eval": config["eval"], "data_dir": config["data_dir"]})
     module = importlib.import_module(GROUP_MODULES[args.group])
     for task in tasks:
         start = time.perf_counter()
@@ -55,6 +53,4 @@ def add_commands(subparsers) -> None:
         parser.add_argument("--out-dir", required=True, help="results/<scale>/metrics/<experiment>")
         parser.add_argument("--tasks", nargs="*", default=None, help="subset of the group's task ids (default: all)")
         parser.add_argument("--threads", type=int, default=1, help="torch threads")
-        parser.add_argument("--vg-attribution-min-count", type=int, default=25,
-                            help="VG-Attribution: attribute pairs with fewer samples are dropped (ARO: 25)")
         parser.set_defaults(func=evaluate_group)

@@ -1,6 +1,6 @@
 """What every evaluation task receives: the model, its tokenizer, the eval config and where the data lives."""
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from hypvl.errors import InputError
@@ -19,15 +19,13 @@ class EvalContext:
     """One model under evaluation plus the config sections the tasks read.
 
     model: a CLIP/MERU/HyCoCLIP module in eval mode; tokenizer: texts -> (B, L) token ids; image_size:
-    the model's input size; config: the workflow config (`scale`, `data_dir`, `eval`); options: per-task
-    settings given on the command line (e.g. `vg_attribution_min_count`).
+    the model's input size; config: the workflow config (`scale`, `data_dir`, `eval`).
     """
 
     model: object
     tokenizer: object
     image_size: int
     config: dict
-    options: dict = field(default_factory=dict)
 
     @property
     def scale(self) -> str:

@@ -5,7 +5,7 @@ import math
 from pathlib import Path
 
 from hypvl.io import atomic_write
-from hypvl.replication.provenance import provenance
+from hypvl.provenance import provenance
 
 
 def write_metrics(path: Path, experiment: str, task: str, scale: str, metrics: dict[str, float],

@@ -30,7 +30,6 @@ from hypvl.evaluate.metrics import check_finite, itc_accuracy, vg_attribution_ma
 
 ITEMS_PER_CORPUS = 1000
 VLC_TYPES = {"vlc_object": "Object", "vlc_attribute": "Attribute", "vlc_relation": "Relation"}
-VGA_MIN_COUNT = 25
 
 
 @torch.no_grad()
@@ -126,5 +125,5 @@ def run(ctx: EvalContext, task: str) -> TaskResult:
     """Tasks `vlc_object`, `vlc_attribute`, `vlc_relation`, `vg_attribution`."""
     if task == "vg_attribution":
         return evaluate_vg_attribution(ctx, ctx.dataset_path("vg_attribution"),
-                                       ctx.options.get("vg_attribution_min_count", VGA_MIN_COUNT))
+                                       ctx.config["eval"]["vg_attribution_min_count"])
     return evaluate_checklist(ctx, ctx.dataset_path("vlchecklist"), VLC_TYPES[task], task)

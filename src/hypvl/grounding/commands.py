@@ -21,36 +21,15 @@ from hypvl.data.formats.cc3m import iter_cc3m
 from hypvl.data.formats.grit import iter_grit
 from hypvl.data.formats.grounded import GroundedRecord, write_grounded_shards
 from hypvl.data.formats.images import CorruptImage, decode_image, encode_image
+from hypvl.data.formats.oracle_regions import ORACLE_REGIONS, read_oracle_regions
 from hypvl.data.formats.redcaps import iter_redcaps
 from hypvl.errors import InputError
 from hypvl.grounding.filters import BoxFilter
-from hypvl.grounding.pipeline import ORACLE_REGIONS, OracleBoxes, grit_record, ground
+from hypvl.grounding.pipeline import OracleBoxes, grit_record, ground
 from hypvl.io import atomic_write
 
 RAW_READERS = {"grit": iter_grit, "redcaps": iter_redcaps, "cc3m": iter_cc3m}
 SUMMARY = "grounding.json"
-
-
-def read_oracle_regions(path: Path) -> dict[str, list[dict]]:
-    """key -> regions [{"text", "box" [x1, y1, x2, y2] pixels, "score"}] from an `oracle_regions.jsonl`."""
-    if not path.is_file():
-        raise InputError(f"{path}: oracle box file not found (the oracle box source needs the world's boxes)")
-    regions = {}
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        where = f"{path}: line {number}"
-        try:
-            entry = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{where}: not JSON ({exc.msg})") from None
-        if not isinstance(entry, dict) or not isinstance(entry.get("key"), str) or not isinstance(
-                entry.get("regions"), list):
-            raise InputError(f"{where}: should be {{\"key\": str, \"regions\": [...]}}")
-        for region in entry["regions"]:
-            if not (isinstance(region, dict) and isinstance(region.get("text"), str)
-                    and isinstance(region.get("box"), list) and len(region["box"]) == 4):
-                raise InputError(f"{where}: region {region!r} needs text and a 4-number box")
-        regions[entry["key"]] = entry["regions"]
-    return regions
 
 
 def raw_records(fmt: str, folder: Path, oracle: bool, counts: dict) -> Iterator[dict]:

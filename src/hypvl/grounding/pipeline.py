@@ -14,10 +14,6 @@ from hypvl.grounding.filters import BoxFilter, CROP_SIZE, crop_box
 from hypvl.grounding.parses import parse_record
 
 ARTICLES = {"a", "an", "the"}
-ORACLE_REGIONS = "oracle_regions.jsonl"
-"""Side file of a raw corpus without boxes (RedCaps-, CC3M-like) holding the smoke world's boxes for
-`OracleBoxes`: one JSON line {"key", "regions": [{"text", "box" [x1, y1, x2, y2] pixels, "score"}]}
-per sample."""
 
 
 def normalise_phrase(text):

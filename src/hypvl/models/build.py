@@ -7,16 +7,9 @@ from .encoders import ImageEncoder, TextConfig, TextEncoder, VitConfig
 from .hycoclip import HyCoCLIP
 from .meru import MERU
 
-METHODS = {"clip": CLIP, "meru": MERU, "hycoclip": HyCoCLIP}
-# experiment overrides that change the architecture (MERU Table 3: embedding width)
-ARCHITECTURE_OVERRIDES = ("embed_dim",)
-# experiment overrides that are model constructor arguments, per method
-MODEL_OVERRIDES = {
-    "clip": ("temperature",),
-    "meru": ("temperature", "curv_init", "learn_curv", "entail_weight"),
-    "hycoclip": ("temperature", "curv_init", "learn_curv", "gamma", "eta_inter", "eta_intra",
-                 "hcc_terms", "hce_terms"),
-}
+from .methods import MODEL_OVERRIDES
+
+METHODS = {"clip": CLIP, "meru": MERU, "hycoclip": HyCoCLIP}  # keys: methods.METHOD_NAMES
 
 
 def build_model(method: str, backbone: str, model_cfg: dict, overrides: dict | None = None):

@@ -11,9 +11,8 @@ from pathlib import Path
 
 import torch
 
-from hypvl.train.checkpoints import load_state, read_checkpoint
-
 from .build import build_model
+from .checkpoints import load_state, read_checkpoint
 
 # reference-code prefix -> our prefix, first match wins
 PREFIXES = (

@@ -39,9 +39,9 @@ import jsonschema
 from hypvl.errors import InputError
 from hypvl.io import atomic_write
 from hypvl.replication.compare import read_compare_csv
-from hypvl.replication.expected import load_expected
+from hypvl.expected import load_expected
 from hypvl.replication.report import escape
-from hypvl.replication.spec import PaperSpec, _describe, _key_path, _read_yaml
+from hypvl.spec import PaperSpec, _describe, _key_path, _read_yaml
 
 OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le, "==": None, "!=": None}
 EQUAL_SLACK = 1e-6  # printed numbers: 51.8 - 37.3 == 14.5 up to float error

@@ -9,7 +9,7 @@ def _compare(args) -> None:
     """Join a table's printed numbers (or one printed row's) with the metric JSONs; write the compare CSV."""
     from hypvl.errors import InputError
     from hypvl.replication.compare import compare_table, write_compare_csv
-    from hypvl.replication.spec import load_spec
+    from hypvl.spec import load_spec
 
     spec = load_spec(args.spec, args.expected_dir)
     frame = compare_table(spec, args.table, args.metrics_dir, args.scale)
@@ -25,7 +25,7 @@ def _report(args) -> None:
     """Render a table report (markdown + PNG) from its compare CSV."""
     from hypvl.replication.compare import read_compare_csv
     from hypvl.replication.report import write_report
-    from hypvl.replication.spec import load_spec
+    from hypvl.spec import load_spec
 
     spec = load_spec(args.spec, args.expected_dir)
     frame = read_compare_csv(args.compare_csv)
@@ -42,7 +42,7 @@ def _index(args) -> None:
 def _claims(args) -> None:
     """Audit every claim of every spec on the papers' numbers and ours; write reports/claims.md."""
     from hypvl.replication.claims import write_claims_report
-    from hypvl.replication.spec import load_all_specs
+    from hypvl.spec import load_all_specs
 
     specs = load_all_specs(args.replication_dir, args.expected_dir)
     write_claims_report(specs, args.tables_dir, args.scale, args.out)

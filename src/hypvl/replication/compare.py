@@ -16,8 +16,8 @@ import pandas as pd
 
 from hypvl.errors import InputError
 from hypvl.io import atomic_write
-from hypvl.replication.expected import load_expected
-from hypvl.replication.spec import Column, PaperSpec
+from hypvl.expected import load_expected
+from hypvl.spec import Column, PaperSpec
 
 VERDICTS = ("within", "outside", "not_comparable", "no_paper_value", "missing", "external")
 FULL_SCALE = "full"

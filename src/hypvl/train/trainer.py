@@ -3,62 +3,28 @@
 import csv
 import json
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from tqdm import tqdm
 
-from hypvl.errors import InputError
 from hypvl.devices import select_device
+from hypvl.errors import InputError
 from hypvl.io import atomic_write
 from hypvl.models.build import build_model
+from hypvl.models.checkpoints import load_state, read_checkpoint, save_checkpoint
 from hypvl.models.encoders import Tokenizer
 
-from .checkpoints import save_checkpoint
 from .data import TrainingStream
 from .optim import build_optimizer, build_scheduler
+from .recipe import resolve_schedule, stream_mode
 
 LOG_FIELDS = ("step", "loss", "contrastive", "entailment", "lr", "curvature", "temperature")
-# experiment overrides the trainer itself reads (the schedule, and MERU Table 3's frozen-encoder runs)
-TRAINER_OVERRIDES = ("steps", "batch_size", "lr", "init_from", "freeze_encoders")
-
-
-@dataclass(frozen=True)
-class Schedule:
-    """Steps, batch size, warm-up and peak learning rate of one run at the running scale."""
-
-    steps: int
-    batch_size: int
-    warmup: int
-    lr: float
-
-
-def resolve_schedule(overrides: dict, train_cfg: dict) -> Schedule:
-    """The experiment's paper schedule mapped to this scale.
-
-    `train.steps`, when set, replaces the experiment's step count (smoke scale); the experiment's batch
-    size is multiplied by `train.batch_size_scale`; warm-up keeps the paper's 4k/steps fraction.
-    """
-    paper_steps = overrides.get("steps", train_cfg["paper_steps"])
-    steps = train_cfg.get("steps") or paper_steps
-    batch = max(2, round(overrides.get("batch_size", train_cfg["paper_batch_size"]) * train_cfg["batch_size_scale"]))
-    warmup = max(1, round(steps * min(1.0, train_cfg["paper_warmup"] / paper_steps)))
-    return Schedule(steps, batch, warmup, overrides.get("lr", train_cfg["lr"]))
-
-
-def stream_mode(method: str, boxes: bool) -> str:
-    """How a method reads a grounded corpus (see hypvl.train.data)."""
-    if method == "hycoclip":
-        return "compositional"
-    return "boxes_as_pairs" if boxes else "pairs"
 
 
 def init_encoders(model, checkpoint: Path, freeze: bool) -> None:
     """Copy the image and text encoders of `checkpoint` into `model` (projections and learned scalars
     stay freshly initialised, as MERU Table 3 does); `freeze` stops their gradients."""
-    from .checkpoints import load_state, read_checkpoint
-
     state = read_checkpoint(checkpoint)["model"]
     encoders = {k: v for k, v in state.items() if k.startswith(("visual.", "textual."))}
     own = {k: v for k, v in model.state_dict().items() if not k.startswith(("visual.", "textual."))}

@@ -5,7 +5,7 @@ Each sample of a webdataset tar holds ``<key>.child.jpg``, ``<key>.child.txt``,
 (the box crop, border-padded to a square, and its noun phrase), as written by HyCoCLIP's
 ``utils/prepare_GRIT_webdataset.py``. Boxes are "parents": more general than the whole ("child").
 Our grounding step adds an optional ``<key>.child.parse.json``: the caption's dependency parse
-(`hypvl.grounding.parses.parse_record`), for the syntax-preserving paper; readers that do not know
+(`hypvl.data.formats.parses`), for the syntax-preserving paper; readers that do not know
 it ignore it, and shards without it read with ``parse = None``.
 """
 
@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hypvl.errors import InputError
-from hypvl.grounding.parses import validate_parse
-
+from .parses import validate_parse
 from .shards import iter_tar_samples, shard_paths, write_tar_samples
 
 

@@ -11,7 +11,6 @@ world's boxes from a side file `oracle_regions.jsonl` instead: for RedCaps made 
 for CC3M a little loose (0-25%) with mostly confident scores.
 """
 
-import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import islice
@@ -20,9 +19,8 @@ from pathlib import Path
 from hypvl.data.formats.cc3m import CC3MSample, write_cc3m
 from hypvl.data.formats.grit import GritSample, GroundedSpan, write_grit
 from hypvl.data.formats.images import encode_image
+from hypvl.data.formats.oracle_regions import write_oracle_regions
 from hypvl.data.formats.redcaps import RedCapsSample, write_redcaps
-from hypvl.grounding.pipeline import ORACLE_REGIONS
-from hypvl.io import atomic_write
 
 from . import captions, render
 from .settings import WorldSettings, rng_for
@@ -162,8 +160,6 @@ def write_corpus(settings: WorldSettings, corpus: str, folder: Path, count: int)
             path, (CC3MSample(i.key, i.image, i.caption) for i in batch)))
     else:
         raise ValueError(f"unknown corpus {corpus!r}")
-    with atomic_write(folder / ORACLE_REGIONS, mode="w", encoding="utf-8") as handle:
-        for item in items:
-            regions = [{k: r[k] for k in ("text", "box", "score")} for r in item.regions]
-            handle.write(json.dumps({"key": item.key, "regions": regions}) + "\n")
+    write_oracle_regions(folder, ((item.key, [{k: r[k] for k in ("text", "box", "score")} for r in item.regions])
+                                  for item in items))
     return shards

@@ -6,7 +6,8 @@ import torch
 
 from hypvl.errors import InputError
 from hypvl.io import atomic_write
-from hypvl.models.build import build_model
+
+from .build import build_model
 
 
 def save_checkpoint(path: Path, model, recipe: dict, step: int) -> None:

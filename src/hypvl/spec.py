@@ -13,7 +13,7 @@ import jsonschema
 import yaml
 
 from hypvl.errors import InputError
-from hypvl.replication.expected import load_expected
+from hypvl.expected import load_expected
 
 _SLUG = "^[a-z0-9][a-z0-9_]*$"
 _TASK = {"type": "string", "pattern": _SLUG}

@@ -1,7 +1,9 @@
-"""The workflow configuration: workflows/config/default.yaml, merged with overrides, schema-checked.
+"""The workflow configuration: the packaged default (the smoke scale, `default.yaml` beside this module),
+merged with overrides (e.g. workflows/config/full.yaml), checked against the packaged `schema.yaml`.
 
 Snakemake rules hand each command the resolved config as JSON (`--config-json`); by hand, a command
-takes `--configfile` paths merged over the default, as `snakemake --configfile` does.
+takes `--configfile` paths merged over the default, as `snakemake --configfile` does. The default and
+the schema ship inside the package, so `hypvl` and the Snakefile work from any directory.
 """
 
 import json
@@ -12,7 +14,9 @@ import yaml
 
 from hypvl.errors import InputError
 
-CONFIG_DIR = Path("workflows/config")
+CONFIG_DIR = Path(__file__).resolve().parent
+DEFAULT_CONFIG = CONFIG_DIR / "default.yaml"
+SCHEMA = CONFIG_DIR / "schema.yaml"
 
 
 def deep_merge(base: dict, update: dict) -> dict:

@@ -1,0 +1,37 @@
+"""A training run's recipe at the running scale: the schedule, how the method reads its corpus, and which
+experiment overrides the trainer honours. Declarations only (no torch), so the workflow plans without it."""
+
+from dataclasses import dataclass
+
+# experiment overrides the trainer itself reads (the schedule, and MERU Table 3's frozen-encoder runs)
+TRAINER_OVERRIDES = ("steps", "batch_size", "lr", "init_from", "freeze_encoders")
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """Steps, batch size, warm-up and peak learning rate of one run at the running scale."""
+
+    steps: int
+    batch_size: int
+    warmup: int
+    lr: float
+
+
+def resolve_schedule(overrides: dict, train_cfg: dict) -> Schedule:
+    """The experiment's paper schedule mapped to this scale.
+
+    `train.steps`, when set, replaces the experiment's step count (smoke scale); the experiment's batch
+    size is multiplied by `train.batch_size_scale`; warm-up keeps the paper's 4k/steps fraction.
+    """
+    paper_steps = overrides.get("steps", train_cfg["paper_steps"])
+    steps = train_cfg.get("steps") or paper_steps
+    batch = max(2, round(overrides.get("batch_size", train_cfg["paper_batch_size"]) * train_cfg["batch_size_scale"]))
+    warmup = max(1, round(steps * min(1.0, train_cfg["paper_warmup"] / paper_steps)))
+    return Schedule(steps, batch, warmup, overrides.get("lr", train_cfg["lr"]))
+
+
+def stream_mode(method: str, boxes: bool) -> str:
+    """How a method reads a grounded corpus (see hypvl.train.data)."""
+    if method == "hycoclip":
+        return "compositional"
+    return "boxes_as_pairs" if boxes else "pairs"
