@@ -8,9 +8,9 @@ import pytest
 import yaml
 
 from hypvl.errors import InputError
-from hypvl.replication.claims import (
-    Cells, audit_paper, category, evaluate, load_claims, paper_cells, render_claims, write_claims_report,
-)
+from hypvl.replication.claims.evaluator import Cells, audit_paper, evaluate, paper_cells
+from hypvl.replication.claims.language import load_claims
+from hypvl.replication.claims.render import category, render_claims, write_claims_report
 from hypvl.replication.compare import COLUMNS, write_compare_csv
 from hypvl.spec import load_all_specs, load_spec
 

@@ -41,7 +41,7 @@ def _index(args) -> None:
 
 def _claims(args) -> None:
     """Audit every claim of every spec on the papers' numbers and ours; write reports/claims.md."""
-    from hypvl.replication.claims import write_claims_report
+    from hypvl.replication.claims.render import write_claims_report
     from hypvl.spec import load_all_specs
 
     specs = load_all_specs(args.replication_dir, args.expected_dir)

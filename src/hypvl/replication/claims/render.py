@@ -1,0 +1,101 @@
+"""The claims report: the audits of every paper's claims as markdown (`reports/claims.md`)."""
+
+from hypvl.io import atomic_write
+from hypvl.replication.claims.evaluator import OURS_UNKNOWN, PAPER_UNKNOWN, Audit, Outcome, audit_paper
+from hypvl.replication.report import escape
+from hypvl.spec import PaperSpec
+
+
+def _md(text: str) -> str:
+    """Text as literal markdown on one line: specials escaped (e.g. `τ_d`, `a<b`), newlines folded."""
+    return escape(text.replace("\n", " "))
+
+
+def render_claims(audits: dict[str, list[Audit]], scale: str) -> str:
+    """The claims report: a summary, then per paper each claim with its verdicts and per-reading details."""
+    every = [audit for paper in audits.values() for audit in paper]
+    checkable = [a for a in every if not a.claim.not_checkable]
+    paper_counts = _tally(a.paper_verdict for a in checkable)
+    our_counts = _tally(a.our_verdict for a in checkable)
+    contradicted = [a for a in checkable if category(a.paper_verdict) == "contradicted"]
+    partial = [a for a in checkable if category(a.paper_verdict) == "one reading"]
+    smoke_note = "; smoke numbers show the pipeline computes the claim, not that it replicates" if scale != "full" else ""
+    lines = ["# Claims audit", "",
+             "Every explicit quantitative claim of the papers, as a predicate over table cells, evaluated on the "
+             f"paper's printed numbers and on ours (scale `{scale}`{smoke_note}).", "",
+             "## Summary", "",
+             f"- {len(every)} claims: {len(checkable)} checkable from the tables, "
+             f"{len(every) - len(checkable)} stated in prose only.",
+             f"- By the papers' own numbers: {_tally_text(paper_counts, PAPER_UNKNOWN)}.",
+             f"- By ours: {_tally_text(our_counts, OURS_UNKNOWN)}.", ""]
+    if contradicted:
+        lines += ["Contradicted by the paper's own tables:", ""]
+        lines += [f"- `{a.claim.id}` ({a.claim.paper}, {_md(a.claim.where)}): \"{_md(a.claim.sentence)}\"" for a in contradicted]
+        lines.append("")
+    if partial:
+        lines += ["Supported by the paper's own tables only under one reading:", ""]
+        lines += [f"- `{a.claim.id}` ({a.claim.paper}, {_md(a.claim.where)}): {_md(a.paper_verdict)}" for a in partial]
+        lines.append("")
+    for paper, paper_audits in audits.items():
+        lines += [f"## {paper}", "", "| claim | sentence | where | paper's numbers | ours |", "|---|---|---|---|---|"]
+        for a in paper_audits:
+            lines.append(f"| `{a.claim.id}` | \"{_md(a.claim.sentence)}\" | {_md(a.claim.where)} | "
+                         f"{_md(a.paper_verdict)} | {_md(a.our_verdict)} |")
+        lines.append("")
+        for a in paper_audits:
+            lines.append(f"### `{a.claim.id}`")
+            lines.append("")
+            lines.append(f"> {_md(a.claim.sentence)} ({_md(a.claim.where)})")
+            lines.append("")
+            if a.claim.note:
+                lines += [_md(a.claim.note), ""]
+            if a.claim.not_checkable:
+                lines += [f"Not checkable from the tables: {_md(a.claim.not_checkable)}", ""]
+                continue
+            for reading, mine, theirs in zip(a.claim.readings, a.ours, a.paper):
+                ours = mine.detail if mine.holds is not None else _missing_text(mine)
+                lines.append(f"- **{_md(reading.name)}** ({_md(reading.description)}): paper {_mark(theirs)} "
+                             f"{_md(theirs.detail)}; ours {_mark(mine)} {_md(ours)}")
+            lines.append("")
+    return "\n".join(lines)
+
+
+CATEGORIES = ("supported", "one reading", "contradicted", "not evaluable")
+
+
+def category(text: str) -> str:
+    """The summary category of a verdict: supported, one reading, contradicted or not evaluable."""
+    if text.startswith("supported only under") and not text.endswith(OURS_UNKNOWN):
+        return "one reading"
+    if text.endswith((OURS_UNKNOWN, PAPER_UNKNOWN)):
+        return "not evaluable"
+    return "contradicted" if text == "contradicted" else "supported"
+
+
+def _tally(verdicts) -> dict[str, int]:
+    counts = dict.fromkeys(CATEGORIES, 0)
+    for text in verdicts:
+        counts[category(text)] += 1
+    return counts
+
+
+def _tally_text(counts: dict[str, int], unknown: str) -> str:
+    names = {"one reading": "supported only under one reading", "not evaluable": unknown}
+    return ", ".join(f"{counts[name]} {names.get(name, name)}" for name in CATEGORIES)
+
+
+def _mark(outcome: Outcome) -> str:
+    return {True: "✓", False: "✗", None: "?"}[outcome.holds]
+
+
+def _missing_text(outcome: Outcome) -> str:
+    shown = ", ".join(outcome.missing[:4]) + (" ..." if len(outcome.missing) > 4 else "")
+    return f"not evaluable yet ({len(outcome.missing)} cells missing: {shown})"
+
+
+def write_claims_report(specs: dict[str, PaperSpec], tables_dir, scale: str, out) -> dict[str, list[Audit]]:
+    """Audit every spec's claims and write the markdown report to `out` atomically; return the audits."""
+    audits = {paper: audit_paper(spec, tables_dir) for paper, spec in sorted(specs.items())}
+    with atomic_write(out, mode="w", encoding="utf-8") as handle:
+        handle.write(render_claims(audits, scale))
+    return audits
