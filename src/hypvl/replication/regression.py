@@ -23,6 +23,7 @@ from hypvl.errors import InputError
 from hypvl.evaluate.tasks import task_group
 from hypvl.io import atomic_write
 from hypvl.replication.compare import metric_value, read_metrics_record
+from hypvl.replication.markdown import table as markdown_table
 
 KEY = ["experiment", "task", "metric"]
 SAMPLE_COUNT = "n_samples"
@@ -164,17 +165,17 @@ def render_report(checked: pd.DataFrame, scale: str, baseline_path, whole: bool)
     bad = failures(checked)
     verdict = "PASS" if bad.empty else "FAIL"
     lines = [f"# Regression at scale `{scale}`: {verdict}", "",
-             f"Baseline `{baseline_path}`; {'every pinned value checked' if whole else 'measured values only'}.", "",
-             "| group | " + " | ".join(STATUSES) + " |", "|---|" + "---:|" * len(STATUSES)]
+             f"Baseline `{baseline_path}`; {'every pinned value checked' if whole else 'measured values only'}.", ""]
     counts = checked.groupby(["group", "status"]).size().unstack(fill_value=0)
-    for group, row in counts.iterrows():
-        lines.append(f"| {group} | " + " | ".join(str(int(row.get(s, 0))) for s in STATUSES) + " |")
+    lines += markdown_table(["group", *STATUSES],
+                            [[group, *(str(int(row.get(s, 0))) for s in STATUSES)] for group, row in counts.iterrows()],
+                            ["left"] + ["right"] * len(STATUSES))
     if not bad.empty:
-        lines += ["", "| experiment | task | metric | baseline | measured | difference | allowed | status |",
-                  "|---|---|---|---:|---:|---:|---:|---|"]
-        for row in bad.itertuples():
-            lines.append(f"| {row.experiment} | {row.task} | {row.metric} | {_number(row.baseline)} | "
-                         f"{_number(row.measured)} | {_number(row.difference)} | {_number(row.allowed)} | {row.status} |")
+        numbers = ["baseline", "measured", "difference", "allowed"]
+        body = [[row.experiment, row.task, row.metric,
+                 *(_number(getattr(row, name)) for name in numbers), row.status] for row in bad.itertuples()]
+        lines += [""] + markdown_table(["experiment", "task", "metric", *numbers, "status"], body,
+                                       ["left"] * 3 + ["right"] * 4 + ["left"])
     return "\n".join(lines) + "\n"
 
 

@@ -10,6 +10,8 @@ from hypvl.errors import InputError
 from hypvl.io import atomic_write
 from hypvl.replication.compare import FULL_SCALE, VERDICTS, frame_scale, split_joined, table_provenance
 from hypvl.expected import ExpectedTable, load_expected
+from hypvl.replication.markdown import escape
+from hypvl.replication.markdown import table as markdown_table
 from hypvl.replication.plots import plot_table
 from hypvl.provenance import git_commit, utc_now
 from hypvl.spec import Column, External, PaperSpec
@@ -32,12 +34,6 @@ LEGEND = {
     "missing": "not evaluated yet",
     "external": "outside the suite (reason under Rows/Columns)",
 }
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|])")
-
-
-def escape(text: str) -> str:
-    """Escape markdown specials so a printed label (e.g. `-L*_cont(I,T)`) renders literally."""
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
 
 
 def banner(scale: str) -> str:
@@ -87,13 +83,6 @@ def _delta_cell(line, places: int) -> str:
     return f"{line.delta:+.{places}f} {escape(MARKERS[line.verdict])}"
 
 
-def _markdown_table(header: list[str], body: list[list[str]]) -> list[str]:
-    """Lines of a markdown table."""
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(cells) + " |" for cells in body]
-    return lines
-
-
 def _grid(expected: ExpectedTable, cell_text) -> list[str]:
     """A printed-layout table: label columns, then one column per value column; cell_text(row, column) -> str."""
     label_columns = list(expected.labels[expected.rows[0]])
@@ -103,7 +92,7 @@ def _grid(expected: ExpectedTable, cell_text) -> list[str]:
     for row in expected.rows:
         labels = [escape(expected.labels[row][name]) for name in label_columns] or [escape(row)]
         body.append(labels + [cell_text(row, column) for column in expected.columns])
-    return _markdown_table(header, body)
+    return markdown_table(header, body)
 
 
 def summary_line(frame: pd.DataFrame) -> str:
@@ -137,7 +126,7 @@ def _mapping_sections(spec: PaperSpec, table_name: str, frame: pd.DataFrame, lab
         else:
             note = escape(spec.experiments[target].note)
             body.append([f"`{row}`", escape(labels[row]), f"`{target}`", hashes or "–", note])
-    lines += _markdown_table(["row", "printed", "experiment", "config hashes", "note"], body)
+    lines += markdown_table(["row", "printed", "experiment", "config hashes", "note"], body)
     lines += ["", "## Columns", ""]
     body = []
     for column, mapped in table.columns.items():
@@ -147,7 +136,7 @@ def _mapping_sections(spec: PaperSpec, table_name: str, frame: pd.DataFrame, lab
             tasks = ", ".join(f"`{task}`" for task in mapped.tasks)
             tasks = f"mean of {tasks}" if mapped.is_mean else tasks
             body.append([f"`{column}`", tasks, f"`{mapped.metric}`", f"±{table.tolerance_for(column):g}"])
-    lines += _markdown_table(["column", "task", "metric", "tolerance"], body)
+    lines += markdown_table(["column", "task", "metric", "tolerance"], body)
     return lines
 
 

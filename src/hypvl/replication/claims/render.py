@@ -2,7 +2,8 @@
 
 from hypvl.io import atomic_write
 from hypvl.replication.claims.evaluator import OURS_UNKNOWN, PAPER_UNKNOWN, Audit, Outcome, audit_paper
-from hypvl.replication.report import escape
+from hypvl.replication.markdown import escape
+from hypvl.replication.markdown import table as markdown_table
 from hypvl.spec import PaperSpec
 
 
@@ -37,10 +38,10 @@ def render_claims(audits: dict[str, list[Audit]], scale: str) -> str:
         lines += [f"- `{a.claim.id}` ({a.claim.paper}, {_md(a.claim.where)}): {_md(a.paper_verdict)}" for a in partial]
         lines.append("")
     for paper, paper_audits in audits.items():
-        lines += [f"## {paper}", "", "| claim | sentence | where | paper's numbers | ours |", "|---|---|---|---|---|"]
-        for a in paper_audits:
-            lines.append(f"| `{a.claim.id}` | \"{_md(a.claim.sentence)}\" | {_md(a.claim.where)} | "
-                         f"{_md(a.paper_verdict)} | {_md(a.our_verdict)} |")
+        lines += [f"## {paper}", ""]
+        lines += markdown_table(["claim", "sentence", "where", "paper's numbers", "ours"],
+                                [[f"`{a.claim.id}`", f"\"{_md(a.claim.sentence)}\"", _md(a.claim.where),
+                                  _md(a.paper_verdict), _md(a.our_verdict)] for a in paper_audits])
         lines.append("")
         for a in paper_audits:
             lines.append(f"### `{a.claim.id}`")
