@@ -6,7 +6,6 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from scipy.stats import kendalltau
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import accuracy_score, balanced_accuracy_score, recall_score
@@ -28,6 +27,7 @@ from hypvl.evaluate.metrics import (
     linear_probe_c_search,
     mean_per_class_accuracy,
     recall_at_k,
+    spearman_rho,
     top1_accuracy,
     tree_induced_error,
     vg_attribution_macro_accuracy,
@@ -243,20 +243,66 @@ def test_hierarcaps_matches_brute_force(rng, variant):
     assert got["recall"] > 0
 
 
-def test_kendall_tau_d_matches_scipy(rng):
+def brute_force_tau(x, variant: str) -> float:
+    """Kendall's tau of x against its tier order 1..K by counting pairs: tau-b (paper) or eval.py's tau of the
+    stable argsort (code), where a tie keeps the tiers' order and so counts as concordant."""
+    pairs = [(x[i], x[j]) for i in range(len(x)) for j in range(i + 1, len(x))]  # the tier order rises in each pair
+    concordant = sum(a < b for a, b in pairs)
+    discordant = sum(a > b for a, b in pairs)
+    if variant == "code":
+        return (len(pairs) - 2 * discordant) / len(pairs)
+    return (concordant - discordant) / math.sqrt((concordant + discordant) * len(pairs))  # no ties in 1..K
+
+
+def test_kendall_tau_d_against_pair_counting(rng):
     radii = rng.integers(0, 4, size=(200, 4)).astype(float)  # small integer range -> many ties
     radii = radii[radii.std(axis=1) > 0]  # tau-b is undefined for constant rows
-    order = np.arange(1, 5)
-    paper = np.mean([kendalltau(row, order).statistic for row in radii])
-    code = np.mean([kendalltau(np.argsort(row, kind="stable"), order).statistic for row in radii])
-    assert kendall_tau_d(radii, variant="paper") == pytest.approx(paper, abs=1e-6)
-    assert kendall_tau_d(torch.as_tensor(radii), variant="code") == pytest.approx(code, abs=1e-6)
+    paper = np.mean([brute_force_tau(row.tolist(), "paper") for row in radii])
+    code = np.mean([brute_force_tau(row.tolist(), "code") for row in radii])
+    assert kendall_tau_d(radii, variant="paper") == pytest.approx(paper, abs=1e-12)
+    assert kendall_tau_d(torch.as_tensor(radii), variant="code") == pytest.approx(code, abs=1e-12)
     assert abs(paper - code) > 1e-3  # the variants differ when radii tie
     untied = rng.normal(size=(50, 4))
-    expected = np.mean([kendalltau(row, order).statistic for row in untied])
-    assert kendall_tau_d(untied, variant="paper") == pytest.approx(expected, abs=1e-6)
-    assert kendall_tau_d(untied, variant="code") == pytest.approx(expected, abs=1e-6)
+    expected = np.mean([brute_force_tau(row.tolist(), "paper") for row in untied])
+    assert kendall_tau_d(untied, variant="paper") == pytest.approx(expected, abs=1e-12)
+    assert kendall_tau_d(untied, variant="code") == pytest.approx(expected, abs=1e-12)
     assert kendall_tau_d([[0.1, 0.2, 0.3, 0.4]], variant="paper") == 1.0
+    # worked by hand: one tie (2, 2) among 6 pairs, 5 concordant: tau-b = 5 / sqrt(5 * 6); code: (6 - 0) / 6
+    assert kendall_tau_d([[1.0, 2.0, 2.0, 3.0]], variant="paper") == pytest.approx(5 / math.sqrt(30))
+    assert kendall_tau_d([[1.0, 2.0, 2.0, 3.0]], variant="code") == 1.0
+    # no ties: 4 concordant, 2 discordant pairs (tau 1/3), then 2 and 4 (tau -1/3); mean 0 in both variants
+    for variant in ("paper", "code"):
+        assert kendall_tau_d([[2.0, 1.0, 4.0, 3.0], [3.0, 4.0, 1.0, 2.0]], variant=variant) == pytest.approx(0.0)
+
+
+def average_ranks(values: list[float]) -> list[float]:
+    """1-based ranks, tied values sharing the mean of the ranks they span."""
+    order = sorted(range(len(values)), key=values.__getitem__)
+    ranks = [0.0] * len(values)
+    start = 0
+    while start < len(order):
+        end = start
+        while end + 1 < len(order) and values[order[end + 1]] == values[order[start]]:
+            end += 1
+        for position in range(start, end + 1):
+            ranks[order[position]] = (start + end) / 2 + 1
+        start = end + 1
+    return ranks
+
+
+def test_spearman_rho_is_pearson_of_average_ranks(rng):
+    pred, target = rng.normal(size=40), rng.integers(0, 6, size=40).astype(float)  # many ties in target
+    pred[:5] = pred[5]
+    expected = np.corrcoef(average_ranks(pred.tolist()), average_ranks(target.tolist()))[0, 1]
+    assert spearman_rho(pred, target) == pytest.approx(expected, abs=1e-12)
+    assert spearman_rho(torch.arange(5.0), torch.tensor([1.0, 3.0, 7.0, 8.0, 9.0])) == pytest.approx(1.0)
+    assert spearman_rho([1.0, 2.0, 3.0], [3.0, 2.0, 1.0]) == pytest.approx(-1.0)
+    # ranks (1, 2, 3) against (1.5, 1.5, 3): Pearson = 1.5 / sqrt(2 * 1.5) = sqrt(3) / 2
+    assert spearman_rho([1.0, 2.0, 3.0], [5.0, 5.0, 9.0]) == pytest.approx(math.sqrt(3) / 2)
+    with pytest.raises(ValueError, match="constant"):
+        spearman_rho(pred, np.ones(40))
+    with pytest.raises(NonFiniteEmbeddingError):
+        spearman_rho([1.0, float("nan"), 3.0], [1.0, 2.0, 3.0])
 
 
 def test_kendall_tau_d_errors():

@@ -3,6 +3,9 @@
 Units: accuracies, recalls and AP in percent (0-100); hierarchical set metrics (HyCoCLIP Table 2) and
 HierarCaps precision/recall as fractions (0-1); TIE and LCA in edges; Kendall tau in [-1, 1] -- each as
 the papers print them.
+
+scipy, scikit-learn and pycocotools are imported inside the functions that use them: every evaluation
+process imports this module, most use none of them, and together they cost seconds of start-up.
 """
 
 from __future__ import annotations
@@ -15,10 +18,6 @@ from typing import Literal
 
 import numpy as np
 import torch
-from pycocotools.coco import COCO
-from pycocotools.cocoeval import COCOeval
-from scipy.stats import rankdata
-from sklearn.linear_model import LogisticRegression
 
 from hypvl.errors import InputError
 from hypvl.evaluate.hierarchy import IsAHierarchy
@@ -316,38 +315,35 @@ def kendall_tau_d(radii: torch.Tensor | np.ndarray, *, variant: HierarCapsVarian
     (argsort(radii), 1..K) as in the released eval.py; the stable argsort makes tied radii count as
     correctly ordered.
     """
+    from scipy.stats import kendalltau
+
     radii = torch.as_tensor(radii).double()
     check_finite("radii", radii)
-    first, second = torch.triu_indices(radii.shape[1], radii.shape[1], offset=1)
-    difference = radii[:, second] - radii[:, first]
-    pairs = difference.shape[1]
-    discordant = (difference < 0).sum(dim=1).double()
-    if variant == "code":
-        tau = (pairs - 2 * discordant) / pairs
-    elif variant == "paper":
-        concordant = (difference > 0).sum(dim=1).double()
-        untied = concordant + discordant
-        if (untied == 0).any():
-            item = int((untied == 0).nonzero()[0, 0])
-            raise ValueError(f"kendall_tau_d: tau-b undefined for item {item}, all its radii are equal")
-        tau = (concordant - discordant) / torch.sqrt(untied * pairs)
-    else:
+    if variant not in ("paper", "code"):
         raise ValueError(f"variant must be 'paper' or 'code', not {variant!r}")
-    return tau.mean().item()
+    radii = radii.numpy()
+    if variant == "paper":
+        constant = (radii == radii[:, :1]).all(axis=1)
+        if constant.any():
+            item = int(constant.nonzero()[0][0])
+            raise ValueError(f"kendall_tau_d: tau-b undefined for item {item}, all its radii are equal")
+    else:
+        radii = np.argsort(radii, axis=1, kind="stable")
+    order = np.arange(radii.shape[1])
+    return float(np.mean([kendalltau(row, order).statistic for row in radii]))
 
 
 def spearman_rho(pred: torch.Tensor | np.ndarray, target: torch.Tensor | np.ndarray) -> float:
     """Spearman's rank correlation of (N,) predicted and (N,) true scores (ties get average ranks), in [-1, 1]
     (HyperLex's rho, HierarCaps paper Table 6)."""
+    from scipy.stats import spearmanr
+
     pred, target = torch.as_tensor(pred).double(), torch.as_tensor(target).double()
     check_finite("pred", pred)
     _same_length(pred, target)
-    ranks = [torch.as_tensor(rankdata(x.numpy())) for x in (pred, target)]
-    centered = [r - r.mean() for r in ranks]
-    denominator = torch.sqrt((centered[0] ** 2).sum() * (centered[1] ** 2).sum())
-    if denominator == 0:
+    if any(bool((x == x[0]).all()) for x in (pred, target)):
         raise ValueError("spearman_rho: undefined when either input is constant")
-    return ((centered[0] * centered[1]).sum() / denominator).item()
+    return float(spearmanr(pred.numpy(), target.numpy()).statistic)
 
 
 # -- Zero-shot detection with ground-truth boxes (HyCoCLIP Table 3) ------------------------------------
@@ -368,6 +364,9 @@ def detection_ap_with_gt_boxes(
     Returns {"ap": AP@[.5:.95], "ap50": AP@.5}, both averaged by pycocotools' COCOeval over the
     `category_ids` that have ground truth (e.g. the 17 novel COCO categories of Bansal et al. 2018).
     """
+    from pycocotools.coco import COCO
+    from pycocotools.cocoeval import COCOeval
+
     boxes, scores = torch.as_tensor(boxes).double(), torch.as_tensor(scores).double()
     check_finite("boxes", boxes)
     check_finite("scores", scores)
@@ -472,6 +471,8 @@ def linear_probe_c_search(
     best*delta with delta = 10, 10**0.5, 10**0.25, ... (a binary search in log space; a cost replaces the
     best only when strictly better). The best cost is refit on train + val and scored on test.
     """
+    from sklearn.linear_model import LogisticRegression
+
     (train_x, train_y), (val_x, val_y), (test_x, test_y) = (
         (np.asarray(x, dtype=np.float64), np.asarray(y).astype(np.int64)) for x, y in (train, val, test)
     )
@@ -479,7 +480,7 @@ def linear_probe_c_search(
         check_finite(name, x)
     num_classes = int(max(train_y.max(), val_y.max(), test_y.max())) + 1
 
-    def fit(cost: float, x: np.ndarray, y: np.ndarray) -> LogisticRegression:
+    def fit(cost: float, x: np.ndarray, y: np.ndarray):
         return LogisticRegression(C=cost, random_state=0, max_iter=max_iter).fit(x, y)
 
     trials: list[tuple[float, float]] = []
