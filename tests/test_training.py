@@ -22,7 +22,7 @@ from test_models import TINY, _model
 
 TRAIN_CFG = {"steps": 3, "batch_size_scale": 4 / 768, "paper_steps": 500000, "paper_batch_size": 768,
              "paper_warmup": 4000, "lr": 5e-4, "weight_decay": 0.2, "betas": [0.9, 0.98], "shuffle_buffer": 8,
-             "max_corrupt_fraction": 0.01, "device": "cpu", "amp": False}
+             "max_corrupt_fraction": 0.01, "cache_decoded": True, "device": "cpu", "amp": False}
 
 
 def _shards(tmp_path, n=12, corrupt=(), boxes=lambda i: i % 3):

@@ -57,13 +57,13 @@ def train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path]
     stream = TrainingStream(shards, Tokenizer(model_cfg["text"]["context_length"]), model_cfg["image_size"],
                             schedule.batch_size, stream_mode(experiment["method"], experiment.get("boxes", False)),
                             seed=experiment.get("seed", 0), shuffle_buffer=train_cfg["shuffle_buffer"],
-                            max_corrupt_fraction=train_cfg["max_corrupt_fraction"])
+                            max_corrupt_fraction=train_cfg["max_corrupt_fraction"], cache=train_cfg["cache_decoded"])
     start = time.perf_counter()
     rows = []
     model.train()
     bar = tqdm(total=schedule.steps, desc=experiment["id"], disable=not progress, mininterval=2.0)
     scaler = torch.amp.GradScaler(device.type, enabled=amp)
-    for step, batch in zip(range(schedule.steps), stream):
+    for step, batch in enumerate(stream.batches(schedule.steps)):
         model.clamp_scalars()
         with torch.autocast(device.type, dtype=torch.float16, enabled=amp):  # geometry stays float32 inside
             terms = model.loss({key: value.to(device, non_blocking=True) for key, value in batch.items()})

@@ -1,0 +1,95 @@
+"""Imports point down the data flow (DESIGN.md, Layers), and planning imports no torch.
+
+Every `hypvl` import in `src/hypvl`, at module level or inside a function, is checked against the layer
+order below: a module may import its own package and packages of lower layers only.
+"""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+
+SRC = REPO / "src" / "hypvl"
+# top-level module or package -> layer; the same layer may not import each other (train and evaluate)
+LAYERS = {
+    "errors": 0, "io": 1, "provenance": 1, "config": 1,
+    "expected": 2, "spec": 3,
+    "devices": 4, "geometry": 4,
+    "data": 5,
+    "grounding": 6,
+    "losses": 7,
+    "models": 8,
+    "train": 9, "evaluate": 9,
+    "replication": 10,
+    "workflow": 11, "cli": 12,
+}
+
+
+def unit(parts: tuple[str, ...]) -> str:
+    """The top-level module or package of `hypvl.<parts>`."""
+    return parts[0].removesuffix(".py")
+
+
+def hypvl_imports(path: Path) -> list[tuple[int, str]]:
+    """(line, top-level unit) of every hypvl import in a source file, relative ones resolved."""
+    package = path.relative_to(SRC).parts[:-1]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            names = [node.module or ""]
+        elif isinstance(node, ast.ImportFrom):
+            base = package[:len(package) - node.level + 1]
+            names = [".".join(("hypvl", *base, *([node.module] if node.module else [])))]
+        else:
+            continue
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "hypvl" and len(parts) > 1:
+                found.append((node.lineno, parts[1]))
+    return found
+
+
+def upward_imports() -> list[str]:
+    bad = []
+    for path in sorted(SRC.rglob("*.py")):
+        here = unit(path.relative_to(SRC).parts)
+        if here == "__init__":
+            continue
+        for line, target in hypvl_imports(path):
+            if target != here and LAYERS[target] >= LAYERS[here]:
+                bad.append(f"{path.relative_to(SRC.parent)}:{line}: {here} (layer {LAYERS[here]}) imports {target} "
+                           f"(layer {LAYERS[target]})")
+    return bad
+
+
+def test_every_unit_has_a_layer():
+    units = {unit(p.relative_to(SRC).parts) for p in SRC.iterdir() if p.suffix == ".py" or p.is_dir()}
+    assert units - {"__init__", "__pycache__"} == set(LAYERS)
+
+
+def test_imports_point_down_the_data_flow():
+    assert upward_imports() == []
+
+
+def test_an_upward_import_is_caught(tmp_path, monkeypatch):
+    """The check itself: a data module importing the trainer is reported."""
+    fake = tmp_path / "hypvl"
+    (fake / "data").mkdir(parents=True)
+    (fake / "train").mkdir()
+    (fake / "data" / "reader.py").write_text("def f():\n    from hypvl.train.trainer import train\n")
+    (fake / "train" / "loop.py").write_text("from ..data import reader\n")
+    monkeypatch.setattr(sys.modules[__name__], "SRC", fake)
+    assert [line.split(": ", 1)[1] for line in upward_imports()] == ["data (layer 5) imports train (layer 9)"]
+
+
+@pytest.mark.parametrize("module", ["hypvl.workflow", "hypvl.evaluate.tasks", "hypvl.config", "hypvl.spec"])
+def test_planning_imports_no_torch(module):
+    code = f"import sys, {module}; print(sorted(m for m in ('torch', 'timm', 'open_clip') if m in sys.modules))"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert run.stdout.strip() == "[]"
