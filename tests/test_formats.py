@@ -645,7 +645,7 @@ def test_missing_images_pass_when_not_checked(tmp_path):
     assert data_check.check("vg_attribution", path, check_images=False)[0] == 3
 
 
-def test_cli_prints_count_and_first_record_and_fails_cleanly(tmp_path, capsys):
+def test_cli_prints_count_and_first_record_and_fails_cleanly(tmp_path, capsys, caplog):
     parser = argparse.ArgumentParser(prog="hypvl")
     data_check.add_commands(parser.add_subparsers(dest="command"))
     path, pairs, _ = build_hyperlex(tmp_path)
@@ -658,7 +658,8 @@ def test_cli_prints_count_and_first_record_and_fails_cleanly(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         args.func(args)
     assert exit_info.value.code == 1
-    assert "hyperlex-all.txt: record line 3: AVG_SCORE should be a number" in capsys.readouterr().err
+    assert "hyperlex-all.txt: record line 3: AVG_SCORE should be a number" in caplog.text
+    assert capsys.readouterr().out == ""  # the error is logged, not printed with the records
 
 
 def test_writers_are_deterministic(tmp_path):

@@ -1,4 +1,4 @@
-"""Metrics against independent oracles: scikit-learn, scipy, pycocotools, brute force and hand-worked cases."""
+"""Metrics against independent oracles: scikit-learn, pycocotools, brute force and hand-worked cases."""
 
 import math
 import warnings

@@ -157,8 +157,11 @@ def test_command_writes_report_and_strict_fails_on_drift(tmp_path, policy):
             "--out", str(tmp_path / "regression.md")]
     loose = subprocess.run(args, cwd=REPO, capture_output=True, text=True)
     assert loose.returncode == 0, loose.stderr
+    assert loose.stdout == "" and f"not; see {tmp_path / 'regression.md'}" in loose.stderr  # a status line, logged
     report = (tmp_path / "regression.md").read_text()
     assert report.startswith("# Regression at scale `smoke`: FAIL")
     assert ["exp_a", "hier_imagenet", "tie", "1.5", "3", "1.5", "0.5", "drift"] in table_rows(report)
     strict = subprocess.run([*args, "--strict"], cwd=REPO, capture_output=True, text=True)
     assert strict.returncode == 1
+    printed = subprocess.run(args[:-2], cwd=REPO, capture_output=True, text=True)  # no --out: the report is the output
+    assert printed.returncode == 0 and printed.stdout.strip() == report.strip()

@@ -11,6 +11,7 @@ records it in `<dest>/SHA256SUMS` (`sha256sum -c` format); later fetches verify 
 
 import hashlib
 import http.client
+import logging
 import os
 import tarfile
 import urllib.error
@@ -22,6 +23,8 @@ import yaml
 
 from hypvl.errors import InputError
 from hypvl.io import atomic_write
+
+log = logging.getLogger(__name__)
 
 SOURCES_PATH = Path(__file__).with_name("sources.yaml")
 CHECKSUM_RECORD = "SHA256SUMS"
@@ -249,7 +252,8 @@ def fetch(name, dest, opener=urllib.request.urlopen, sources=None, retries=2, hu
 
 
 def _run_fetch(args):
-    """`hypvl acquire NAME --dest DIR`: fetch, or print the manual instructions and exit 2."""
+    """`hypvl acquire NAME --dest DIR`: fetch and print the fetched paths, or log the manual instructions and
+    exit 2."""
     sources = load_sources(args.sources)
     if not args.list and not (args.name and args.dest):
         raise InputError("hypvl acquire: give a dataset NAME and --dest, or --list")
@@ -261,13 +265,13 @@ def _run_fetch(args):
     try:
         paths = fetch(args.name, args.dest, sources=sources)
     except ManualStepRequired as error:
-        print(error)
+        log.error("%s", error)
         return 2
     for path in paths:
         print(path)
     prepare = sources[args.name].get("prepare")
     if prepare:
-        print(f"next step: {prepare.strip()}")
+        log.info("next step: %s", prepare.strip())
     return 0
 
 

@@ -3,7 +3,7 @@
 import argparse
 import dataclasses
 import json
-import sys
+import logging
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -26,6 +26,8 @@ from .formats import (
     vlchecklist,
     wordnet_isa,
 )
+
+log = logging.getLogger(__name__)
 
 Reader = Callable[[Path, bool, Path | None], Iterable]
 
@@ -86,11 +88,11 @@ def describe(record) -> str:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    """Print the record count and the first record; exit 1 with the error message on malformed input."""
+    """Print the record count and the first record; on malformed input log the error and exit 1."""
     try:
         count, first = check(args.format, args.path, not args.no_check_images, args.image_root)
     except InputError as exc:
-        print(f"hypvl data check: {exc}", file=sys.stderr)
+        log.error("hypvl data check: %s", exc)
         raise SystemExit(1) from None
     print(f"{count} records")
     if count:

@@ -12,6 +12,7 @@ so a GRIT corpus is always grounded from its own spans. RedCaps and CC3M carry n
 """
 
 import json
+import logging
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,6 +28,8 @@ from hypvl.errors import InputError
 from hypvl.grounding.filters import BoxFilter
 from hypvl.grounding.pipeline import OracleBoxes, grit_record, ground
 from hypvl.io import atomic_write
+
+log = logging.getLogger(__name__)
 
 RAW_READERS = {"grit": iter_grit, "redcaps": iter_redcaps, "cc3m": iter_cc3m}
 SUMMARY = "grounding.json"
@@ -116,8 +119,8 @@ def _ground(args) -> None:
                "seconds": round(seconds, 2), "captions_per_second": round(rate, 1)}
     with atomic_write(out / SUMMARY, mode="w") as handle:
         json.dump(summary, handle, indent=1)
-    print(f"{args.corpus}: {counts['samples_out']} of {counts['samples_in']} samples grounded with "
-          f"{counts['boxes_kept']} boxes in {seconds:.1f} s ({summary['captions_per_second']} captions/s)")
+    log.info("%s: %d of %d samples grounded with %d boxes in %.1f s (%s captions/s)", args.corpus,
+             counts["samples_out"], counts["samples_in"], counts["boxes_kept"], seconds, summary["captions_per_second"])
 
 
 def add_commands(subparsers) -> None:

@@ -4,6 +4,10 @@ pandas and matplotlib are imported inside the handlers, so registering these com
 other `hypvl` command nothing at start-up.
 """
 
+import logging
+
+log = logging.getLogger(__name__)
+
 
 def _compare(args) -> None:
     """Join a table's printed numbers (or one printed row's) with the metric JSONs; write the compare CSV."""
@@ -61,14 +65,16 @@ def _regress(args) -> None:
         raise InputError(f"{args.metrics_dir}: no metrics JSONs to check")
     if args.update:
         update_baseline(args.baseline, measured)
-        print(f"pinned {len(measured)} values in {args.baseline}")
+        log.info("pinned %d values in %s", len(measured), args.baseline)
     checked = check(measured, read_baseline(args.baseline), policy, args.scale, whole=args.whole)
     report = render_report(checked, args.scale, args.baseline, args.whole)
+    bad = failures(checked)
     if args.out:
         with atomic_write(args.out) as handle:
             handle.write(report)
-    bad = failures(checked)
-    print(report if not args.out else f"{len(checked) - len(bad)} values ok, {len(bad)} not; see {args.out}")
+        log.info("%d values ok, %d not; see %s", len(checked) - len(bad), len(bad), args.out)
+    else:
+        print(report)
     if args.strict and not bad.empty:
         raise SystemExit(1)
 
