@@ -141,3 +141,34 @@ def test_width_study_starts_from_frozen_encoders_with_new_projections(tmp_path):
     assert after["visual_proj.weight"].shape == (4, 16) and before["visual_proj.weight"].shape == (8, 16)
     with pytest.raises(InputError, match="give that experiment's checkpoint"):
         train(narrow, TINY, TRAIN_CFG, shards, tmp_path / "again", progress=False)
+
+
+@pytest.mark.parametrize("mode", ["pairs", "boxes_as_pairs", "compositional"])
+def test_decoding_once_yields_the_batches_of_reading_every_pass(tmp_path, mode):
+    """Epochs of a 12-sample corpus: the cached stream (decoded once) equals the re-reading one."""
+    shards = _shards(tmp_path, corrupt={5})
+    cached, reread = (_stream(shards, mode, cache=cache) for cache in (True, False))
+    for a, b in zip(cached.batches(12), reread.batches(12)):
+        assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    counts = [(s.counts.read, s.counts.corrupt, s.counts.no_box) for s in (cached, reread)]
+    assert counts[0] == counts[1] and counts[0][0] >= 2 * 12 and counts[0][1] >= 2  # several epochs
+    assert all("k0005" in message for message in cached.counts.corrupt_examples)
+    assert all(isinstance(samples, list) for samples in cached._cache.values()) and len(cached._cache) == 3
+
+
+def test_batches_stop_after_the_count_and_hand_over_errors(tmp_path):
+    shards = _shards(tmp_path)
+    stream = _stream(shards, "pairs")
+    assert len(list(stream.batches(5))) == 5
+    assert stream.counts.read == _read_for(shards, 5)  # no read-ahead past the last batch
+    empty = _shards(tmp_path / "nobox", boxes=lambda i: 0)
+    with pytest.raises(InputError, match="hold no samples with a box"):
+        next(_stream(empty, "compositional").batches(1))
+
+
+def _read_for(shards, count: int) -> int:
+    """Samples the plain iterator reads to make `count` batches."""
+    stream = _stream(shards, "pairs")
+    for _ in zip(range(count), stream):
+        pass
+    return stream.counts.read
