@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from hypvl.errors import InputError
+from hypvl.evaluate.tasks import GROUP_MODULES
 from hypvl.replication.regression import (check, failures, load_policy, measured_values, read_baseline,
                                           update_baseline)
 
@@ -17,6 +18,12 @@ groups:
   zeroshot: {atol: 6.0, mean_atol: 2.0}
   hierarchy: {atol: 0.06, metrics: {tie: 0.5}}
   stats: {atol: 0.0, rtol: 0.05}
+  retrieval: {atol: 1.0}
+  detection: {atol: 1.0}
+  scene: {atol: 1.0}
+  hierarcaps: {atol: 1.0}
+  lexical: {atol: 1.0}
+  linprobe: {atol: 1.0}
 ignore: [best_c]
 """
 SETS = ("zs_cifar10", "zs_dtd", "zs_pets", "zs_food101")
@@ -143,9 +150,23 @@ def test_bad_policy_and_foreign_json_are_errors_naming_the_file(tmp_path, policy
     write_json(tmp_path / "m", "exp_a", "zs_dtd", {"top1": 1.0}, scale="full")
     with pytest.raises(InputError, match="scale"):
         measured_values(tmp_path / "m", "smoke", policy)
-    write_json(tmp_path / "n", "exp_a", "det_coco_novel", {"ap": 1.0})
-    with pytest.raises(InputError, match="no group 'detection'"):
-        measured_values(tmp_path / "n", "smoke", policy)
+
+
+def test_policy_names_exactly_the_suites_task_groups(tmp_path):
+    path = tmp_path / "tolerances.yaml"
+    path.write_text(POLICY.replace("  detection: {atol: 1.0}\n", ""))
+    with pytest.raises(InputError, match=r"no tolerance for the task groups \['detection'\]") as error:
+        load_policy(path)
+    assert str(path) in str(error.value)
+    path.write_text(POLICY.replace("  scene:", "  scenes:"))
+    with pytest.raises(InputError, match=r"groups \['scenes'\] are not task groups of the suite") as error:
+        load_policy(path)
+    assert str(path) in str(error.value)
+
+
+def test_the_shipped_policy_covers_every_task_group():
+    policy = load_policy(REPO / "baselines" / "tolerances.yaml")
+    assert set(policy.groups) == set(GROUP_MODULES)
 
 
 def test_command_writes_report_and_strict_fails_on_drift(tmp_path, policy):

@@ -5,9 +5,10 @@ metric), its sample count another (metric `n_samples`, which must match exactly)
 whose policy gives `mean_atol`, the mean of each metric over the group's tasks that report it (two or
 more) a third (task `mean:<group>`, e.g. an experiment's mean zero-shot accuracy over the 20 sets). Single values move a
 little across CPUs, a real change (a loss term, a prompt, a split) moves whole groups, so the means are
-pinned more tightly than single values. The policy (`baselines/tolerances.yaml`) gives per group an
-`atol`, optionally an `rtol` (allowed = atol + rtol * |baseline|), per-metric `metrics` overrides and
-`mean_atol`; metrics listed under `ignore` (search diagnostics such as the probe's chosen C) are not pinned.
+pinned more tightly than single values. The policy (`baselines/tolerances.yaml`) gives every task group
+of the suite (`hypvl.evaluate.tasks.GROUP_MODULES`, and no other name) an `atol`, optionally an `rtol`
+(allowed = atol + rtol * |baseline|), per-metric `metrics` overrides and `mean_atol`; metrics listed
+under `ignore` (search diagnostics such as the probe's chosen C) are not pinned.
 
 Status of each value: `ok`, `drift` (outside its tolerance), `unpinned` (measured, not in the baseline)
 or `missing` (pinned, not measured; a failure only when the whole baseline is checked).
@@ -20,7 +21,7 @@ import pandas as pd
 import yaml
 
 from hypvl.errors import InputError
-from hypvl.evaluate.tasks import task_group
+from hypvl.evaluate.tasks import GROUP_MODULES, task_group
 from hypvl.io import atomic_write
 from hypvl.replication.compare import metric_value, read_metrics_record
 from hypvl.replication.markdown import table as markdown_table
@@ -47,17 +48,15 @@ class GroupPolicy:
 
 @dataclass(frozen=True)
 class Policy:
+    """A tolerance per task group of the suite (every group of `GROUP_MODULES`, no other), and the metrics not pinned."""
+
     groups: dict[str, GroupPolicy]
     ignore: frozenset[str]
 
-    def group(self, name: str, path) -> GroupPolicy:
-        if name not in self.groups:
-            raise InputError(f"{path}: the tolerance policy has no group {name!r}")
-        return self.groups[name]
-
 
 def load_policy(path) -> Policy:
-    """Read `tolerances.yaml`; InputError names the file and the bad entry."""
+    """Read `tolerances.yaml`; InputError names the file and the bad entry, a group the suite does not have
+    or a task group of the suite (`hypvl.evaluate.tasks.GROUP_MODULES`) without a tolerance."""
     path = Path(path)
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -71,6 +70,12 @@ def load_policy(path) -> Policy:
             groups[name] = GroupPolicy(**entry)
         except TypeError as error:
             raise InputError(f"{path}: group {name!r}: {error}") from None
+    unknown = [name for name in groups if name not in GROUP_MODULES]
+    if unknown:
+        raise InputError(f"{path}: groups {unknown} are not task groups of the suite (those are: {', '.join(GROUP_MODULES)})")
+    missing = [name for name in GROUP_MODULES if name not in groups]
+    if missing:
+        raise InputError(f"{path}: no tolerance for the task groups {missing}")
     return Policy(groups, frozenset(raw.get("ignore", ())))
 
 
@@ -84,7 +89,6 @@ def measured_values(metrics_dir, scale: str, policy: Policy) -> pd.DataFrame:
         group = task_group(task, scale)
         if group is None:
             raise InputError(f"{path}: {task!r} is not a task of the suite at scale {scale!r}")
-        policy.group(group, path)
         rows += [(experiment, task, group, metric, metric_value(path, record, metric))
                  for metric in record["metrics"] if metric not in policy.ignore]
         rows.append((experiment, task, group, SAMPLE_COUNT, float(record["n_samples"])))
