@@ -20,7 +20,7 @@ from hypvl.errors import InputError
 from hypvl.replication.commands import add_commands
 from hypvl.replication.compare import compare_table, read_compare_csv, write_compare_csv
 from hypvl.provenance import config_hash, provenance
-from hypvl.replication.report import SMOKE_BANNER, render_index, write_report
+from hypvl.replication.report import SMOKE_BANNER, write_report
 from hypvl.spec import External, load_all_specs, load_spec, table_needs
 
 FIXTURE = Path(__file__).parent / "data" / "replication"
