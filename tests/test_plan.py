@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from hypvl.config import DEFAULT_CONFIG, load_config
+from hypvl.errors import InputError
 from hypvl.evaluate.tasks import task_group
 from hypvl.models.methods import METHOD_NAMES, MODEL_OVERRIDES
 from hypvl.spec import Column, load_all_specs
@@ -164,3 +165,27 @@ def test_a_row_target_plans_only_that_rows_jobs(tmp_path):
     assert jobs.pop("train") == 1 and jobs.pop("compare_row") == 1
     assert groups >= {"zeroshot", "retrieval"}
     assert jobs == {f"evaluate_{group}": 1 for group in groups - WITH_TRAINING}
+
+
+def test_training_priority_orders_the_flagship_models_by_their_cost():
+    """The train rule's priority: HyCoCLIP (two encodings per sample) above CLIP/MERU, ViT-B above ViT-S."""
+    plan = Plan(load_config())
+    cost = {exp: plan.train_cost(exp) for exp in ("hyco_hycoclip_vitb_grit", "hyco_hycoclip_vits_grit",
+                                                  "hyco_clip_vitb_grit", "hyco_clip_vits_grit")}
+    assert list(cost) == sorted(cost, key=cost.get, reverse=True)
+    assert plan.train_cost("hyco_meru_vits_grit_boxes") == cost["hyco_clip_vits_grit"]  # same batch, same towers
+
+
+def test_unknown_task_groups_in_the_config_are_named(tmp_path):
+    config = load_config()
+    with pytest.raises(InputError, match=r"evaluate_with_training names unknown task groups \['zeroshots'\]"):
+        Plan({**config, "evaluate_with_training": ["zeroshots"]})
+    with pytest.raises(InputError, match=r"regression_extras.hyco_clip_vits_grit names unknown task groups"):
+        Plan({**config, "regression_extras": {"hyco_clip_vits_grit": ["lexicon"]}})
+
+
+def test_training_jobs_chain_their_evaluations_in_one_process():
+    plan = Plan(load_config())
+    args = plan.evaluate_args("zeroshot", "hyco_clip_vits_grit", 1)
+    assert args.startswith("evaluate zeroshot --experiment hyco_clip_vits_grit --checkpoint ")
+    assert plan.checkpoint("hyco_clip_vits_grit") in args and "--config-json '{" in args

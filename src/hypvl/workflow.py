@@ -103,13 +103,18 @@ class Plan:
         return needs if corpus is None else [*needs, self.grounded_summary(corpus)]
 
     def train_cost(self, experiment: str) -> float:
-        """Relative cost of training `experiment` (steps x batch x encoder width^2 x depth, doubled for a method
-        that also encodes boxes), the job priority that puts the longest training first."""
+        """Relative cost of training `experiment`: steps x batch x the two towers' tokens x width^2 x depth,
+        doubled for a method that also encodes a box per sample. The train rule's priority, so that the longest
+        runs start first and the last minutes do not leave a core idle."""
         declared = self.experiment(experiment)
         schedule = resolve_schedule(declared.overrides, self.config["train"])
-        vit = self.config["model"]["backbones"][declared.backbone]
+        model = self.config["model"]
+        vit, text = model["backbones"][declared.backbone], model["text"]
+        image_tokens = (model["image_size"] // vit["patch"]) ** 2 + 1
+        per_sample = (image_tokens * vit["width"] ** 2 * vit["depth"]
+                      + text["context_length"] * text["width"] ** 2 * text["layers"])
         boxes = 2 if stream_mode(declared.method, declared.boxes) == "compositional" else 1
-        return schedule.steps * schedule.batch_size * vit["width"] ** 2 * vit["depth"] * boxes / 1e9
+        return schedule.steps * schedule.batch_size * per_sample * boxes / 1e9
 
     def checkpoint(self, experiment: str) -> str:
         """Where the model of `experiment` is saved."""

@@ -60,5 +60,5 @@ def squeeze(image: Image.Image, size: int) -> Image.Image:
 
 def to_tensor_batch(images: list[Image.Image]) -> torch.Tensor:
     """(B, 3, H, W) float32 in [0, 1] from equally sized RGB images."""
-    array = np.stack([np.asarray(img.convert("RGB"), dtype=np.uint8) for img in images])
+    array = np.stack([np.asarray(img if img.mode == "RGB" else img.convert("RGB"), dtype=np.uint8) for img in images])
     return torch.from_numpy(array).permute(0, 3, 1, 2).float().div_(255.0)

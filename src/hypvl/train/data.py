@@ -87,6 +87,7 @@ class TrainingStream:
         self.max_corrupt_fraction = max_corrupt_fraction
         self.counts = StreamCounts()
         self._cache: dict[Path, list[_Sample]] | None = {} if cache else None
+        self._tokens: dict[str, torch.Tensor] = {}  # text -> token ids: phrases repeat across records
 
     def _shard_samples(self, shard: Path) -> list[_Sample] | Iterator[_Sample]:
         """The samples of one shard: parsed once and kept when caching, else re-read on every pass."""
@@ -98,10 +99,12 @@ class TrainingStream:
 
     def _sample(self, record: GroundedRecord) -> _Sample:
         texts = [record.caption, *(phrase for _, phrase in record.boxes)]
-        tokens = self.tokenizer(texts)
-        boxes = [(_Image(crop, record.where(f"parent{i:03d}.jpg")), tokens[i + 1])
-                 for i, (crop, _) in enumerate(record.boxes)]
-        return _Sample(_Image(record.image, record.where()), tokens[0], boxes)
+        new = [text for text in dict.fromkeys(texts) if text not in self._tokens]
+        if new:
+            self._tokens.update(zip(new, self.tokenizer(new)))
+        boxes = [(_Image(crop, record.where(f"parent{i:03d}.jpg")), self._tokens[phrase])
+                 for i, (crop, phrase) in enumerate(record.boxes)]
+        return _Sample(_Image(record.image, record.where()), self._tokens[record.caption], boxes)
 
     def _samples(self) -> Iterator[tuple]:
         """(image PIL, tokens[, box PIL, box tokens]) forever, shard order reshuffled every epoch; a pass

@@ -1,0 +1,38 @@
+"""The `hypvl` command line: several commands in one process (`::`), the first failure stopping the rest."""
+
+import pytest
+
+from hypvl.cli import main, split_commands
+
+
+def test_commands_split_at_the_separator():
+    assert split_commands(["train", "--x", "1", "::", "evaluate", "zeroshot"]) == [["train", "--x", "1"],
+                                                                                   ["evaluate", "zeroshot"]]
+    assert split_commands(["index"]) == [["index"]]
+
+
+def _index(tmp_path, name: str) -> list[str]:
+    return ["index", "--reports-dir", str(tmp_path / "reports"), "--out", str(tmp_path / name)]
+
+
+def test_chained_commands_all_run(tmp_path):
+    (tmp_path / "reports").mkdir()
+    assert main([*_index(tmp_path, "a.md"), "::", *_index(tmp_path, "b.md")]) == 0
+    assert (tmp_path / "a.md").is_file() and (tmp_path / "b.md").is_file()
+
+
+def test_a_failing_command_stops_the_chain_with_one_line(tmp_path, capsys):
+    (tmp_path / "reports").mkdir()
+    compare = ["compare", "--spec", str(tmp_path / "missing.yaml"), "--table", "table1", "--metrics-dir",
+               str(tmp_path), "--scale", "smoke", "--out", str(tmp_path / "t.csv")]
+    assert main([*compare, "::", *_index(tmp_path, "after.md")]) == 1
+    assert not (tmp_path / "after.md").exists()
+    assert capsys.readouterr().err.strip().splitlines() == [f"hypvl compare: {tmp_path / 'missing.yaml'}: "
+                                                            "replication spec not found"]
+
+
+def test_a_usage_error_anywhere_runs_nothing(tmp_path):
+    (tmp_path / "reports").mkdir()
+    with pytest.raises(SystemExit):
+        main([*_index(tmp_path, "first.md"), "::", "index", "--no-such-option"])
+    assert not (tmp_path / "first.md").exists()
