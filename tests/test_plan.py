@@ -161,7 +161,7 @@ def test_a_row_target_plans_only_that_rows_jobs(tmp_path):
         if spec.paper == "hycoclip" and exp == "hyco_hycoclip_vits_cc3m_no_cont_ibox_t"))
     groups = {task_group(task, "smoke") for _, task in row_pairs}
     # the data stage (the smoke world, the row's grounded corpus), then the row's model, evaluations and compare
-    assert jobs.pop("synthesize_world") == 1 and jobs.pop("ground") == 1
+    assert jobs.pop("synthesize_evaluation") == 1 and jobs.pop("synthesize_corpus") == 1 and jobs.pop("ground") == 1
     assert jobs.pop("train") == 1 and jobs.pop("compare_row") == 1
     assert groups >= {"zeroshot", "retrieval"}
     assert jobs == {f"evaluate_{group}": 1 for group in groups - WITH_TRAINING}

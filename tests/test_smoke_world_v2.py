@@ -64,6 +64,20 @@ def test_same_seed_writes_identical_bytes(tiny, tmp_path):
     assert _digest(tmp_path) == _digest(tiny)
 
 
+def test_each_part_written_alone_is_the_same_as_in_the_whole_world(tiny, tmp_path, capsys):
+    """`hypvl synthesize --only`: the workflow draws each corpus and the evaluation sets in their own job."""
+    from hypvl.cli import main
+
+    config = json.dumps({"smoke_world": TINY.as_dict()})
+    assert main(["synthesize", "--config-json", config, "--out", str(tmp_path), "--only", "redcaps"]) == 0
+    assert not (tmp_path / "manifest.json").exists() and not (tmp_path / RAW["grit"]).exists()
+    assert main(["synthesize", "--config-json", config, "--out", str(tmp_path), "--only", "grit", "evaluation"]) == 0
+    whole = {path: digest for path, digest in _digest(tiny).items() if not path.startswith(RAW["cc3m"])}
+    assert _digest(tmp_path) == whole
+    assert main(["synthesize", "--config-json", config, "--out", str(tmp_path), "--only", "yfcc"]) == 1
+    assert capsys.readouterr().err.startswith("hypvl synthesize: --only ['yfcc']: parts are the corpora")
+
+
 def test_raw_corpora_read_back_with_world_boxes(tiny):
     grit = read_grit(tiny / RAW["grit"])
     assert len(grit) == TINY.grit_samples and len(list((tiny / RAW["grit"]).glob("*.tar"))) == 3
@@ -292,7 +306,9 @@ def test_manifest_records_paths_and_counts(tiny):
     manifest = json.loads((tiny / "manifest.json").read_text())
     assert manifest["settings"] == TINY.as_dict()
     assert {k: manifest["paths"][k] for k in DATASETS} == DATASETS
-    assert manifest["corpora"]["grit"]["samples"] == TINY.grit_samples
+    grit = json.loads((tiny / RAW["grit"] / "corpus.json").read_text())
+    assert grit["samples"] == TINY.grit_samples and grit["settings"] == TINY.as_dict()
+    assert sorted(grit["shards"]) == sorted(str(p.relative_to(tiny)) for p in (tiny / RAW["grit"]).glob("*.tar"))
     assert manifest["classification"]["mnist"] == {"test": 20, "train": 20, "val": 10}
     assert manifest["eval"]["coco"]["images"] == TINY.retrieval_images
 

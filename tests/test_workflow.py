@@ -53,4 +53,5 @@ def test_dry_run_plans_the_flagship_table(tmp_path):
     assert run.returncode == 0, run.stderr[-2000:]
     counts = dict(re.findall(r"^(\w+)\s+(\d+)$", run.stdout, flags=re.M))
     # zero-shot classification runs inside each training job (config evaluate_with_training)
-    assert counts["train"] == "13" and "evaluate_zeroshot" not in counts and counts["synthesize_world"] == "1"
+    assert counts["train"] == "13" and "evaluate_zeroshot" not in counts and counts["synthesize_evaluation"] == "1"
+    assert counts["synthesize_corpus"] == counts["ground"] == "2"  # GRIT and RedCaps

@@ -1,5 +1,6 @@
 # Shared by the workflow files: the plan of this config (hypvl.workflow.Plan answers which files a target
 # needs), the folders, and the software each step runs (the `hypvl` command of this package).
+import re
 from pathlib import Path
 
 from hypvl.workflow import Plan

@@ -1,15 +1,13 @@
 # Grounding (HyCoCLIP App. A): each raw training corpus -> grounded shards (`hypvl ground`), with a
 # grounding.json summary that marks the corpus ready. At smoke scale the raw corpora come from the
 # synthesized world; at paper scale from acquisition (see `hypvl acquire`).
-import re
-
 # grounded folder (config `corpora`) -> corpus name, for corpora that have a raw source to ground
 GROUNDED = {folder: corpus for corpus, folder in config["corpora"].items() if corpus in config["grounding"]["raw"]}
 
 
 rule ground:
     input:
-        data_ready,
+        lambda w: PLAN.raw_corpus_inputs(GROUNDED[w.grounded]),
     output:
         summary=f"{DATA}/{{grounded}}/grounding.json",
     wildcard_constraints:

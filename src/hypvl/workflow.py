@@ -95,6 +95,17 @@ class Plan:
         """The file `hypvl ground` leaves when training corpus `corpus` is grounded."""
         return str(Path(self.config["data_dir"]) / self.config["corpora"][corpus] / "grounding.json")
 
+    def raw_corpus_named(self, folder: str) -> str:
+        """The corpus whose raw shards live in `folder` (config `grounding.raw.<corpus>.path`)."""
+        return next(corpus for corpus, entry in self.config["grounding"]["raw"].items() if entry["path"] == folder)
+
+    def raw_corpus_inputs(self, corpus: str) -> list[str]:
+        """What grounding `corpus` needs from the data stage: at smoke scale, its synthesised raw corpus (paper-scale
+        data is acquired beforehand and checked by the step)."""
+        if self.scale != "smoke":
+            return []
+        return [str(Path(self.config["data_dir"]) / self.config["grounding"]["raw"][corpus]["path"] / "corpus.json")]
+
     def data_inputs(self, experiment: str | None = None) -> list[str]:
         """What a step needs from the data stage: the smoke world's manifest (paper-scale data is checked by each
         step) and, for an experiment the suite trains on a grounded corpus, that corpus's grounding summary."""

@@ -1,5 +1,7 @@
-"""Write the smoke world to disk in the real formats: raw training corpora, classification image
-folders and every evaluation set, plus `manifest.json` listing what was written.
+"""Write the smoke world to disk in the real formats: raw training corpora (each with a `corpus.json`),
+classification image folders and every evaluation set, plus `manifest.json` listing the evaluation sets.
+The corpora and the evaluation sets are written separately, so the workflow grounds a corpus while the
+evaluation sets are still being drawn.
 
 Every picture is drawn from its own random generator seeded by (seed, set, index), so any file can be
 regenerated alone and the whole world is identical across runs and machines. Grounding the raw
@@ -17,30 +19,42 @@ from .corpora import write_corpus
 from .settings import WorldSettings
 from .world import COCO_CATEGORY_OF, TAXONOMY, isa_edges
 
-__all__ = ["CLASSIFICATION_SETS", "MERU_EXTRA_SETS", "WorldSettings", "build_world"]
+__all__ = ["CLASSIFICATION_SETS", "MERU_EXTRA_SETS", "WorldSettings", "build_world", "write_evaluation_world",
+           "write_raw_corpus"]
 
 EVAL_DATASETS = ("coco_captions", "coco_instances", "flickr30k", "imagenet_isa", "vlchecklist", "vg_attribution",
                  "hierarcaps_test", "hierarcaps_train", "hyperlex", "breeds")
 
 
-def build_world(settings: WorldSettings, out: Path, raw_corpora: dict[str, str], datasets: dict[str, str],
-                classification_dir: str = "eval/classification") -> dict:
-    """Write the world under `out`; returns (and writes) the manifest.
+CORPUS_SUMMARY = "corpus.json"  # beside a raw corpus's shards: what was written (format, samples, shards)
 
-    raw_corpora: corpus name (grit | redcaps | cc3m) -> raw shard folder under `out` (config
-    `grounding.raw.<corpus>.path`); datasets: config `eval.datasets` (name -> path under `out`);
-    classification_dir: config `eval.classification_dir`.
+
+def write_raw_corpus(settings: WorldSettings, out: Path, corpus: str, folder: str) -> dict:
+    """Write raw corpus `corpus` (grit | redcaps | cc3m) into `out/folder` and its `corpus.json`; returns that."""
+    counts = {"grit": settings.grit_samples, "redcaps": settings.redcaps_samples, "cc3m": settings.cc3m_samples}
+    if corpus not in counts:
+        raise ValueError(f"unknown corpus {corpus!r} (known: {sorted(counts)})")
+    out = Path(out)
+    shards = write_corpus(settings, corpus, out / folder, counts[corpus])
+    summary = {"format": corpus, "samples": counts[corpus], "shards": [str(p.relative_to(out)) for p in shards],
+               "settings": settings.as_dict()}
+    with atomic_write(out / folder / CORPUS_SUMMARY) as handle:
+        json.dump(summary, handle, indent=1)
+    return summary
+
+
+def write_evaluation_world(settings: WorldSettings, out: Path, datasets: dict[str, str],
+                           classification_dir: str = "eval/classification") -> dict:
+    """Write every evaluation set under `out` and `manifest.json` listing them; returns the manifest.
+
+    datasets: config `eval.datasets` (name -> path under `out`); classification_dir: config
+    `eval.classification_dir`.
     """
     out = Path(out)
     missing = [name for name in EVAL_DATASETS if name not in datasets]
     if missing:
         raise ValueError(f"eval.datasets lacks {missing}")
-    counts = {"grit": settings.grit_samples, "redcaps": settings.redcaps_samples, "cc3m": settings.cc3m_samples}
-    manifest = {"settings": settings.as_dict(), "corpora": {}, "classification": {}, "eval": {}}
-    for corpus, folder in raw_corpora.items():
-        shards = write_corpus(settings, corpus, out / folder, counts[corpus])
-        manifest["corpora"][corpus] = {"format": corpus, "samples": counts[corpus],
-                                       "shards": [str(p.relative_to(out)) for p in shards]}
+    manifest = {"settings": settings.as_dict(), "classification": {}, "eval": {}}
     for name in ALL_CLASSIFICATION_SETS:
         manifest["classification"][name] = write_classification_set(settings, name, out / classification_dir)
     path = {name: out / datasets[name] for name in EVAL_DATASETS}
@@ -54,10 +68,17 @@ def build_world(settings: WorldSettings, out: Path, raw_corpora: dict[str, str],
         "hyperlex": evalsets.write_hyperlex_set(settings, path["hyperlex"]),
         "breeds": evalsets.write_breeds_sets(path["breeds"], CLASSIFICATION_SETS["imagenet"].classes),
     }
-    manifest["paths"] = {"classification": classification_dir, **{n: datasets[n] for n in EVAL_DATASETS},
-                         **{f"raw_{c}": f for c, f in raw_corpora.items()}}
+    manifest["paths"] = {"classification": classification_dir, **{n: datasets[n] for n in EVAL_DATASETS}}
     manifest["hierarchy"] = {"isa": isa_edges(), "taxonomy": {k: list(v) for k, v in TAXONOMY.items()},
                              "coco_category_of": COCO_CATEGORY_OF}
     with atomic_write(out / "manifest.json") as handle:
         json.dump(manifest, handle, indent=1)
     return manifest
+
+
+def build_world(settings: WorldSettings, out: Path, raw_corpora: dict[str, str], datasets: dict[str, str],
+                classification_dir: str = "eval/classification") -> dict:
+    """Write the whole world under `out`: every raw corpus (raw_corpora: corpus -> folder under `out`, config
+    `grounding.raw.<corpus>.path`) and the evaluation sets; returns the manifest plus the corpora's summaries."""
+    corpora = {corpus: write_raw_corpus(settings, out, corpus, folder) for corpus, folder in raw_corpora.items()}
+    return {**write_evaluation_world(settings, out, datasets, classification_dir), "corpora": corpora}
