@@ -70,8 +70,9 @@ def report(case: str, task: str, times: dict[str, tuple[float, float]], detail: 
     print(f"{case:6s} {task:9s} {detail:34s} {figures}", flush=True)
 
 
-def bench_zero_shot(case: str, model, tokenizer, root: Path, templates: list[str], size: int, batch: int,
-                    repeats: int) -> None:
+def measure_zero_shot(model, tokenizer, root: Path, templates: list[str], size: int, batch: int,
+                      repeats: int) -> tuple[dict, str]:
+    """Fastest (task, forward) seconds per clock of zero-shot classification on an image folder, and what it ran."""
     dataset = read_imagefolder(root, "test")
     prompts = [t.format(c) for c in dataset.class_names for t in templates]
     pixels = [to_tensor_batch([resize_center_crop(load_image(p), size) for p, _ in chunk])
@@ -79,10 +80,11 @@ def bench_zero_shot(case: str, model, tokenizer, root: Path, templates: list[str
     tokens = [tokenizer(chunk) for chunk in batches(prompts, batch)]
     times = fastest(repeats, lambda: evaluate_zero_shot(model, tokenizer, root, "test", templates, size, batch, "b"),
                     lambda: encode_only(model, pixels, tokens))
-    report(case, "zeroshot", times, f"{len(dataset.samples)} images, {len(prompts)} prompts")
+    return times, f"{len(dataset.samples)} images, {len(prompts)} prompts"
 
 
-def bench_retrieval(case: str, model, tokenizer, captions_json: Path, size: int, batch: int, repeats: int) -> None:
+def measure_retrieval(model, tokenizer, captions_json: Path, size: int, batch: int, repeats: int) -> tuple[dict, str]:
+    """Fastest (task, forward) seconds per clock of image-text retrieval on a COCO captions file."""
     items = read_coco_captions(captions_json)
     captions = [c for it in items for c in it.captions]
     pixels = [to_tensor_batch([squeeze(load_image(it.image), size) for it in chunk]) for chunk in batches(items, batch)]
@@ -90,7 +92,15 @@ def bench_retrieval(case: str, model, tokenizer, captions_json: Path, size: int,
     times = fastest(repeats, lambda: evaluate_retrieval(model, tokenizer, read_coco_captions(captions_json), size,
                                                         batch, "b"),
                     lambda: encode_only(model, pixels, tokens))
-    report(case, "retrieval", times, f"{len(items)} images x {len(captions)} captions")
+    return times, f"{len(items)} images x {len(captions)} captions"
+
+
+def bench_zero_shot(case: str, *args) -> None:
+    report(case, "zeroshot", *measure_zero_shot(*args))
+
+
+def bench_retrieval(case: str, *args) -> None:
+    report(case, "retrieval", *measure_retrieval(*args))
 
 
 def write_large_set(root: Path, images: int, per_image: int, classes: int) -> tuple[Path, Path]:
@@ -111,6 +121,14 @@ def write_large_set(root: Path, images: int, per_image: int, classes: int) -> tu
     return captions_json, root / "classes"
 
 
+def random_meru(size: str):
+    """(config, MERU with random weights in eval mode, tokenizer) at the `smoke` or `paper` model size."""
+    config = load_config(["workflows/config/full.yaml"] if size == "paper" else [])
+    torch.manual_seed(0)
+    model = build_model("meru", "vit_s16", config["model"]).eval()
+    return config, model, Tokenizer(config["model"]["text"]["context_length"])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--smoke-root", type=Path, default=None, help="a smoke world (e.g. data/smoke)")
@@ -124,10 +142,8 @@ def main() -> None:
                         help="encoder sizes of default.yaml (smoke) or full.yaml (paper)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    config = load_config(["workflows/config/full.yaml"] if args.model == "paper" else [])
-    torch.manual_seed(0)
-    model = build_model("meru", "vit_s16", config["model"]).eval()
-    tokenizer, size = Tokenizer(config["model"]["text"]["context_length"]), config["model"]["image_size"]
+    config, model, tokenizer = random_meru(args.model)
+    size = config["model"]["image_size"]
     templates = list(load_dataset_info("imagenet").prompts)
     if args.smoke_root is not None:
         eval_root = args.smoke_root / config["eval"]["classification_dir"]
