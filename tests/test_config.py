@@ -35,3 +35,14 @@ def test_spacy_model_accepts_either_package_name(tmp_path):
 
 def test_deep_merge_keeps_sibling_keys():
     assert deep_merge({"a": {"b": 1, "c": 2}, "d": 3}, {"a": {"b": 5}}) == {"a": {"b": 5, "c": 2}, "d": 3}
+
+
+def test_the_packaged_default_loads_from_any_directory(tmp_path):
+    """The default config and its schema ship in the package: `hypvl` works outside the repository."""
+    import subprocess
+    import sys
+
+    code = "from hypvl.config import load_config; print(load_config()['scale'])"
+    run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "smoke"

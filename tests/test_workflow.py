@@ -39,6 +39,13 @@ def tiny_config(tmp_path) -> Path:
     return path
 
 
+def test_the_workflow_follows_snakemake_conventions():
+    """`snakemake --lint`: a log and a software environment on every rule, no hard-coded path parameters, helpers
+    in common.smk."""
+    run = snakemake("--lint")
+    assert run.returncode == 0 and "Lints for" not in run.stdout + run.stderr, run.stdout[-3000:]
+
+
 def test_config_typo_stops_the_workflow_before_any_job(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("train:\n  stpes: 3\n")

@@ -73,7 +73,8 @@ class Plan:
         on a training corpus the config provides (`corpora`), honouring every override it declares
         (an override nothing reads, e.g. an embedding width, would train some other model)."""
         declared = self.experiment(experiment)
-        if declared.source != "train" or declared.method not in METHOD_NAMES or declared.data not in self.config["corpora"]:
+        if (declared.source != "train" or declared.method not in METHOD_NAMES
+                or declared.data not in self.config["corpora"]):
             return False
         honoured = {*TRAINER_OVERRIDES, *ARCHITECTURE_OVERRIDES, *MODEL_OVERRIDES[declared.method]}
         start = declared.overrides.get("init_from")

@@ -16,9 +16,9 @@ def evaluate_group(args) -> None:
     from hypvl.devices import on_device, select_device
     from hypvl.evaluate.context import EvalContext
     from hypvl.evaluate.results import write_metrics
+    from hypvl.models.checkpoints import load_checkpoint
     from hypvl.models.encoders import Tokenizer
     from hypvl.provenance import config_hash
-    from hypvl.models.checkpoints import load_checkpoint
 
     config = config_from_args(args)
     available = group_tasks(config["scale"])[args.group]

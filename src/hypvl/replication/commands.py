@@ -56,8 +56,15 @@ def _regress(args) -> None:
     """Check the measured metrics against the pinned baseline (or pin them); write the regression report."""
     from hypvl.errors import InputError
     from hypvl.io import atomic_write
-    from hypvl.replication.regression import (check, failures, load_policy, measured_values, read_baseline,
-                                              render_report, update_baseline)
+    from hypvl.replication.regression import (
+        check,
+        failures,
+        load_policy,
+        measured_values,
+        read_baseline,
+        render_report,
+        update_baseline,
+    )
 
     policy = load_policy(args.tolerances)
     measured = measured_values(args.metrics_dir, args.scale, policy)

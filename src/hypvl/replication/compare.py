@@ -15,8 +15,8 @@ from pathlib import Path
 import pandas as pd
 
 from hypvl.errors import InputError
-from hypvl.io import atomic_write
 from hypvl.expected import load_expected
+from hypvl.io import atomic_write
 from hypvl.spec import Column, PaperSpec
 
 VERDICTS = ("within", "outside", "not_comparable", "no_paper_value", "missing", "external")

@@ -7,13 +7,19 @@ from pathlib import Path
 import pandas as pd
 
 from hypvl.errors import InputError
-from hypvl.io import atomic_write
-from hypvl.replication.compare import FULL_SCALE, VERDICTS, frame_scale, split_joined, table_provenance
 from hypvl.expected import ExpectedTable, load_expected
+from hypvl.io import atomic_write
+from hypvl.provenance import git_commit, utc_now
+from hypvl.replication.compare import (
+    FULL_SCALE,
+    VERDICTS,
+    frame_scale,
+    split_joined,
+    table_provenance,
+)
 from hypvl.replication.markdown import escape
 from hypvl.replication.markdown import table as markdown_table
 from hypvl.replication.plots import plot_table
-from hypvl.provenance import git_commit, utc_now
 from hypvl.spec import Column, External, PaperSpec
 
 SMOKE_BANNER = "SMOKE SCALE: synthetic world, tiny models; numbers are not comparable to the paper"
