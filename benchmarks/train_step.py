@@ -40,7 +40,8 @@ def batch_of(model_cfg: dict, size: int, boxes: bool) -> dict:
     generator = torch.Generator().manual_seed(0)
     image = (size, 3, model_cfg["image_size"], model_cfg["image_size"])
     text = (size, model_cfg["text"]["context_length"])
-    batch = {"images": torch.rand(image, generator=generator), "tokens": torch.randint(1, 49000, text, generator=generator)}
+    batch = {"images": torch.rand(image, generator=generator),
+             "tokens": torch.randint(1, 49000, text, generator=generator)}
     if boxes:
         batch["box_images"] = torch.rand(image, generator=generator)
         batch["box_tokens"] = torch.randint(1, 49000, text, generator=generator)

@@ -44,7 +44,8 @@ def split_commands(argv: list[str]) -> list[list[str]]:
 
 
 def main(argv=None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    logging.basicConfig(level=logging.WARNING, format="%(message)s")  # other libraries: warnings and errors
+    logging.getLogger("hypvl").setLevel(logging.INFO)  # ours: progress too
     parser = build_parser()
     commands = split_commands(sys.argv[1:] if argv is None else list(argv))
     parsed = [parser.parse_args(command) for command in commands]  # every usage error before any work
