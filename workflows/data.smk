@@ -27,6 +27,7 @@ if SCALE == "smoke":
         params:
             cfg=PLAN.step_config("synthesize"),
             out=lambda w, output: above(output.manifest),
+        priority: 1  # every training job waits for it (it evaluates zero-shot)
         log:
             f"{RESULTS}/logs/synthesize/evaluation.log",
         conda:
