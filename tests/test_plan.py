@@ -4,6 +4,7 @@ Dry runs use a config whose results and reports live in a temporary folder, so t
 depend on what an earlier run left in results/. Targets come before `--configfile`.
 """
 
+import json
 import re
 import subprocess
 import sys
@@ -136,8 +137,12 @@ def test_index_plans_every_table_of_every_paper(tmp_path):
     assert n_tables == 31
     assert (jobs["compare"], jobs["report"], jobs["claims"], jobs["index"]) == (n_tables, n_tables, 1, 1)
     pairs = runnable_pairs(specs, mapped_cells)
-    assert jobs["train"] == len({exp for exp, _ in pairs})
-    groups = {(exp, task_group(task, "smoke")) for exp, task in pairs} - {(exp, g) for exp, _ in pairs
+    experiments = {exp: e for spec in specs.values() for exp, e in spec.experiments.items()}
+    trained = {exp for exp, _ in pairs}
+    recipes = {json.dumps([e.method, e.backbone, e.data, e.boxes, e.seed, e.overrides], sort_keys=True): exp
+               for exp, e in sorted(experiments.items(), reverse=True) if exp in trained}  # the first id remains
+    assert jobs["train"] == len(recipes) < len(trained)  # e.g. PoinCLIP's MERU rows repeat MERU's recipes
+    groups = {(exp, task_group(task, "smoke")) for exp, task in pairs} - {(exp, g) for exp in recipes.values()
                                                                             for g in WITH_TRAINING}
     evaluate = {job: count for job, count in jobs.items() if job.startswith("evaluate_")}
     assert sum(evaluate.values()) == len(groups)
@@ -189,3 +194,15 @@ def test_training_jobs_chain_their_evaluations_in_one_process():
     args = plan.evaluate_args("zeroshot", "hyco_clip_vits_grit", 1)
     assert args.startswith("evaluate zeroshot --experiment hyco_clip_vits_grit --checkpoint ")
     assert plan.checkpoint("hyco_clip_vits_grit") in args and "--config-json '{" in args
+
+
+def test_a_recipe_repeated_under_another_id_is_trained_once():
+    plan = Plan(load_config())
+    assert plan.model_of("poin_meru_vitl") == plan.model_of("meru_meru_vitl") == "meru_meru_vitl"
+    assert plan.model_of("syn_meru_vits_grit") == "hyco_meru_vits_grit"
+    assert plan.model_of("meru_meru_vitl_fixed_c") == "meru_meru_vitl_fixed_c"  # other overrides, other model
+    assert plan.trains("meru_meru_vitl") and not plan.trains("poin_meru_vitl")
+    assert not re.fullmatch(plan.trained_pattern(), "poin_meru_vitl")
+    assert re.fullmatch(plan.trained_pattern(False), "poin_meru_vitl")
+    args = plan.evaluate_args("zeroshot", "poin_meru_vitl", 1)  # its own metrics, the other's checkpoint
+    assert f"--checkpoint {plan.checkpoint('meru_meru_vitl')}" in args and "--experiment poin_meru_vitl" in args

@@ -1,6 +1,7 @@
 # Evaluation: one job per (experiment, task group), each writing one metrics JSON per task of the group
 # (groups and their tasks: hypvl.evaluate.tasks). The rules differ only in the group name. A group in
-# `evaluate_with_training` is computed by the training job for the models the suite trains.
+# `evaluate_with_training` is computed by the training job for the models it trains. An experiment whose
+# recipe repeats another's is evaluated on that experiment's model (Plan.model_of).
 
 for _group in PLAN.groups:
 
@@ -9,11 +10,11 @@ for _group in PLAN.groups:
             f"evaluate_{_group}"
         input:
             data_ready,
-            checkpoint=f"{RESULTS}/models/{{experiment}}/checkpoint.pt",
+            checkpoint=lambda w: PLAN.checkpoint(PLAN.model_of(w.experiment)),
         output:
             PLAN.group_outputs(_group),
         wildcard_constraints:
-            experiment=PLAN.experiment_pattern(trained=False) if _group in PLAN.with_training else "[a-z0-9_]+",
+            experiment=PLAN.trained_pattern(False) if _group in PLAN.with_training else "[a-z0-9_]+",
         params:
             # the shell command is formatted at run time, after the loop has moved on: bind the group now
             args=lambda w, threads, group=_group: PLAN.evaluate_args(group, w.experiment, threads),

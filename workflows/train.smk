@@ -12,7 +12,7 @@ rule train:
         summary=f"{RESULTS}/models/{{experiment}}/train_summary.json",
         metrics=[path for group in PLAN.with_training for path in PLAN.group_outputs(group)],
     wildcard_constraints:
-        experiment=PLAN.experiment_pattern(trained=True),
+        experiment=PLAN.trained_pattern(),  # one job per distinct recipe (Plan.model_of)
     params:
         spec=lambda w: PLAN.spec_path(w.experiment),
         cfg=PLAN.step_config("train"),
@@ -39,7 +39,7 @@ rule import_released:
     output:
         checkpoint=f"{RESULTS}/models/{{experiment}}/checkpoint.pt",
     wildcard_constraints:
-        experiment=PLAN.experiment_pattern(trained=False),
+        experiment=PLAN.source_pattern("released:"),
     params:
         method=lambda w: PLAN.experiment(w.experiment).method,
         backbone=lambda w: PLAN.experiment(w.experiment).backbone,

@@ -39,6 +39,10 @@ class Plan:
         self.specs = load_all_specs(config["replication_dir"], config["expected_dir"])
         self.groups = group_tasks(self.scale)
         self._spec_of = {exp: spec for spec in self.specs.values() for exp in spec.experiments}
+        self._model_of: dict[str, str] = {}
+        self._first_with_recipe: dict[str, str] = {}
+        for experiment in self.experiments():  # by id, so the first of a recipe serves the others
+            self.model_of(experiment)
         self.with_training = tuple(config.get("evaluate_with_training", ()))
         named = {"evaluate_with_training": self.with_training,
                  **{f"regression_extras.{exp}": groups for exp, groups in config.get("regression_extras", {}).items()}}
@@ -80,10 +84,40 @@ class Plan:
         start = declared.overrides.get("init_from")
         return set(declared.overrides) <= honoured and (start is None or self.runnable(start))
 
-    def experiment_pattern(self, trained: bool) -> str:
-        """Regex alternatives of the experiment ids the suite trains (`trained`), or of all the others."""
-        ids = [exp for exp in self.experiments() if (self.experiment(exp).source == "train") == trained]
-        return "|".join(map(re.escape, ids)) or "(?!)"
+    def model_of(self, experiment: str) -> str:
+        """The experiment whose model serves `experiment`: of the trained experiments with the same recipe
+        (method, backbone, data, boxes, seed and overrides, `init_from` by the model it names), the first by id.
+        PoinCLIP's CLIP and MERU rows repeat MERU's recipes and syntax-VSE's MERU row HyCoCLIP's: each such model
+        is trained once and evaluated under every id. An experiment with weights from outside serves itself."""
+        if experiment not in self._model_of:
+            declared = self.experiment(experiment)
+            if declared.source != "train":
+                self._model_of[experiment] = experiment
+            else:
+                overrides = dict(declared.overrides)
+                if "init_from" in overrides:
+                    overrides["init_from"] = self.model_of(overrides["init_from"])
+                recipe = json.dumps([declared.method, declared.backbone, declared.data, declared.boxes,
+                                     declared.seed, overrides], sort_keys=True)
+                self._model_of[experiment] = self._first_with_recipe.setdefault(recipe, experiment)
+        return self._model_of[experiment]
+
+    def trains(self, experiment: str) -> bool:
+        """True when the train rule makes the model of `experiment` (a trained experiment serving itself)."""
+        return self.experiment(experiment).source == "train" and self.model_of(experiment) == experiment
+
+    @staticmethod
+    def pattern(ids) -> str:
+        """Regex alternatives matching exactly `ids` (a wildcard constraint); nothing when there are none."""
+        return "|".join(map(re.escape, sorted(ids))) or "(?!)"
+
+    def trained_pattern(self, trained: bool = True) -> str:
+        """The experiment ids the train rule makes (`trained`), or all the others."""
+        return self.pattern(exp for exp in self.experiments() if self.trains(exp) == trained)
+
+    def source_pattern(self, prefix: str) -> str:
+        """The experiment ids whose `source` starts with `prefix` (e.g. `released:`)."""
+        return self.pattern(exp for exp in self.experiments() if self.experiment(exp).source.startswith(prefix))
 
     def trained_corpus(self, experiment: str) -> str | None:
         """The grounded corpus `experiment` trains on, or None (weights from outside, or data that is not a
@@ -135,11 +169,12 @@ class Plan:
     def init_checkpoint(self, experiment: str) -> list[str]:
         """The checkpoint an experiment starts from (its `init_from` override), if any."""
         start = self.experiment(experiment).overrides.get("init_from")
-        return [] if start is None else [self.checkpoint(start)]
+        return [] if start is None else [self.checkpoint(self.model_of(start))]
 
     def evaluate_args(self, group: str, experiment: str, threads: int) -> str:
         """The shell-quoted arguments of `hypvl evaluate` computing `group` on the model of `experiment`."""
-        args = ["evaluate", group, "--experiment", experiment, "--checkpoint", self.checkpoint(experiment),
+        checkpoint = self.checkpoint(self.model_of(experiment))
+        args = ["evaluate", group, "--experiment", experiment, "--checkpoint", checkpoint,
                 "--out-dir", str(self.results / "metrics" / experiment), "--threads", str(threads)]
         return f"{shlex.join(args)} --config-json {self.step_config('evaluate')}"
 
