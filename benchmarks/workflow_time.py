@@ -63,14 +63,16 @@ def measure(target: str, folder: Path, experiment: str = "hyco_clip_vits_grit") 
     dry_done, _ = timed_run([*base, "-n"])
     if "Nothing to be done" not in again.stdout + again.stderr:
         raise RuntimeError(f"a second run of {target} did work:\n{again.stderr[-2000:]}")
+    print(f"{target}: cold {cold:.0f} s, no-op {noop:.1f} s, dry run {dry_cold:.1f} s / {dry_done:.1f} s",
+          file=sys.stderr, flush=True)
     cfg = json.dumps({"data_dir": str(folder / "data")})
     model = folder / "models" / experiment
     train = [HYPVL, "train", "--spec", "replication/hycoclip.yaml", "--experiment", experiment, "--config-json", cfg,
              "--out", str(model), "--quiet"]
-    evaluate = [HYPVL, "evaluate", "zeroshot", "--experiment", experiment, "--checkpoint",
+    evaluate = ["evaluate", "zeroshot", "--experiment", experiment, "--checkpoint",
                 str(model / "checkpoint.pt"), "--config-json", cfg, "--out-dir", str(folder / "metrics")]
     train_mb = peak_rss_mb([*train, "::", *evaluate])
-    eval_mb = peak_rss_mb(evaluate)
+    eval_mb = peak_rss_mb([HYPVL, *evaluate])
     return {"target": target, "jobs": job_counts(planned.stdout), "cold_s": cold, "noop_s": noop,
             "dry_run_cold_s": dry_cold, "dry_run_done_s": dry_done,
             "cpu_s": (cpu_after.ru_utime + cpu_after.ru_stime) - (cpu_before.ru_utime + cpu_before.ru_stime),
