@@ -15,17 +15,17 @@ HCE_TERMS = ("t_i", "tbox_ibox", "ibox_i", "tbox_t")
 
 
 @full_precision
-def entailment_loss(
+def entailment_residuals(
     general: Tensor,
     specific: Tensor,
     curv: float | Tensor,
     eta: float = 1.0,
     min_radius: float = 0.1,
 ) -> Tensor:
-    """Mean angular residual of `specific` outside the cone of `general`.
+    """Angular residual of each `specific[i]` outside the cone of `general[i]`.
 
-    `mean(max(0, oxy_angle(general, specific) - eta * half_aperture(general)))`: MERU
-    Eq. 12 with eta = 1 (general = text, specific = image), HyCoCLIP Eq. 10 otherwise.
+    `max(0, oxy_angle(general, specific) - eta * half_aperture(general))`: MERU Eq. 12 with
+    eta = 1 (general = text, specific = image), HyCoCLIP Eq. 10 otherwise.
 
     Args:
         general: (B, D) space components of the cone apexes (the entailing concepts).
@@ -34,11 +34,23 @@ def entailment_loss(
         eta: aperture threshold scaling the half-aperture (HyCoCLIP eta).
         min_radius: the aperture constant K.
     Returns:
-        () loss, zero when every `specific[i]` lies in the (eta-scaled) cone of `general[i]`.
+        (B,) residuals, zero where `specific[i]` lies in the (eta-scaled) cone of `general[i]`.
     """
     angle = lorentz.oxy_angle(general, specific, curv)
     aperture = lorentz.half_aperture(general, curv, min_radius=min_radius)
-    return torch.clamp(angle - eta * aperture, min=0).mean()
+    return torch.clamp(angle - eta * aperture, min=0)
+
+
+@full_precision
+def entailment_loss(
+    general: Tensor,
+    specific: Tensor,
+    curv: float | Tensor,
+    eta: float = 1.0,
+    min_radius: float = 0.1,
+) -> Tensor:
+    """() mean of `entailment_residuals` (arguments as there): MERU's and HyCoCLIP's L_ent."""
+    return entailment_residuals(general, specific, curv, eta, min_radius).mean()
 
 
 def hce_loss(

@@ -6,10 +6,11 @@ from .clip import CLIP
 from .encoders import ImageEncoder, TextConfig, TextEncoder, VitConfig
 from .hycoclip import HyCoCLIP
 from .meru import MERU
-
 from .methods import MODEL_OVERRIDES
+from .syntax_meru import SyntaxMERU
 
-METHODS = {"clip": CLIP, "meru": MERU, "hycoclip": HyCoCLIP}  # keys: methods.METHOD_NAMES
+# keys: methods.METHOD_NAMES
+METHODS = {"clip": CLIP, "meru": MERU, "hycoclip": HyCoCLIP, "syntax_meru": SyntaxMERU}
 
 
 def build_model(method: str, backbone: str, model_cfg: dict, overrides: dict | None = None):

@@ -75,12 +75,23 @@ class TextEncoder(nn.Module):
         super().__init__()
         self.transformer = TextTransformer(context_length=cfg.context_length, vocab_size=cfg.vocab_size,
                                            width=cfg.width, heads=cfg.heads, layers=cfg.layers,
-                                           output_dim=None, proj_type="none", pool_type="argmax")
+                                           output_dim=None, proj_type="none", pool_type="argmax",
+                                           output_tokens=True)
         self.width = cfg.width
         self.context_length = cfg.context_length
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        return self.transformer(tokens)
+        return self.transformer(tokens)[0]
+
+    def token_states(self, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(B, L) tokens -> the EOT features (B, width) and, per token (B, L, width), the *initial* state (the
+        context-free input of the first attention block: token plus position embedding) and the *contextual*
+        state (the last block's output), both through the final LayerNorm like the EOT features, so that the
+        model's projection applies to all three (syntax-preserving MERU's e^init and e^cont)."""
+        pooled, contextual = self.transformer(tokens)
+        text = self.transformer
+        initial = text.ln_final(text.token_embedding(tokens) + text.positional_embedding[: tokens.shape[1]])
+        return pooled, initial, contextual
 
 
 class Tokenizer:
@@ -88,6 +99,34 @@ class Tokenizer:
 
     def __init__(self, context_length: int):
         self._tok = SimpleTokenizer(context_length=context_length)
+        self.context_length = context_length
 
     def __call__(self, texts: list[str]) -> torch.Tensor:
         return self._tok(list(texts))
+
+    def word_positions(self, text: str, words: list[str]) -> list[list[int]]:
+        """Positions, in `self([text])[0]`, of the BPE tokens of each word of `text` (e.g. the tokens of a
+        dependency parse, in order): the tokens of every BPE piece that overlaps the word's characters.
+
+        Words are found in order in the tokenizer's cleaned (lower-cased, whitespace-collapsed) text; a word
+        that cannot be found there, or whose tokens all fall past the context (truncated captions), gets none.
+        Written by hand: open_clip's tokenizer returns ids only, with no offsets to align words with.
+        """
+        tok = self._tok
+        clean = tok.clean_fn(text)
+        spans, position = [], 1  # position 0 holds the start-of-text token
+        for piece in tok.pat.finditer(clean):
+            count = len(tok.bpe("".join(tok.byte_encoder[b] for b in piece.group().encode("utf-8"))).split(" "))
+            spans.append((piece.start(), piece.end(), range(position, position + count)))
+            position += count
+        last = tok.context_length - 1  # truncation puts the end-of-text token here
+        out, cursor = [], 0
+        for word in words:
+            target = tok.clean_fn(word)
+            start = clean.find(target, cursor) if target else -1
+            if start < 0:
+                out.append([])
+                continue
+            end = cursor = start + len(target)
+            out.append([p for lo, hi, positions in spans if lo < end and hi > start for p in positions if p < last])
+        return out

@@ -60,8 +60,10 @@ class MERU(CLIP):
         return -lorentz.pairwise_dist(images, texts, self.curvature)
 
     def loss(self, batch: dict) -> dict[str, torch.Tensor]:
-        img = self.encode_image(batch["images"])
-        txt = self.encode_text(batch["tokens"])
+        return self.pair_terms(self.encode_image(batch["images"]), self.encode_text(batch["tokens"]))
+
+    def pair_terms(self, img: torch.Tensor, txt: torch.Tensor) -> dict[str, torch.Tensor]:
+        """MERU's loss terms on (B, D) image and text embeddings of the batch's pairs."""
         curv = self.curvature
         contrastive = symmetric_contrastive(lorentz_logits(img, txt, curv, self.logit_scale))
         entail = entailment_loss(txt, img, curv)

@@ -1,13 +1,16 @@
 """The methods the suite builds and the experiment overrides each honours: declarations only (no torch), so
 the workflow can plan without importing the model code (`hypvl.models.build` builds them)."""
 
-METHOD_NAMES = ("clip", "meru", "hycoclip")
+METHOD_NAMES = ("clip", "meru", "hycoclip", "syntax_meru")
+# methods that train on the dependency parses of the grounded shards (whole pairs only)
+PARSE_METHODS = ("syntax_meru",)
 # experiment overrides that change the architecture (MERU Table 3: embedding width)
 ARCHITECTURE_OVERRIDES = ("embed_dim",)
 # experiment overrides that are model constructor arguments, per method
 MODEL_OVERRIDES = {
     "clip": ("temperature",),
     "meru": ("temperature", "curv_init", "learn_curv", "entail_weight"),
+    "syntax_meru": ("temperature", "curv_init", "learn_curv", "entail_weight", "syntax_weight"),
     "hycoclip": ("temperature", "curv_init", "learn_curv", "gamma", "eta_inter", "eta_intra",
                  "hcc_terms", "hce_terms"),
 }

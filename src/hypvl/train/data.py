@@ -28,6 +28,8 @@ from hypvl.data.formats.shards import shard_paths
 from hypvl.data.transforms import random_resized_crop, to_tensor_batch
 from hypvl.errors import InputError
 
+from .syntax import SyntaxTargets, collate_syntax, syntax_targets
+
 MODES = ("pairs", "boxes_as_pairs", "compositional")
 
 
@@ -68,18 +70,23 @@ class _Sample:
     image: _Image
     caption: torch.Tensor
     boxes: list[tuple[_Image, torch.Tensor]]
+    syntax: SyntaxTargets | None = None
 
 
 class TrainingStream:
     """An endless, seeded stream of training batches from grounded shards."""
 
     def __init__(self, shards: list[Path], tokenizer, image_size: int, batch_size: int, mode: str,
-                 seed: int, shuffle_buffer: int = 1000, max_corrupt_fraction: float = 0.01, cache: bool = True):
-        if mode not in MODES:
-            raise ValueError(f"unknown stream mode {mode!r}")
+                 seed: int, shuffle_buffer: int = 1000, max_corrupt_fraction: float = 0.01, cache: bool = True,
+                 syntax: bool = False):
+        if mode not in MODES or (syntax and mode != "pairs"):
+            raise ValueError(f"unknown stream mode {mode!r}" + (" with syntax targets" if syntax else ""))
         self.shards = shard_paths(shards) if shards else []
         if not self.shards:
             raise InputError("no training shards given")
+        self.syntax = syntax
+        if syntax:
+            _check_parsed(self.shards)
         self.tokenizer, self.batch_size, self.mode = tokenizer, batch_size, mode
         self.image_size = image_size
         self.rng = random.Random(seed)
@@ -104,7 +111,13 @@ class TrainingStream:
             self._tokens.update(zip(new, self.tokenizer(new)))
         boxes = [(_Image(crop, record.where(f"parent{i:03d}.jpg")), self._tokens[phrase])
                  for i, (crop, phrase) in enumerate(record.boxes)]
-        return _Sample(_Image(record.image, record.where()), self._tokens[record.caption], boxes)
+        syntax = None
+        if self.syntax:
+            if record.parse is None:
+                raise _unparsed(record.source, record.key)
+            positions = self.tokenizer.word_positions(record.caption, record.parse["tokens"])
+            syntax = syntax_targets(record.parse, positions, self.tokenizer.context_length)
+        return _Sample(_Image(record.image, record.where()), self._tokens[record.caption], boxes, syntax)
 
     def _samples(self) -> Iterator[tuple]:
         """(image PIL, tokens[, box PIL, box tokens]) forever, shard order reshuffled every epoch; a pass
@@ -134,6 +147,9 @@ class TrainingStream:
                 return
             crop, phrase = sample.boxes[self.rng.randrange(len(sample.boxes))]
             yield sample.image.get(), sample.caption, crop.get(), phrase
+            return
+        if self.syntax:
+            yield sample.image.get(), sample.caption, sample.syntax
             return
         yield sample.image.get(), sample.caption
         if self.mode == "boxes_as_pairs":
@@ -182,7 +198,22 @@ class TrainingStream:
         if self.mode == "compositional":
             out["box_images"] = self._crops(s[2] for s in batch)
             out["box_tokens"] = torch.stack([s[3] for s in batch])
+        if self.syntax:
+            out.update(collate_syntax([s[2] for s in batch]))
         return out
+
+
+def _unparsed(shard, key: str) -> InputError:
+    return InputError(f"{shard}: sample {key!r} has no dependency parse (child.parse.json), which syntax-preserving "
+                      "MERU trains on: ground the corpus with `hypvl ground`")
+
+
+def _check_parsed(shards: list[Path]) -> None:
+    """Refuse, before training, shards whose first sample has no parse (e.g. HyCoCLIP's released GRIT shards)."""
+    for shard in shards:
+        first = next(iter_grounded(shard), None)
+        if first is not None and first.parse is None:
+            raise _unparsed(shard, first.key)
 
 
 _DONE = object()

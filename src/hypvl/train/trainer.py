@@ -14,12 +14,13 @@ from hypvl.io import atomic_write
 from hypvl.models.build import build_model
 from hypvl.models.checkpoints import load_state, read_checkpoint, save_checkpoint
 from hypvl.models.encoders import Tokenizer
+from hypvl.models.methods import PARSE_METHODS
 
 from .data import TrainingStream
 from .optim import build_optimizer, build_scheduler
 from .recipe import resolve_schedule, stream_mode
 
-LOG_FIELDS = ("step", "loss", "contrastive", "entailment", "lr", "curvature", "temperature")
+LOG_FIELDS = ("step", "loss", "contrastive", "entailment", "syntax", "lr", "curvature", "temperature")
 
 
 def init_encoders(model, checkpoint: Path, freeze: bool) -> None:
@@ -44,6 +45,9 @@ def train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path]
     torch.manual_seed(experiment.get("seed", 0))
     torch.use_deterministic_algorithms(device.type == "cpu")
     overrides = experiment.get("overrides") or {}
+    if experiment["method"] in PARSE_METHODS and experiment.get("boxes", False):
+        raise InputError(f"experiment {experiment['id']!r}: {experiment['method']} trains on whole image-caption "
+                         "pairs with their parses; it takes no boxes (set boxes: false)")
     schedule = resolve_schedule(overrides, train_cfg)
     model = build_model(experiment["method"], experiment["backbone"], model_cfg, overrides)
     if "init_from" in overrides:
@@ -57,7 +61,8 @@ def train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path]
     stream = TrainingStream(shards, Tokenizer(model_cfg["text"]["context_length"]), model_cfg["image_size"],
                             schedule.batch_size, stream_mode(experiment["method"], experiment.get("boxes", False)),
                             seed=experiment.get("seed", 0), shuffle_buffer=train_cfg["shuffle_buffer"],
-                            max_corrupt_fraction=train_cfg["max_corrupt_fraction"], cache=train_cfg["cache_decoded"])
+                            max_corrupt_fraction=train_cfg["max_corrupt_fraction"], cache=train_cfg["cache_decoded"],
+                            syntax=experiment["method"] in PARSE_METHODS)
     start = time.perf_counter()
     rows = []
     model.train()
@@ -81,7 +86,7 @@ def train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path]
               "model_cfg": model_cfg, "experiment": experiment["id"]}
     save_checkpoint(out_dir / "checkpoint.pt", model, recipe, schedule.steps)
     with atomic_write(out_dir / "train_log.csv") as handle:
-        writer = csv.DictWriter(handle, LOG_FIELDS)
+        writer = csv.DictWriter(handle, LOG_FIELDS, restval="")  # empty: a term the method does not have
         writer.writeheader()
         writer.writerows(rows)
     summary = {"experiment": experiment["id"], "schedule": schedule.__dict__, "final": rows[-1],
@@ -97,5 +102,5 @@ def _log_row(step: int, terms: dict, lr: float, model) -> dict:
     with torch.no_grad():
         curvature = model.curvature.item() if hasattr(model, "curvature") else float("nan")
         return {"step": step, "loss": terms["loss"].item(), "contrastive": terms["contrastive"].item(),
-                "entailment": terms["entailment"].item() if "entailment" in terms else float("nan"),
+                **{term: terms[term].item() for term in ("entailment", "syntax") if term in terms},
                 "lr": lr, "curvature": curvature, "temperature": (-model.logit_scale).exp().item()}
