@@ -1,7 +1,9 @@
-"""Training step throughput: our CLIP, MERU and HyCoCLIP steps against open_clip's own CLIP and ClipLoss.
+"""Training step throughput: our CLIP, MERU, syntax-preserving MERU and HyCoCLIP steps against open_clip's own
+CLIP and ClipLoss.
 
 Both sides train the same architecture (ViT with the config's patch, width, depth and heads at the config's
-image size; CLIP's text transformer), on the same random batch, with AdamW, on one CPU thread; the two are
+image size; CLIP's text transformer), on the same random batch (syntax-preserving MERU: with a parse of
+12 one-token words per caption, a random dependency tree), with AdamW, on one CPU thread; the two are
 timed in interleaved repetitions and the median step of each is kept. `--size smoke` uses default.yaml's
 model, `--size paper` full.yaml's (ViT-S/16 at 224 px, 12-layer width-512 text transformer). Also reported:
 the peak resident memory of the process (it holds every model of the run).
@@ -22,6 +24,7 @@ from open_clip.model import CLIPTextCfg, CLIPVisionCfg
 from hypvl.config import load_config
 from hypvl.models.build import build_model
 from hypvl.train.optim import build_optimizer
+from hypvl.train.syntax import collate_syntax, syntax_targets
 
 FULL = "workflows/config/full.yaml"
 
@@ -46,6 +49,18 @@ def batch_of(model_cfg: dict, size: int, boxes: bool) -> dict:
         batch["box_images"] = torch.rand(image, generator=generator)
         batch["box_tokens"] = torch.randint(1, 49000, text, generator=generator)
     return batch
+
+
+def syntax_of(batch: dict, words: int = 12) -> dict:
+    """`batch` with syntax targets: captions of `words` one-token words, each attached to a random earlier word."""
+    generator = torch.Generator().manual_seed(1)
+    size, context = batch["tokens"].shape
+    targets = []
+    for _ in range(size):
+        heads = [0, *(int(torch.randint(0, i, (1,), generator=generator)) for i in range(1, words))]
+        parse = {"tokens": ["w"] * words, "heads": heads, "pos": ["NOUN"] * words}
+        targets.append(syntax_targets(parse, [[i + 1] for i in range(words)], context))
+    return {**batch, **collate_syntax(targets)}
 
 
 def ours(method: str, model_cfg: dict, backbone: str, batch: dict):
@@ -92,13 +107,14 @@ def median_seconds(steps: dict, repeats: int, warmup: int = 3) -> dict[str, floa
 
 
 def measure(size: str, backbone: str = "vit_s16", batch_size: int = 64, repeats: int = 30) -> dict:
-    """Median step seconds and images/s of open_clip's CLIP and our CLIP, MERU and HyCoCLIP, plus peak RSS."""
+    """Median step seconds and images/s of open_clip's CLIP and our methods, plus peak RSS."""
     torch.set_num_threads(1)
     torch.manual_seed(0)
     model_cfg = load_config([FULL] if size == "paper" else [])["model"]
     plain, boxed = batch_of(model_cfg, batch_size, False), batch_of(model_cfg, batch_size, True)
     steps = {"open_clip CLIP": theirs(model_cfg, backbone, plain), "CLIP": ours("clip", model_cfg, backbone, plain),
-             "MERU": ours("meru", model_cfg, backbone, plain), "HyCoCLIP": ours("hycoclip", model_cfg, backbone, boxed)}
+             "MERU": ours("meru", model_cfg, backbone, plain),
+             "syntax MERU": ours("syntax_meru", model_cfg, backbone, syntax_of(plain)), "HyCoCLIP": ours("hycoclip", model_cfg, backbone, boxed)}
     seconds = median_seconds(steps, repeats)
     return {"size": size, "backbone": backbone, "batch": batch_size, "seconds": seconds,
             "images_per_s": {name: batch_size / s for name, s in seconds.items()},
