@@ -2,8 +2,9 @@
 
 One YAML file per dataset in the package folder `hypvl/data/catalog/`, named `<name>.yaml`, gives
 the test split as MERU defines it, its size, the class names, the prompt templates (`{}` marks the
-class name), the chance level and where the data comes from. Files are validated when loaded; a
-malformed file raises `InputError` naming the file and the offending field.
+class name), the chance level and where the data comes from. Named prompt sets used beyond one dataset
+(CLIP's 80 ImageNet templates) live in `catalog/prompt_sets/<name>.yaml`. Files are validated when
+loaded; a malformed file raises `InputError` naming the file and the offending field.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ SOURCE_KINDS = ("tfds", "torchvision", "imagefolder")
 LAYOUTS = ("imagefolder", "clip_benchmark_wds")
 METRICS = ("mean_per_class_accuracy",)
 PLACEHOLDER = "{}"
+PROMPT_SETS = "prompt_sets"  # folder of named prompt sets, e.g. CLIP's 80 ImageNet templates
 FIELDS = (
     "name", "display_name", "source", "split", "test_size", "num_classes", "chance", "metric",
     "manual_download", "class_names", "prompts", "layout", "notes",
@@ -81,6 +83,25 @@ def prompts_for(name: str, class_name: str, catalog_dir: Path | None = None) -> 
     """The dataset's prompt templates filled with `class_name`, in catalog order."""
     info = load_dataset_info(name, catalog_dir)
     return [template.replace(PLACEHOLDER, class_name) for template in info.prompts]
+
+
+def load_prompt_set(name: str, catalog_dir: Path | None = None) -> tuple[str, ...]:
+    """The templates of prompt set `<catalog_dir>/prompt_sets/<name>.yaml` (fields name, notes, prompts)."""
+    folder = Path(catalog_dir or CATALOG_DIR) / PROMPT_SETS
+    path = folder / f"{name}.yaml"
+    if not path.is_file():
+        known = ", ".join(sorted(p.stem for p in folder.glob("*.yaml")))
+        raise InputError(f"unknown prompt set {name!r}; {folder} holds: {known}")
+    try:
+        record = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as error:
+        raise InputError(f"{path}: not valid YAML: {error}") from error
+    if not isinstance(record, dict) or set(record) != {"name", "notes", "prompts"} or record["name"] != name:
+        raise InputError(f"{path}: expected the fields name (= {name!r}), notes and prompts")
+    prompts = record["prompts"]
+    if not isinstance(prompts, list) or not prompts or not all(_is_template(p) for p in prompts):
+        raise InputError(f"{path}: prompts must be a non-empty list, each holding exactly one {PLACEHOLDER}")
+    return tuple(prompts)
 
 
 @lru_cache(maxsize=None)
