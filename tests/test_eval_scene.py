@@ -195,3 +195,14 @@ def test_nan_embeddings_are_an_error(tmp_path):
     nan_images(ctx.model)
     with pytest.raises(NonFiniteEmbeddingError, match="vg_attribution image embeddings"):
         scene.run(ctx, "vg_attribution")
+
+
+def test_skip_missing_flag_is_offered_by_the_scene_command_only():
+    from hypvl.cli import build_parser
+
+    base = ["--experiment", "e", "--checkpoint", "c.pt", "--out-dir", "o"]
+    parser = build_parser()
+    assert parser.parse_args(["evaluate", "scene", *base, "--vlchecklist-skip-missing"]).vlchecklist_skip_missing
+    assert not parser.parse_args(["evaluate", "scene", *base]).vlchecklist_skip_missing
+    with pytest.raises(SystemExit):
+        parser.parse_args(["evaluate", "detection", *base, "--vlchecklist-skip-missing"])

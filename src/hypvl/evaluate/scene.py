@@ -10,8 +10,9 @@ of the mean over that source's files (`vg_obj`, `vg_subj`); a category (Location
 the task's `accuracy` = mean over categories (HyCoCLIP's VL-CheckList-Object = mean of Size and
 Location). Group metrics are named by the lower-cased folders below the Type, joined by `_`
 (`location_center`, `size_small`, `color`). A missing image is an error; with config
-`eval.vlchecklist_skip_missing: true`, items whose image is missing are dropped before the first 1000 are
-taken, as upstream's loader does, and `skipped_images` counts them.
+`hypvl evaluate scene --vlchecklist-skip-missing` (config `eval.vlchecklist_skip_missing`), items whose
+image is missing are dropped before the first 1000 are taken, as upstream's loader does, and
+`skipped_images` counts them.
 
 VG-Attribution (Yuksekgonul et al. 2023): the image is cropped to the record's box; correct when the
 true caption scores strictly above the attribute-swapped one; macro accuracy over attribute pairs
