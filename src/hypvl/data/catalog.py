@@ -16,6 +16,7 @@ from pathlib import Path
 
 import yaml
 
+from hypvl.data.splits import SplitSlice, parse_split
 from hypvl.errors import InputError
 
 CATALOG_DIR = Path(__file__).with_name("catalog")
@@ -26,8 +27,9 @@ PLACEHOLDER = "{}"
 PROMPT_SETS = "prompt_sets"  # folder of named prompt sets, e.g. CLIP's 80 ImageNet templates
 FIELDS = (
     "name", "display_name", "source", "split", "test_size", "num_classes", "chance", "metric",
-    "manual_download", "class_names", "prompts", "layout", "notes",
+    "manual_download", "class_names", "prompts", "layout", "notes", "linear_probe",
 )
+PROBE_SPLITS = ("train", "val")  # keys of `linear_probe`
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,8 @@ class ManualDownload:
 class DatasetInfo:
     """One evaluation dataset. `chance` is 100 / num_classes, in percent (the papers' units);
     `class_names[i]` names label i; every entry of `prompts` holds exactly one `{}`; `path` is the
-    YAML file the entry was read from."""
+    YAML file the entry was read from. `linear_probe` holds MERU's train and val slices of the source
+    splits for the linear probe (`meru/evaluation/catalog.py` SPLITS), or None where MERU has none."""
 
     name: str
     display_name: str
@@ -66,7 +69,15 @@ class DatasetInfo:
     prompts: tuple[str, ...]
     layout: str
     notes: str
+    linear_probe: tuple[SplitSlice, SplitSlice] | None
     path: Path
+
+    @property
+    def probe_splits(self) -> dict[str, SplitSlice]:
+        """{"train", "val", "test"} -> the source slice each linear-probe split is built from."""
+        if self.linear_probe is None:
+            raise InputError(f"{self.path}: {self.name} has no linear-probe splits")
+        return dict(zip((*PROBE_SPLITS, "test"), (*self.linear_probe, parse_split(self.split, str(self.path)))))
 
 
 def dataset_names(catalog_dir: Path | None = None) -> list[str]:
@@ -180,6 +191,10 @@ def _parse(record, path: Path) -> DatasetInfo:
     if typed("test_size", int, record["test_size"]) <= 0:
         fail(f"test_size must be positive, got {record['test_size']}")
 
+    probe = record["linear_probe"]
+    if probe is not None and (not isinstance(probe, dict) or set(probe) != set(PROBE_SPLITS)):
+        fail(f"linear_probe must be null or {{train: slice, val: slice}}, got {probe!r}")
+    parse_split(record["split"], f"{path}: split")
     return DatasetInfo(
         name=record["name"],
         display_name=typed("display_name", str, record["display_name"]),
@@ -195,5 +210,7 @@ def _parse(record, path: Path) -> DatasetInfo:
         prompts=tuple(prompts),
         layout=record["layout"],
         notes=typed("notes", str, record["notes"]),
+        linear_probe=None if probe is None else tuple(
+            parse_split(probe[key], f"{path}: linear_probe.{key}") for key in PROBE_SPLITS),
         path=path,
     )
