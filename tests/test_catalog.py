@@ -269,3 +269,15 @@ def test_invalid_yaml_names_the_file(tmp_path):
         handle.write("prompts: [unclosed\n")
     with pytest.raises(InputError, match=re.escape(str(tmp_path / "dtd.yaml")) + ": not valid YAML"):
         load_dataset_info("dtd", catalog_dir=tmp_path)
+
+
+def test_prompt_sets_load_and_refuse_bad_files(tmp_path):
+    from hypvl.data.catalog import load_prompt_set
+
+    assert len(load_prompt_set("clip_imagenet_80")) == 80
+    with pytest.raises(InputError, match="unknown prompt set 'nope'.*clip_imagenet_80"):
+        load_prompt_set("nope")
+    (tmp_path / "prompt_sets").mkdir()
+    (tmp_path / "prompt_sets" / "bad.yaml").write_text("name: bad\nnotes: ''\nprompts: ['a photo of a dog']\n")
+    with pytest.raises(InputError, match="bad.yaml: prompts must"):
+        load_prompt_set("bad", tmp_path)

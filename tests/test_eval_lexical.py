@@ -79,7 +79,7 @@ def _breeds(tmp_path):
                                                          for i, s in enumerate(["animal", "vehicle"])])
 
 
-def _breeds_oracle(ctx, tmp_path, supers: list[str], prompts) -> dict[int, float]:
+def _breeds_oracle(ctx, tmp_path, supers: list[str], prompts, sign: float = -1.0) -> dict[int, float]:
     """Every candidate pair scored in a loop; C picked on each half, scored on the other."""
     model = ctx.model
     dataset = read_imagefolder(tmp_path / "classification" / "imagenet", "test")
@@ -104,7 +104,7 @@ def _breeds_oracle(ctx, tmp_path, supers: list[str], prompts) -> dict[int, float
             row = []
             for n, (_, t) in enumerate(samples):
                 truth = (labels.index(next(s for s in supers if t in SUPER[s])), labels.index(LEAVES[t]))
-                score = {(x, y): c[n, x] + c[n, y] - cost * xi[(x, y)] for x, y in pairs}
+                score = {(x, y): c[n, x] + c[n, y] + sign * cost * xi[(x, y)] for x, y in pairs}
                 if truth not in score:
                     row.append(False)
                     continue
@@ -124,20 +124,51 @@ def _breeds_oracle(ctx, tmp_path, supers: list[str], prompts) -> dict[int, float
 
 @pytest.mark.parametrize("method", ["clip", "meru"])
 def test_breeds_recall_matches_a_loop_over_candidate_pairs(tmp_path, method):
-    from hypvl.data.catalog import load_dataset_info
+    from hypvl.data.catalog import load_prompt_set
 
     _breeds(tmp_path)
     ctx = context(method, tmp_path, {"breeds": "breeds"})
     result = lexical.run(ctx, "breeds")
-    prompts = list(load_dataset_info("imagenet").prompts)
-    expected = {"all3": _breeds_oracle(ctx, tmp_path, ["animal", "vehicle", "plant"], prompts),
-                "two": _breeds_oracle(ctx, tmp_path, ["animal", "vehicle"], prompts)}
-    for subset, recall in expected.items():
+    prompts = list(load_prompt_set("clip_imagenet_80"))
+    for suffix, sign in (("", -1.0), ("_plus_xi", 1.0)):
+        expected = {"all3": _breeds_oracle(ctx, tmp_path, ["animal", "vehicle", "plant"], prompts, sign),
+                    "two": _breeds_oracle(ctx, tmp_path, ["animal", "vehicle"], prompts, sign)}
         for k in (1, 5):
-            assert result.metrics[f"{subset}_r{k}"] == pytest.approx(recall[k], abs=1e-9)
-    for k in (1, 5):
-        assert result.metrics[f"r{k}"] == pytest.approx((expected["all3"][k] + expected["two"][k]) / 2, abs=1e-9)
+            if not suffix:
+                for subset, recall in expected.items():
+                    assert result.metrics[f"{subset}_r{k}"] == pytest.approx(recall[k], abs=1e-9)
+            assert result.metrics[f"r{k}{suffix}"] == pytest.approx(
+                (expected["all3"][k] + expected["two"][k]) / 2, abs=1e-9)
     assert result.n_samples == 18 + 12
+
+
+def test_breeds_prompts_are_clips_80_imagenet_templates():
+    from hypvl.data.catalog import load_prompt_set
+
+    prompts = load_prompt_set(lexical.BREEDS_PROMPTS)
+    assert len(prompts) == len(set(prompts)) == 80
+    assert prompts[0] == "a bad photo of a {}." and prompts[-1] == "a tattoo of the {}."
+    assert "itap of my {}." in prompts and "a photo of many {}." in prompts
+
+
+def test_breeds_both_signs_hand_worked():
+    # Labels 0 (general), 1, 2; candidate pairs (0, 1), (0, 2), (1, 2) with Xi 0.1, 1.0, 2.0; the truth is (0, 1).
+    # c = (0.5, 0.3, 0.4). C = 0.2: minus sign 0.78, 0.70, 0.30 (truth first); plus sign 0.82, 1.10, 1.10
+    # (truth third). C = 0: 0.8, 0.9, 0.7 (truth second) under both signs.
+    c = torch.tensor([[0.5, 0.3, 0.4]], dtype=torch.float64)
+    angles = torch.zeros(3, 3, dtype=torch.float64)
+    angles[0, 1], angles[0, 2], angles[1, 2] = 0.1, 1.0, 2.0
+    general, specific, truth = torch.tensor([0, 0, 1]), torch.tensor([1, 2, 2]), torch.tensor([0])
+    hits = {(sign, cost): lexical.pair_hits(c, angles, general, specific, truth, cost, (1, 2, 3), sign)
+            for sign in (-1.0, 1.0) for cost in (0.0, 0.2)}
+    ranks = {key: next(k for k in (1, 2, 3) if value[k].item()) for key, value in hits.items()}
+    assert ranks == {(-1.0, 0.0): 2, (-1.0, 0.2): 1, (1.0, 0.0): 2, (1.0, 0.2): 3}
+    # Two such items, C from {0, 0.2} on one, scored on the other: the minus sign picks 0.2 (R@1 = 1); the
+    # plus sign misses R@1 at every C (0) and finds the pair within 5 at every C (1).
+    two = c.expand(2, 3)
+    minus = lexical.cross_validated_recall(two, angles, general, specific, truth.expand(2), (0.0, 0.2), (1, 5), -1.0)
+    plus = lexical.cross_validated_recall(two, angles, general, specific, truth.expand(2), (0.0, 0.2), (1, 5), 1.0)
+    assert minus == {1: 1.0, 5: 1.0} and plus == {1: 0.0, 5: 1.0}
 
 
 def test_nan_embeddings_are_an_error(tmp_path):

@@ -2,6 +2,7 @@
 against per-item scoring by hand, NaN refusal."""
 
 from collections import defaultdict
+from pathlib import Path
 
 import pytest
 import torch
@@ -12,6 +13,7 @@ from hypvl.data.formats.vlchecklist import CheckListItem, write_corpus, write_vl
 from hypvl.data.synthetic.evalsets import write_vlchecklist_sets
 from hypvl.data.synthetic.settings import WorldSettings
 from hypvl.data.transforms import resize_center_crop
+from hypvl.errors import InputError
 from hypvl.evaluate import scene
 from hypvl.evaluate.metrics import NonFiniteEmbeddingError
 
@@ -70,6 +72,64 @@ def test_checklist_object_aggregates_sources_then_groups_then_categories(tmp_pat
     assert result.n_samples == sum(len(v) for (f, _), v in written.items() if f[0] == "Object")
     attribute = scene.run(ctx, "vlc_attribute")
     assert set(attribute.metrics) == {"accuracy", "color"} and attribute.metrics["accuracy"] == attribute.metrics["color"]
+
+
+def test_source_weighted_mean_hand_built_corpus():
+    # Object/Size/large as upstream's corpus.json: vg (vg_obj, vg_subj), swig (4 files), hake (1 file).
+    accuracies = {Path("vg_obj.yaml"): 60.0, Path("vg_subj.yaml"): 80.0, Path("swig_agent.yaml"): 40.0,
+                  Path("swig_destination.yaml"): 50.0, Path("swig_item.yaml"): 70.0, Path("swig_tool.yaml"): 80.0,
+                  Path("hake.yaml"): 90.0}
+    # vg 70, swig 60, hake 90: (70 + 60 + 90) / 3 = 73.33..., where the file-weighted mean is 67.14...
+    assert scene.source_weighted_mean(accuracies) == pytest.approx(220 / 3)
+    assert sum(accuracies.values()) / len(accuracies) == pytest.approx(470 / 7)
+
+
+def test_checklist_group_weights_sources_equally(tmp_path):
+    # Object/Size/large holds two vg files and one swig file: the group is (mean(vg) + swig) / 2.
+    root, g = tmp_path / "vlc", torch.Generator().manual_seed(2)
+    files = {}
+    for m, source in enumerate(["vg_obj", "vg_subj", "swig_agent"]):
+        items = []
+        for i in range(4 + 3 * m):
+            path = root / "img" / f"{m}_{i}.jpg"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            random_image(g, 20, 18 + i % 4).save(path)
+            items.append(CheckListItem(path, (f"a {NOUNS[i % 8]} here",), (f"a {NOUNS[(i + 5) % 8]} here",)))
+        annotation = root / "data" / f"{source}.json"
+        write_vlchecklist(annotation, items, root / "img")
+        write_corpus(root / "corpus" / "v1" / "Object" / "Size" / "large" / f"{source}.yaml", annotation,
+                     root / "img", root)
+        files[source] = items
+    ctx = context("clip", tmp_path, {"vlchecklist": "vlc"})
+    accuracy = {}
+    for source, items in files.items():
+        ok = _correct(ctx.model, ctx.tokenizer, [load_image(it.image) for it in items],
+                      [it.positives[0] for it in items], [it.negatives[0] for it in items])
+        accuracy[source] = 100 * sum(ok) / len(ok)
+    result = scene.run(ctx, "vlc_object")
+    expected = ((accuracy["vg_obj"] + accuracy["vg_subj"]) / 2 + accuracy["swig_agent"]) / 2
+    assert expected != pytest.approx(sum(accuracy.values()) / 3)  # the case tells the two weightings apart
+    assert result.metrics["size_large"] == pytest.approx(expected, abs=1e-6)
+    assert result.metrics["accuracy"] == pytest.approx(expected, abs=1e-6)
+
+
+def test_checklist_missing_images_are_an_error_or_skipped_before_the_cap(tmp_path):
+    written = _checklist(tmp_path / "vlc", torch.Generator().manual_seed(0))
+    items = written[(("Attribute", "color"), "vg")]
+    items[0].image.unlink()
+    items[2].image.unlink()
+    ctx = context("clip", tmp_path, {"vlchecklist": "vlc"})
+    with pytest.raises(InputError, match="image"):
+        scene.run(ctx, "vlc_attribute")
+    result = scene.evaluate_checklist(ctx, tmp_path / "vlc", "Attribute", "vlc_attribute", items_per_corpus=2,
+                                      skip_missing=True)
+    kept = [items[1], items[3]]  # the first two items whose image exists
+    ok = _correct(ctx.model, ctx.tokenizer, [load_image(it.image) for it in kept],
+                  [it.positives[0] for it in kept], [it.negatives[0] for it in kept])
+    assert result.n_samples == 2 and result.metrics["skipped_images"] == 2
+    assert result.metrics["accuracy"] == pytest.approx(50 * sum(ok), abs=1e-6)
+    ctx.config["eval"]["vlchecklist_skip_missing"] = True
+    assert scene.run(ctx, "vlc_attribute").metrics["skipped_images"] == 2
 
 
 def test_checklist_caps_items_per_corpus(tmp_path):
@@ -135,3 +195,14 @@ def test_nan_embeddings_are_an_error(tmp_path):
     nan_images(ctx.model)
     with pytest.raises(NonFiniteEmbeddingError, match="vg_attribution image embeddings"):
         scene.run(ctx, "vg_attribution")
+
+
+def test_skip_missing_flag_is_offered_by_the_scene_command_only():
+    from hypvl.cli import build_parser
+
+    base = ["--experiment", "e", "--checkpoint", "c.pt", "--out-dir", "o"]
+    parser = build_parser()
+    assert parser.parse_args(["evaluate", "scene", *base, "--vlchecklist-skip-missing"]).vlchecklist_skip_missing
+    assert not parser.parse_args(["evaluate", "scene", *base]).vlchecklist_skip_missing
+    with pytest.raises(SystemExit):
+        parser.parse_args(["evaluate", "detection", *base, "--vlchecklist-skip-missing"])

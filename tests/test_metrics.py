@@ -1,11 +1,15 @@
 """Metrics against independent oracles: scikit-learn, pycocotools, brute force and hand-worked cases."""
 
+import contextlib
+import io
 import math
 import warnings
 
 import numpy as np
 import pytest
 import torch
+from pycocotools.coco import COCO
+from pycocotools.cocoeval import COCOeval
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import accuracy_score, balanced_accuracy_score, recall_score
@@ -14,8 +18,9 @@ from hypvl.errors import InputError
 from hypvl.evaluate.hierarchy import IsAHierarchy
 from hypvl.evaluate.metrics import (
     NonFiniteEmbeddingError,
+    all_class_detections,
     check_finite,
-    detection_ap_with_gt_boxes,
+    coco_box_ap,
     hierarcaps_precision_recall,
     hierarcaps_retrieved,
     hierarchical_jaccard,
@@ -321,22 +326,73 @@ def grid_boxes(count):
     return np.array([[20.0 * (i % 10), 20.0 * (i // 10), 10.0, 10.0] for i in range(count)])
 
 
+def one_per_box(image_ids, boxes, categories, scores):
+    """COCO-format detections: box i called categories[i] with scores[i]."""
+    return [{"image_id": int(i), "category_id": int(c), "bbox": list(map(float, b)), "score": float(s)}
+            for i, b, c, s in zip(image_ids, boxes, categories, scores)]
+
+
 def test_detection_ap_all_correct_is_100():
     categories = np.array([1, 2, 3, 1, 2, 3, 1])
     image_ids = np.array([7, 7, 7, 8, 8, 9, 9])
-    got = detection_ap_with_gt_boxes(image_ids, grid_boxes(7), categories, categories, np.full(7, 0.5), [1, 2, 3])
+    boxes = grid_boxes(7)
+    got = coco_box_ap(image_ids, boxes, categories, one_per_box(image_ids, boxes, categories, np.full(7, 0.5)),
+                      [1, 2, 3])
     assert got == pytest.approx({"ap": 100.0, "ap50": 100.0})
 
 
 def test_detection_ap_hand_worked():
     # One category of interest (1) with two GT boxes. Box 0 is found (score 0.9); box 1 is called 2.
     # Precision is 1 up to recall 1/2 and recall never exceeds 1/2: 101-point AP = 51 / 101.
-    got = detection_ap_with_gt_boxes([1, 2], grid_boxes(2), [1, 1], [1, 2], [0.9, 0.8], [1])
+    boxes = grid_boxes(2)
+    got = coco_box_ap([1, 2], boxes, [1, 1], one_per_box([1, 2], boxes, [1, 2], [0.9, 0.8]), [1])
     assert got["ap"] == pytest.approx(100 * 51 / 101, abs=1e-6)
     # A box of category 2 called 1 with a higher score than the correct one: precision 1/2 at every
     # recall, AP = 50. Category 2 is not evaluated.
-    got = detection_ap_with_gt_boxes([1, 1], grid_boxes(2), [2, 1], [1, 1], [0.9, 0.8], [1])
+    got = coco_box_ap([1, 1], boxes, [2, 1], one_per_box([1, 1], boxes, [1, 1], [0.9, 0.8]), [1])
     assert got["ap"] == pytest.approx(50.0, abs=1e-6)
+
+
+def test_detection_ap_and_ap50_differ_on_overlapping_ground_truth():
+    # GT box A (category 1) and box B (category 2) overlap at IoU 80/120 = 2/3. The detection on B's box
+    # called 1 scores first; at IoU thresholds .50-.65 it matches A (precision 1 at recall 1), above them
+    # it is a false positive ahead of the true one (precision 1/2): AP50 = 100, AP = (4 * 100 + 6 * 50) / 10.
+    boxes = np.array([[0.0, 0.0, 10.0, 10.0], [2.0, 0.0, 10.0, 10.0]])
+    detections = one_per_box([1, 1], boxes, [1, 1], [0.8, 0.9])
+    got = coco_box_ap([1, 1], boxes, [1, 2], detections, [1])
+    assert got == pytest.approx({"ap": 70.0, "ap50": 100.0})
+    # pycocotools on the same case written as files-to-be: the oracle agrees.
+    truth = COCO()
+    truth.dataset = {"images": [{"id": 1}], "categories": [{"id": 1}, {"id": 2}],
+                     "annotations": [{"id": n + 1, "image_id": 1, "category_id": c, "bbox": list(b), "area": 100.0,
+                                      "iscrowd": 0} for n, (c, b) in enumerate(zip([1, 2], boxes.tolist()))]}
+    with contextlib.redirect_stdout(io.StringIO()):
+        truth.createIndex()
+        evaluation = COCOeval(truth, truth.loadRes(detections), iouType="bbox")
+        evaluation.params.catIds = [1]
+        evaluation.evaluate()
+        evaluation.accumulate()
+        evaluation.summarize()
+    assert got == pytest.approx({"ap": 100 * evaluation.stats[0], "ap50": 100 * evaluation.stats[1]})
+
+
+def test_all_class_detections_hand_worked():
+    # Boxes A and B overlap at IoU 2/3 (> 0.5), C is apart; categories 11, 12, 13.
+    boxes = np.array([[0.0, 0.0, 10.0, 10.0], [2.0, 0.0, 10.0, 10.0], [30.0, 30.0, 10.0, 10.0]])
+    probabilities = np.array([[0.70, 0.29, 0.01], [0.60, 0.3995, 0.0005], [0.0008, 0.0992, 0.90]])
+    # Threshold 0.001 drops (B, 13) and (C, 11). NMS per category: 11 keeps A over B; 12 keeps B over A
+    # (B scores higher), and C (apart); 13 keeps C and A. Sorted by score.
+    expected = [(2, 13, 0.90), (0, 11, 0.70), (1, 12, 0.3995), (2, 12, 0.0992), (0, 13, 0.01)]
+    got = all_class_detections([5, 5, 5], boxes, probabilities, [11, 12, 13])
+    assert [(d["category_id"], d["score"]) for d in got] == [(c, s) for _, c, s in expected]
+    assert [d["bbox"] for d in got] == [boxes[b].tolist() for b, _, _ in expected]
+    assert {d["image_id"] for d in got} == {5}
+    # At most 4 per image: the lowest goes. Images are handled apart: the same boxes in another image
+    # do not suppress these.
+    got = all_class_detections([5, 5, 5, 6, 6, 6], np.concatenate([boxes, boxes]),
+                               np.concatenate([probabilities, probabilities]), [11, 12, 13], max_per_image=4)
+    assert [(d["image_id"], d["category_id"], d["score"]) for d in got] == [
+        (i, c, s) for i in (5, 6) for _, c, s in expected[:4]]
 
 
 def brute_force_ap(true_categories, pred_categories, scores, category_ids):
@@ -366,7 +422,9 @@ def test_detection_ap_matches_brute_force(rng):
         scores = rng.random(count)
         image_ids = rng.integers(0, 4, size=count)
         novel = [1, 3, 4]
-        got = detection_ap_with_gt_boxes(image_ids, grid_boxes(count), true_categories, pred_categories, scores, novel)
+        boxes = grid_boxes(count)
+        got = coco_box_ap(image_ids, boxes, true_categories,
+                          one_per_box(image_ids, boxes, pred_categories, scores), novel)
         expected = brute_force_ap(true_categories, pred_categories, scores, novel)
         assert got["ap"] == pytest.approx(expected, abs=1e-6)
         assert got["ap50"] == pytest.approx(expected, abs=1e-6)
@@ -376,9 +434,11 @@ def test_detection_ap_rejects_nan_boxes_and_missing_categories():
     boxes = grid_boxes(2)
     boxes[1, 2] = np.nan
     with pytest.raises(NonFiniteEmbeddingError, match="boxes"):
-        detection_ap_with_gt_boxes([1, 1], boxes, [1, 1], [1, 1], [0.5, 0.5], [1])
+        coco_box_ap([1, 1], boxes, [1, 1], [], [1])
+    with pytest.raises(NonFiniteEmbeddingError, match="probabilities"):
+        all_class_detections([1], grid_boxes(1), [[0.5, float("nan")]], [1, 2])
     with pytest.raises(ValueError, match="no ground-truth box"):
-        detection_ap_with_gt_boxes([1, 1], grid_boxes(2), [1, 1], [1, 1], [0.5, 0.5], [5])
+        coco_box_ap([1, 1], grid_boxes(2), [1, 1], [], [5])
 
 
 # -- compositional benchmarks --------------------------------------------------------------------------

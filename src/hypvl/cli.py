@@ -10,7 +10,7 @@ import argparse
 import logging
 import sys
 
-from hypvl.data import acquire, check
+from hypvl.data import acquire, check, probe_splits
 from hypvl.data.synthetic import commands as synthetic_commands
 from hypvl.errors import InputError
 from hypvl.evaluate import commands as evaluate_commands
@@ -19,7 +19,7 @@ from hypvl.models import commands as model_commands
 from hypvl.replication import commands as replication_commands
 from hypvl.train import commands as train_commands
 
-COMMAND_MODULES = (synthetic_commands, check, acquire, grounding_commands, train_commands, model_commands,
+COMMAND_MODULES = (synthetic_commands, check, acquire, probe_splits, grounding_commands, train_commands, model_commands,
                    evaluate_commands, replication_commands)
 SEPARATOR = "::"
 

@@ -2,8 +2,9 @@
 
 One YAML file per dataset in the package folder `hypvl/data/catalog/`, named `<name>.yaml`, gives
 the test split as MERU defines it, its size, the class names, the prompt templates (`{}` marks the
-class name), the chance level and where the data comes from. Files are validated when loaded; a
-malformed file raises `InputError` naming the file and the offending field.
+class name), the chance level and where the data comes from. Named prompt sets used beyond one dataset
+(CLIP's 80 ImageNet templates) live in `catalog/prompt_sets/<name>.yaml`. Files are validated when
+loaded; a malformed file raises `InputError` naming the file and the offending field.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import yaml
 
+from hypvl.data.splits import SplitSlice, parse_split
 from hypvl.errors import InputError
 
 CATALOG_DIR = Path(__file__).with_name("catalog")
@@ -22,10 +24,12 @@ SOURCE_KINDS = ("tfds", "torchvision", "imagefolder")
 LAYOUTS = ("imagefolder", "clip_benchmark_wds")
 METRICS = ("mean_per_class_accuracy",)
 PLACEHOLDER = "{}"
+PROMPT_SETS = "prompt_sets"  # folder of named prompt sets, e.g. CLIP's 80 ImageNet templates
 FIELDS = (
     "name", "display_name", "source", "split", "test_size", "num_classes", "chance", "metric",
-    "manual_download", "class_names", "prompts", "layout", "notes",
+    "manual_download", "class_names", "prompts", "layout", "notes", "linear_probe",
 )
+PROBE_SPLITS = ("train", "val")  # keys of `linear_probe`
 
 
 @dataclass(frozen=True)
@@ -49,7 +53,8 @@ class ManualDownload:
 class DatasetInfo:
     """One evaluation dataset. `chance` is 100 / num_classes, in percent (the papers' units);
     `class_names[i]` names label i; every entry of `prompts` holds exactly one `{}`; `path` is the
-    YAML file the entry was read from."""
+    YAML file the entry was read from. `linear_probe` holds MERU's train and val slices of the source
+    splits for the linear probe (`meru/evaluation/catalog.py` SPLITS), or None where MERU has none."""
 
     name: str
     display_name: str
@@ -64,7 +69,15 @@ class DatasetInfo:
     prompts: tuple[str, ...]
     layout: str
     notes: str
+    linear_probe: tuple[SplitSlice, SplitSlice] | None
     path: Path
+
+    @property
+    def probe_splits(self) -> dict[str, SplitSlice]:
+        """{"train", "val", "test"} -> the source slice each linear-probe split is built from."""
+        if self.linear_probe is None:
+            raise InputError(f"{self.path}: {self.name} has no linear-probe splits")
+        return dict(zip((*PROBE_SPLITS, "test"), (*self.linear_probe, parse_split(self.split, str(self.path)))))
 
 
 def dataset_names(catalog_dir: Path | None = None) -> list[str]:
@@ -81,6 +94,25 @@ def prompts_for(name: str, class_name: str, catalog_dir: Path | None = None) -> 
     """The dataset's prompt templates filled with `class_name`, in catalog order."""
     info = load_dataset_info(name, catalog_dir)
     return [template.replace(PLACEHOLDER, class_name) for template in info.prompts]
+
+
+def load_prompt_set(name: str, catalog_dir: Path | None = None) -> tuple[str, ...]:
+    """The templates of prompt set `<catalog_dir>/prompt_sets/<name>.yaml` (fields name, notes, prompts)."""
+    folder = Path(catalog_dir or CATALOG_DIR) / PROMPT_SETS
+    path = folder / f"{name}.yaml"
+    if not path.is_file():
+        known = ", ".join(sorted(p.stem for p in folder.glob("*.yaml")))
+        raise InputError(f"unknown prompt set {name!r}; {folder} holds: {known}")
+    try:
+        record = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as error:
+        raise InputError(f"{path}: not valid YAML: {error}") from error
+    if not isinstance(record, dict) or set(record) != {"name", "notes", "prompts"} or record["name"] != name:
+        raise InputError(f"{path}: expected the fields name (= {name!r}), notes and prompts")
+    prompts = record["prompts"]
+    if not isinstance(prompts, list) or not prompts or not all(_is_template(p) for p in prompts):
+        raise InputError(f"{path}: prompts must be a non-empty list, each holding exactly one {PLACEHOLDER}")
+    return tuple(prompts)
 
 
 @lru_cache(maxsize=None)
@@ -159,6 +191,10 @@ def _parse(record, path: Path) -> DatasetInfo:
     if typed("test_size", int, record["test_size"]) <= 0:
         fail(f"test_size must be positive, got {record['test_size']}")
 
+    probe = record["linear_probe"]
+    if probe is not None and (not isinstance(probe, dict) or set(probe) != set(PROBE_SPLITS)):
+        fail(f"linear_probe must be null or {{train: slice, val: slice}}, got {probe!r}")
+    parse_split(record["split"], f"{path}: split")
     return DatasetInfo(
         name=record["name"],
         display_name=typed("display_name", str, record["display_name"]),
@@ -174,5 +210,7 @@ def _parse(record, path: Path) -> DatasetInfo:
         prompts=tuple(prompts),
         layout=record["layout"],
         notes=typed("notes", str, record["notes"]),
+        linear_probe=None if probe is None else tuple(
+            parse_split(probe[key], f"{path}: linear_probe.{key}") for key in PROBE_SPLITS),
         path=path,
     )

@@ -21,6 +21,8 @@ def evaluate_group(args) -> None:
     from hypvl.provenance import config_hash
 
     config = config_from_args(args)
+    if getattr(args, "vlchecklist_skip_missing", False):  # recorded in the config hash only when set
+        config["eval"]["vlchecklist_skip_missing"] = True
     available = group_tasks(config["scale"])[args.group]
     tasks = args.tasks or available
     unknown = sorted(set(tasks) - set(available))
@@ -53,4 +55,8 @@ def add_commands(subparsers) -> None:
         parser.add_argument("--out-dir", required=True, help="results/<scale>/metrics/<experiment>")
         parser.add_argument("--tasks", nargs="*", default=None, help="subset of the group's task ids (default: all)")
         parser.add_argument("--threads", type=int, default=1, help="torch threads")
+        if group == "scene":
+            parser.add_argument("--vlchecklist-skip-missing", action="store_true",
+                                help="drop VL-CheckList items whose image is missing (upstream's loader) and "
+                                     "report their count as skipped_images, instead of stopping with an error")
         parser.set_defaults(func=evaluate_group)

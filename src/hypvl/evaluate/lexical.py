@@ -7,16 +7,19 @@ correlation; the paper does not print the sign). `rho_all`, `rho_n`: Spearman rh
 all pairs and over nouns.
 
 BREEDS: for each superclass split (`<root>/<subset>.json`, e.g. living17, nonliving26, entity13,
-entity30) the candidate labels are its superclass names and its subclass names; a test item is an
-ImageNet image of one of its subclasses (the classification set `imagenet`, labels = BREEDS class
-numbers), whose truth is the ordered pair (superclass, subclass). Each label is embedded with the
-catalog's ImageNet prompt ensemble; c_x is the method's image-label similarity. Candidates are all
-ordered pairs of distinct labels (x, y) with x closer to the root; a pair scores
-c_x + c_y - C * Xi_r(x, y). The paper prints "+ C Xi" with C in [0, 0.2], which would reward pairs
-that are *not* entailed; the minus sign is our reading. C is chosen among 20 equally spaced values
-in [0, 0.2] by 2-fold cross-validation (folds: first and second half of the items), separately for
-R@1 and R@5, and the two folds' held-out recalls are averaged. `r1`, `r5`: fractions, the mean over
-subsets (the paper does not say how subsets are combined); `<subset>_r1`, `<subset>_r5` per subset.
+entity30) the candidate labels are its superclass names and its subclass names (candidates are not
+pooled across subsets); a test item is an ImageNet image of one of its subclasses (the classification
+set `imagenet`, labels = BREEDS class numbers), whose truth is the ordered pair (superclass, subclass).
+Each label is embedded with "the prompt ensemble of Radford et al." (CLIP's 80 ImageNet templates, the
+catalog's prompt set `clip_imagenet_80`); c_x is the method's image-label similarity. Candidates are all
+ordered pairs of distinct labels (x, y) with x closer to the root. The paper prints the pair score
+c_x + c_y + C * Xi_r(x, y) with C in [0, 0.2], which rewards pairs that are *not* entailed (a small Xi
+means y lies along the ray from the root through x); both readings are computed: `r1`, `r5` score
+c_x + c_y - C * Xi (our default), `r1_plus_xi`, `r5_plus_xi` the printed + C * Xi. C is chosen among 20
+equally spaced values in [0, 0.2] by 2-fold cross-validation (App. B.6; folds: the first and second half
+of each subset's items in ImageNet test-set order), separately for R@1 and R@5, and the two folds'
+held-out recalls are averaged. Recalls are fractions; each aggregate is the unweighted mean over subsets
+(the paper does not say how subsets are combined); `<subset>_r1`, `<subset>_r5` per subset (default sign).
 """
 
 from pathlib import Path
@@ -36,6 +39,8 @@ from hypvl.evaluate.zeroshot import class_embeddings
 HYPERLEX_PROMPT = "a picture of a {}"
 BREEDS_COSTS = tuple(np.linspace(0.0, 0.2, 20).tolist())
 BREEDS_KS = (1, 5)
+BREEDS_PROMPTS = "clip_imagenet_80"
+BREEDS_SIGNS = {"": -1.0, "_plus_xi": 1.0}  # metric suffix -> sign of C * Xi in the pair score
 
 
 @torch.no_grad()
@@ -63,14 +68,15 @@ def evaluate_hyperlex(ctx: EvalContext, path: Path) -> TaskResult:
 
 
 def pair_hits(image_label_scores: torch.Tensor, angles: torch.Tensor, general: torch.Tensor,
-              specific: torch.Tensor, truth: torch.Tensor, cost: float, ks=BREEDS_KS) -> dict[int, torch.Tensor]:
-    """(N,) bool per k: the true pair is among the k best candidate pairs of each image.
+              specific: torch.Tensor, truth: torch.Tensor, cost: float, ks=BREEDS_KS,
+              sign: float = -1.0) -> dict[int, torch.Tensor]:
+    """(N,) bool per k: the true pair is among the k best candidate pairs (c_x + c_y + sign * cost * Xi).
 
     image_label_scores: (N, L) c; angles: (L, L) Xi_r(x, y); general, specific: (P,) label indices of the
     candidate pairs; truth: (N,) index of each image's true pair among the candidates, -1 when it is
     not a candidate. A pair scoring equal to the true one counts ahead of it (pessimistic ties).
     """
-    scores = image_label_scores[:, general] + image_label_scores[:, specific] - cost * angles[general, specific]
+    scores = image_label_scores[:, general] + image_label_scores[:, specific] + sign * cost * angles[general, specific]
     found = truth >= 0
     true_scores = scores.gather(1, truth.clamp(min=0)[:, None])
     ahead = (scores >= true_scores).sum(dim=1) - 1
@@ -78,13 +84,13 @@ def pair_hits(image_label_scores: torch.Tensor, angles: torch.Tensor, general: t
 
 
 def cross_validated_recall(image_label_scores, angles, general, specific, truth,
-                           costs=BREEDS_COSTS, ks=BREEDS_KS) -> dict[int, float]:
+                           costs=BREEDS_COSTS, ks=BREEDS_KS, sign: float = -1.0) -> dict[int, float]:
     """Recall@k as a fraction: C picked on one half of the items, scored on the other, both ways, averaged."""
     half = len(truth) // 2
     folds = (torch.arange(half), torch.arange(half, len(truth)))
     if half == 0:
         raise ValueError("BREEDS cross-validation needs at least two items")
-    per_cost = [pair_hits(image_label_scores, angles, general, specific, truth, c, ks) for c in costs]
+    per_cost = [pair_hits(image_label_scores, angles, general, specific, truth, c, ks, sign) for c in costs]
     result = {}
     for k in ks:
         held_out = []
@@ -97,8 +103,9 @@ def cross_validated_recall(image_label_scores, angles, general, specific, truth,
 
 @torch.no_grad()
 def evaluate_breeds_subset(ctx: EvalContext, split_path: Path, hierarchy, images: torch.Tensor,
-                           labels: torch.Tensor, templates: list[str]) -> tuple[dict[int, float], int]:
-    """Cross-validated R@1/R@5 on one superclass split; `images`/`labels` cover the ImageNet test set."""
+                           labels: torch.Tensor, templates: list[str]) -> tuple[dict[str, float], int]:
+    """Cross-validated R@1/R@5 per sign reading ({"r1": .., "r5_plus_xi": ..}) on one superclass split;
+    `images`/`labels` cover the ImageNet test set."""
     from hypvl.data.formats.breeds import read_breeds_split
 
     superclasses = read_breeds_split(split_path, hierarchy)
@@ -120,11 +127,14 @@ def evaluate_breeds_subset(ctx: EvalContext, split_path: Path, hierarchy, images
     truth = torch.tensor([
         pair_index.get((label_index[superclasses[coarse_of[n]].name], label_index[class_names[n]]), -1)
         for n in labels[keep].tolist()])
-    return cross_validated_recall(scores, angles, general, specific, truth), int(keep.sum())
+    recalls = {f"r{k}{suffix}": value for suffix, sign in BREEDS_SIGNS.items()
+               for k, value in cross_validated_recall(scores, angles, general, specific, truth, sign=sign).items()}
+    return recalls, int(keep.sum())
 
 
 def evaluate_breeds(ctx: EvalContext, root: Path, templates: list[str]) -> TaskResult:
-    """r1, r5 (mean over subsets) and per-subset recalls; n_samples = items summed over subsets."""
+    """r1, r5, r1_plus_xi, r5_plus_xi (means over subsets) and per-subset r1, r5; n_samples = items summed
+    over subsets."""
     from hypvl.data.formats.breeds import CLASS_INFO, read_breeds_hierarchy
 
     hierarchy = read_breeds_hierarchy(root)
@@ -135,13 +145,13 @@ def evaluate_breeds(ctx: EvalContext, root: Path, templates: list[str]) -> TaskR
     images = image_embeddings(ctx.model, lambda i: load_image(dataset.samples[i][0]), len(dataset.samples),
                               lambda img: resize_center_crop(img, ctx.image_size), ctx.batch_size, "breeds")
     labels = torch.tensor([label for _, label in dataset.samples])
-    metrics, total = {}, 0
+    per_subset, total = [], 0
     for path in splits:
         recall, count = evaluate_breeds_subset(ctx, path, hierarchy, images, labels, templates)
-        metrics |= {f"{path.stem}_r{k}": recall[k] for k in BREEDS_KS}
+        per_subset.append(recall)
         total += count
-    for k in BREEDS_KS:
-        metrics[f"r{k}"] = sum(metrics[f"{p.stem}_r{k}"] for p in splits) / len(splits)
+    metrics = {name: sum(r[name] for r in per_subset) / len(per_subset) for name in per_subset[0]}
+    metrics |= {f"{path.stem}_r{k}": recall[f"r{k}"] for path, recall in zip(splits, per_subset) for k in BREEDS_KS}
     return TaskResult(metrics, total)
 
 
@@ -149,6 +159,6 @@ def run(ctx: EvalContext, task: str) -> TaskResult:
     """Tasks `hyperlex` and `breeds`."""
     if task == "hyperlex":
         return evaluate_hyperlex(ctx, ctx.dataset_path("hyperlex"))
-    from hypvl.data.catalog import load_dataset_info
+    from hypvl.data.catalog import load_prompt_set
 
-    return evaluate_breeds(ctx, ctx.dataset_path("breeds"), list(load_dataset_info("imagenet").prompts))
+    return evaluate_breeds(ctx, ctx.dataset_path("breeds"), list(load_prompt_set(BREEDS_PROMPTS)))

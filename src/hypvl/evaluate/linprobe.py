@@ -1,7 +1,8 @@
 """Linear probe (MERU Table 7, App. C): logistic regression on frozen visual-trunk features.
 
 Features are the image encoder's output before the projection (the same for every method), of
-resized and centre-cropped images of the `train`, `val` and test splits of an image-folder set. The
+resized and centre-cropped images of the `train`, `val` and test splits of an image-folder set (at paper
+scale built by `hypvl probe-splits` from MERU's slices in the catalog; the smoke world writes its own). The
 cost C is searched on val (`metrics.linear_probe_c_search`), the probe refit on train + val and
 scored on test by mean per-class accuracy (percent) -> `accuracy`; `best_c` and `val_accuracy` beside it.
 """

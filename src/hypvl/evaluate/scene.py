@@ -1,19 +1,25 @@
 """Scene understanding: VL-CheckList (image-text contrast) and ARO's VG-Attribution.
 
 VL-CheckList (Zhao et al. 2022; HyCoCLIP Table 5, syntax-preserving VSE Table 3): every corpus YAML
-under `<root>/corpus/<version>/<Type>/<group...>/<source>.yaml` names an annotation file; an item is
+under `<root>/corpus/<version>/<Type>/<group...>/<file>.yaml` names an annotation file; an item is
 correct when the image scores its first positive caption strictly above its first negative (ITC, ties
 wrong). As upstream (`MAX_NUM: 2000`, `MAX_NUM/2` per corpus), at most 1000 items per corpus file are
-used. Aggregation: accuracy per corpus file; a group (e.g. Object/Location/center) = mean over its
-source files; a category (Location) = mean over its groups; the task's `accuracy` = mean over
-categories (HyCoCLIP's VL-CheckList-Object = mean of Size and Location). Group metrics are named by
-the lower-cased folders below the Type, joined by `_` (`location_center`, `size_small`, `color`).
+used. Aggregation as upstream's `radar.py` with `corpus.json`: accuracy per corpus file; a group (e.g.
+Object/Location/center) = mean over its sources (vg, swig, hake, vaw: the file name up to its first `_`)
+of the mean over that source's files (`vg_obj`, `vg_subj`); a category (Location) = mean over its groups;
+the task's `accuracy` = mean over categories (HyCoCLIP's VL-CheckList-Object = mean of Size and
+Location). Group metrics are named by the lower-cased folders below the Type, joined by `_`
+(`location_center`, `size_small`, `color`). A missing image is an error; with config
+`hypvl evaluate scene --vlchecklist-skip-missing` (config `eval.vlchecklist_skip_missing`), items whose
+image is missing are dropped before the first 1000 are taken, as upstream's loader does, and
+`skipped_images` counts them.
 
 VG-Attribution (Yuksekgonul et al. 2023): the image is cropped to the record's box; correct when the
 true caption scores strictly above the attribute-swapped one; macro accuracy over attribute pairs
 with at least `min_count` samples (ARO: 25).
 """
 
+import logging
 import math
 from collections import defaultdict
 from collections.abc import Sequence
@@ -28,6 +34,7 @@ from hypvl.evaluate.context import EvalContext, TaskResult
 from hypvl.evaluate.features import image_embeddings, text_embeddings
 from hypvl.evaluate.metrics import check_finite, itc_accuracy, vg_attribution_macro_accuracy
 
+log = logging.getLogger(__name__)
 ITEMS_PER_CORPUS = 1000
 VLC_TYPES = {"vlc_object": "Object", "vlc_attribute": "Attribute", "vlc_relation": "Relation"}
 
@@ -65,26 +72,49 @@ def checklist_corpora(root: Path, type_name: str) -> dict[tuple[str, ...], list[
     return dict(found)
 
 
-def evaluate_checklist(ctx: EvalContext, root: Path, type_name: str, name: str,
-                       items_per_corpus: int = ITEMS_PER_CORPUS) -> TaskResult:
-    """`accuracy`, one metric per category and per group (percent) for one VL-CheckList Type."""
+def source_of(path: Path) -> str:
+    """Upstream's source of a corpus file (`corpus.json`): its name up to the first `_` (vg_obj -> vg)."""
+    return path.stem.split("_")[0]
+
+
+def source_weighted_mean(accuracies: dict[Path, float]) -> float:
+    """Mean over sources of the mean accuracy of each source's files (VL-CheckList's `radar.py`)."""
+    by_source: dict[str, list[float]] = defaultdict(list)
+    for path, accuracy in accuracies.items():
+        by_source[source_of(path)].append(accuracy)
+    return sum(sum(values) / len(values) for values in by_source.values()) / len(by_source)
+
+
+def checklist_items(path: Path, root: Path, skip_missing: bool) -> tuple[list, int]:
+    """Items of one corpus file and how many were dropped for a missing image (always 0 unless `skip_missing`)."""
     from hypvl.data.formats.vlchecklist import read_vlchecklist_corpus
 
-    group_accuracy, total = {}, 0
+    _, items = read_vlchecklist_corpus(path, root, check_images=not skip_missing)
+    kept = [item for item in items if not skip_missing or Path(item.image).is_file()]
+    return kept, len(items) - len(kept)
+
+
+def evaluate_checklist(ctx: EvalContext, root: Path, type_name: str, name: str,
+                       items_per_corpus: int = ITEMS_PER_CORPUS, skip_missing: bool = False) -> TaskResult:
+    """`accuracy`, one metric per category and per group (percent) for one VL-CheckList Type
+    (+ `skipped_images` when `skip_missing`)."""
+    group_accuracy, total, skipped = {}, 0, 0
     for group, paths in checklist_corpora(root, type_name).items():
-        per_source = []
+        per_file = {}
         for path in paths:
-            _, items = read_vlchecklist_corpus(path, root)
+            items, dropped = checklist_items(path, root, skip_missing)
+            skipped += dropped
             items = items[:items_per_corpus]
             if not items:
-                raise InputError(f"{path}: the annotation file it names holds no items")
+                raise InputError(f"{path}: the annotation file it names holds no items"
+                                 + (f" whose image exists ({dropped} missing)" if dropped else ""))
             pos, neg = contrast_scores(
                 ctx, lambda i: load_image(items[i].image), len(items), [it.positives[0] for it in items],
                 [it.negatives[0] for it in items], lambda img: resize_center_crop(img, ctx.image_size),
                 f"{name} {path.name}")
-            per_source.append(itc_accuracy(pos, neg))
+            per_file[path] = itc_accuracy(pos, neg)
             total += len(items)
-        group_accuracy[group] = sum(per_source) / len(per_source)
+        group_accuracy[group] = source_weighted_mean(per_file)
     categories: dict[str, list[float]] = defaultdict(list)
     for group, accuracy in group_accuracy.items():
         categories[group[0]].append(accuracy)
@@ -92,6 +122,9 @@ def evaluate_checklist(ctx: EvalContext, root: Path, type_name: str, name: str,
     metrics = {"accuracy": sum(category_accuracy.values()) / len(category_accuracy)}
     metrics |= {category: value for category, value in category_accuracy.items() if (category,) not in group_accuracy}
     metrics |= {"_".join(group): value for group, value in group_accuracy.items()}
+    if skip_missing:
+        log.info("%s: skipped %d item(s) whose image is missing", name, skipped)
+        metrics["skipped_images"] = float(skipped)
     return TaskResult(metrics, total)
 
 
@@ -126,4 +159,5 @@ def run(ctx: EvalContext, task: str) -> TaskResult:
     if task == "vg_attribution":
         return evaluate_vg_attribution(ctx, ctx.dataset_path("vg_attribution"),
                                        ctx.config["eval"]["vg_attribution_min_count"])
-    return evaluate_checklist(ctx, ctx.dataset_path("vlchecklist"), VLC_TYPES[task], task)
+    return evaluate_checklist(ctx, ctx.dataset_path("vlchecklist"), VLC_TYPES[task], task,
+                              skip_missing=ctx.config["eval"].get("vlchecklist_skip_missing", False))

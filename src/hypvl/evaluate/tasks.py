@@ -81,7 +81,7 @@ def all_tasks(scale: str) -> dict[str, Task]:
     tasks.append(Task("hierarcaps", "hierarcaps", tuple(
         Metric(f"{name}{suffix}") for suffix in ("", "_paper") for name in ("precision", "recall", "kendall_tau"))))
     tasks.append(Task("hyperlex", "lexical", (Metric("rho_all", True, 0.0), Metric("rho_n", True, 0.0))))
-    tasks.append(Task("breeds", "lexical", (Metric("r1"), Metric("r5"))))
+    tasks.append(Task("breeds", "lexical", tuple(Metric(f"r{k}{sign}") for sign in ("", "_plus_xi") for k in (1, 5))))
     tasks += [Task(f"linprobe_{name}", "linprobe", (_accuracy(_chance(scale, name)),))
               for name in linear_probe_datasets(scale)]
     tasks.append(Task("stats_radius", "stats", tuple(
