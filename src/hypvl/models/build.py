@@ -6,10 +6,10 @@ from .clip import CLIP
 from .encoders import ImageEncoder, TextConfig, TextEncoder, VitConfig
 from .hycoclip import HyCoCLIP
 from .meru import MERU
-
 from .methods import MODEL_OVERRIDES
+from .poinclip import PoinCLIP
 
-METHODS = {"clip": CLIP, "meru": MERU, "hycoclip": HyCoCLIP}  # keys: methods.METHOD_NAMES
+METHODS = {"clip": CLIP, "meru": MERU, "hycoclip": HyCoCLIP, "poinclip": PoinCLIP}  # keys: methods.METHOD_NAMES
 
 
 def build_model(method: str, backbone: str, model_cfg: dict, overrides: dict | None = None):
