@@ -4,7 +4,8 @@ Euclidean models (CLIP): the root r is the embedding of the empty string, the ra
 ||e - r|| and the entailment score is the exterior angle Xi_r(e, e') = arccos(cos(e - r, e' - e)),
 e the general item. Hyperbolic models (MERU, HyCoCLIP on the hyperboloid, PoinCLIP in the Poincaré ball): the
 root is the origin, the radius the geodesic distance to it, and Xi is the exterior angle of the triangle
-(O, e, e') (`lorentz.oxy_angle`, `poincare.oxy_angle`). Smaller Xi means e' lies closer to the ray from the root through e.
+(O, e, e') (`lorentz.oxy_angle`, `poincare.oxy_angle`). Smaller Xi means e' lies closer to the ray from the
+root through e.
 """
 
 import torch

@@ -2,8 +2,8 @@
 
 On COCO val2017: whole images (squeezed) and their captions (captions_val2017.json), and every non-crowd
 box crop of instances_val2017.json (squeezed). The radius is the geodesic distance to the origin of the
-hyperboloid for MERU and HyCoCLIP (of the Poincaré ball for PoinCLIP), and the norm of the projected features (before normalisation) for
-CLIP, whose embeddings all have norm 1. Metrics: mean and standard deviation of each population.
+hyperboloid for MERU and HyCoCLIP (of the Poincaré ball for PoinCLIP), and the norm of the projected features
+(before normalisation) for CLIP, whose embeddings all have norm 1. Metrics: mean and standard deviation of each population.
 """
 
 import torch
