@@ -6,6 +6,7 @@ from .clip import CLIP
 from .encoders import ImageEncoder, TextConfig, TextEncoder, VitConfig
 from .hycoclip import HyCoCLIP
 from .meru import MERU
+
 from .methods import MODEL_OVERRIDES
 from .poinclip import PoinCLIP
 
