@@ -190,3 +190,13 @@ def test_a_poinclip_training_run_logs_both_terms(tmp_path):
     summary = train(exp, TINY, TRAIN_CFG, _shards(tmp_path / "data"), tmp_path / "p", progress=False)
     assert math.isfinite(summary["final"]["loss"]) and math.isfinite(summary["final"]["entailment"])
     assert summary["final"]["curvature"] == pytest.approx(1.0, rel=0.05)
+
+
+def test_geometry_and_losses_stay_float32_under_autocast():
+    model, batch = _model("poinclip"), _batch()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        img = model.encode_image(batch["images"])
+        terms = model.loss(batch)
+    assert img.dtype == torch.float32 and terms["loss"].dtype == torch.float32
+    assert torch.isfinite(terms["loss"]) and torch.isfinite(terms["entailment"])
+    terms["loss"].backward()
