@@ -1,12 +1,13 @@
-"""Training step throughput: our CLIP, MERU, syntax-preserving MERU and HyCoCLIP steps against open_clip's own
-CLIP and ClipLoss.
+"""Training step throughput: our CLIP, MERU, syntax-preserving MERU, HyCoCLIP and PoinCLIP steps against
+open_clip's own CLIP and ClipLoss.
 
 Both sides train the same architecture (ViT with the config's patch, width, depth and heads at the config's
 image size; CLIP's text transformer), on the same random batch (syntax-preserving MERU: with a parse of
 12 one-token words per caption, a random dependency tree), with AdamW, on one CPU thread; the two are
 timed in interleaved repetitions and the median step of each is kept. `--size smoke` uses default.yaml's
 model, `--size paper` full.yaml's (ViT-S/16 at 224 px, 12-layer width-512 text transformer). Also reported:
-the peak resident memory of the process (it holds every model of the run).
+the peak resident memory of the process (it holds every model of the run). PoinCLIP's step is also given
+relative to MERU's (same encoders and batch; the Poincaré geometry and its entropy-ordered cone loss differ).
 
     python benchmarks/train_step.py --size smoke
 """
@@ -114,7 +115,9 @@ def measure(size: str, backbone: str = "vit_s16", batch_size: int = 64, repeats:
     plain, boxed = batch_of(model_cfg, batch_size, False), batch_of(model_cfg, batch_size, True)
     steps = {"open_clip CLIP": theirs(model_cfg, backbone, plain), "CLIP": ours("clip", model_cfg, backbone, plain),
              "MERU": ours("meru", model_cfg, backbone, plain),
-             "syntax MERU": ours("syntax_meru", model_cfg, backbone, syntax_of(plain)), "HyCoCLIP": ours("hycoclip", model_cfg, backbone, boxed)}
+             "syntax MERU": ours("syntax_meru", model_cfg, backbone, syntax_of(plain)),
+             "HyCoCLIP": ours("hycoclip", model_cfg, backbone, boxed),
+             "PoinCLIP": ours("poinclip", model_cfg, backbone, plain)}
     seconds = median_seconds(steps, repeats)
     return {"size": size, "backbone": backbone, "batch": batch_size, "seconds": seconds,
             "images_per_s": {name: batch_size / s for name, s in seconds.items()},
@@ -132,6 +135,8 @@ def main() -> None:
     for name, seconds in result["seconds"].items():
         print(f"{args.size} {name:15s} {1000 * seconds:8.1f} ms/step  {args.batch_size / seconds:8.1f} images/s  "
               f"open_clip/ours {base / seconds:5.2f}x")
+    for name in ("syntax MERU", "PoinCLIP"):
+        print(f"{name} step / MERU step {result['seconds'][name] / result['seconds']['MERU']:.2f}x")
     print(f"peak RSS {result['peak_rss_mb']:.0f} MB")
 
 

@@ -370,3 +370,60 @@ def test_literal_poinclip_exp_map_is_the_lorentz_exp_map_in_the_ball():
     rc = math.sqrt(c) * v.norm(dim=-1, keepdim=True)
     literal = torch.tanh(rc / 2) * v / rc
     torch.testing.assert_close(poincare.lorentz_to_poincare(lorentz.exp_map0(v, c), c), literal)
+
+
+# --------------------------------------------------------------------------- Poincaré entailment cones
+
+
+@pytest.mark.parametrize("c", CURVS)
+def test_poincare_exterior_angle_matches_geoopt_log_maps(c):
+    # the ball is conformal: the exterior angle at x is the Euclidean angle between the tangent
+    # vectors log_x(y) and -log_x(0) (geoopt's general log map, not the closed form of Eq. 7)
+    ball = geoopt.PoincareBall(c=c)
+    x, y = poincare.exp_map0(points(8, 3, 30, scale=0.6), c), poincare.exp_map0(points(8, 3, 31, scale=0.6), c)
+    to_y, away = ball.logmap(x, y), -ball.logmap(x, torch.zeros_like(x))
+    expected = torch.arccos(torch.nn.functional.cosine_similarity(to_y, away, dim=-1))
+    torch.testing.assert_close(poincare.oxy_angle(x, y, c), expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("c", CURVS)
+def test_poincare_cones_agree_with_the_lorentz_cones(c):
+    # isometry to the hyperboloid: the exterior angle is intrinsic, and Ganea's aperture
+    # K (1 - c|x|^2) / (sqrt(c)|x|) equals MERU's 2K / (sqrt(c)|x_L|) since |x_L| = 2|x| / (1 - c|x|^2)
+    x, y = poincare.exp_map0(points(8, 4, 32, scale=0.8), c), poincare.exp_map0(points(8, 4, 33, scale=0.8), c)
+    lx, ly = poincare.poincare_to_lorentz(x, c), poincare.poincare_to_lorentz(y, c)
+    torch.testing.assert_close(poincare.oxy_angle(x, y, c), lorentz.oxy_angle(lx, ly, c), rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(poincare.half_aperture(x, c), lorentz.half_aperture(lx, c), rtol=1e-6, atol=1e-6)
+
+
+def test_poincare_cones_hand_worked():
+    # c = 1, x = (0.5, 0), y = (0.5, 0.5): Eq. 7 gives (0.3125 - 0.375) / (0.5 * 0.5 * sqrt(0.625)) = -1/sqrt(10)
+    x = torch.tensor([[0.5, 0.0]], dtype=torch.float64)
+    y = torch.tensor([[0.5, 0.5]], dtype=torch.float64)
+    torch.testing.assert_close(poincare.oxy_angle(x, y, 1.0), torch.tensor([math.acos(-1 / math.sqrt(10))], dtype=torch.float64))
+    # Eq. 8 with K = 0.1: asin(0.1 * 0.75 / 0.5)
+    torch.testing.assert_close(poincare.half_aperture(x, 1.0), torch.tensor([math.asin(0.15)], dtype=torch.float64))
+    # a point further out on the ray through x is inside every cone (angle 0); one nearer the origin, opposite (pi)
+    assert poincare.oxy_angle(x, 1.5 * x, 1.0).item() < 1e-3
+    assert poincare.oxy_angle(x, 0.5 * x, 1.0).item() > math.pi - 1e-3
+    # curvature c scales the ball by 1/sqrt(c) and leaves angles unchanged
+    c = 4.0
+    torch.testing.assert_close(poincare.oxy_angle(x / 2, y / 2, c), poincare.oxy_angle(x, y, 1.0))
+    torch.testing.assert_close(poincare.half_aperture(x / 2, c), poincare.half_aperture(x, 1.0))
+    # apexes nearer than Ganea's eps = 2K / (1 + sqrt(1 + 4K^2)) get the widest cone, ~pi/2
+    near = torch.tensor([[0.05, 0.0]], dtype=torch.float64)
+    assert abs(poincare.half_aperture(near, 1.0).item() - math.pi / 2) < 1e-3
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_poincare_cone_gradients_finite_at_origin_and_coincident_points(dtype):
+    zero = torch.zeros(3, 4, dtype=dtype)
+    y = poincare.exp_map0(torch.randn(3, 4, generator=torch.Generator().manual_seed(34), dtype=dtype), 1.0)
+    functions = {
+        "half_aperture": lambda v: poincare.half_aperture(poincare.exp_map0(v, 1.0), 1.0),
+        "oxy_angle": lambda v: poincare.oxy_angle(poincare.exp_map0(v, 1.0), y, 1.0),
+        "oxy_angle_self": lambda v: poincare.oxy_angle(poincare.exp_map0(v, 1.0), poincare.exp_map0(v, 1.0), 1.0),
+    }
+    for start in (zero, torch.full((3, 4), 1e3, dtype=dtype), poincare.log_map0(y, 1.0)):
+        for name, fn in functions.items():
+            assert torch.isfinite(_grads(fn, start)).all(), name

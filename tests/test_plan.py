@@ -30,7 +30,7 @@ TOY_SPEC = {
     "experiments": {
         "toy_clip": {"method": "clip", "backbone": "vit_s16", "data": "grit", "source": "train"},
         "toy_released": {"method": "meru", "backbone": "vit_s16", "data": "grit", "source": "released:meru_vit_s"},
-        "toy_poinclip": {"method": "poinclip", "backbone": "vit_s16", "data": "grit", "source": "train"},
+        "toy_unbuilt": {"method": "unbuilt", "backbone": "vit_s16", "data": "grit", "source": "train"},
         "toy_yfcc": {"method": "clip", "backbone": "vit_s16", "data": "yfcc15m", "source": "train"},
         "toy_sincos": {"method": "meru", "backbone": "vit_s16", "data": "grit", "source": "train",
                        "overrides": {"steps": 10, "pos_embed": "learned"}},
@@ -43,7 +43,7 @@ TOY_SPEC = {
     },
     "tables": {"table1": {
         "title": "Toy", "expected": "table1.csv", "tolerance": 1.0,
-        "rows": {"x": "toy_clip", "y": "toy_released", "z": "toy_poinclip"},
+        "rows": {"x": "toy_clip", "y": "toy_released", "z": "toy_unbuilt"},
         "columns": {"a": {"task": "zs_cifar10", "metric": "top1"},
                     "b": {"task": "zs_nothing_registered", "metric": "top1"},
                     "c": {"task": "hier_imagenet", "metric": "tie"},
@@ -67,7 +67,7 @@ def test_plan_skips_unrunnable_experiments_and_unregistered_tasks(toy_plan):
     metrics = tmp_path / "results" / "metrics"
     assert plan.runnable("toy_clip") and plan.runnable("toy_curv") and plan.runnable("toy_width")
     assert plan.init_checkpoint("toy_width") == [str(tmp_path / "results" / "models" / "toy_curv" / "checkpoint.pt")]
-    unrunnable = ("toy_released", "toy_poinclip", "toy_yfcc", "toy_sincos", "toy_width_of_released")
+    unrunnable = ("toy_released", "toy_unbuilt", "toy_yfcc", "toy_sincos", "toy_width_of_released")
     assert not any(plan.runnable(exp) for exp in unrunnable)
     wanted = sorted(str(metrics / "toy_clip" / f"{task}.json") for task in ("hier_imagenet", "zs_cifar10"))
     assert plan.table_inputs("toy", "table1") == wanted

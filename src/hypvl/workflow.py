@@ -15,9 +15,9 @@ from pathlib import Path
 
 from hypvl.errors import InputError
 from hypvl.evaluate.tasks import group_tasks, task_group
-from hypvl.models.methods import ARCHITECTURE_OVERRIDES, METHOD_NAMES, MODEL_OVERRIDES
+from hypvl.models.methods import METHOD_NAMES
 from hypvl.spec import Column, Experiment, load_all_specs, table_needs
-from hypvl.train.recipe import TRAINER_OVERRIDES, resolve_schedule, stream_mode
+from hypvl.train.recipe import resolve_schedule, stream_mode, supported_overrides
 
 # config sections each step reads (a rule passes only these, so unrelated edits do not rerun it)
 STEP_SECTIONS = {
@@ -80,9 +80,8 @@ class Plan:
         if (declared.source != "train" or declared.method not in METHOD_NAMES
                 or declared.data not in self.config["corpora"]):
             return False
-        honoured = {*TRAINER_OVERRIDES, *ARCHITECTURE_OVERRIDES, *MODEL_OVERRIDES[declared.method]}
         start = declared.overrides.get("init_from")
-        return set(declared.overrides) <= honoured and (start is None or self.runnable(start))
+        return set(declared.overrides) <= supported_overrides(declared.method) and (start is None or self.runnable(start))
 
     def model_of(self, experiment: str) -> str:
         """The experiment whose model serves `experiment`: of the trained experiments with the same recipe

@@ -2,21 +2,25 @@
 
 Euclidean models (CLIP): the root r is the embedding of the empty string, the radius is d_r(e) =
 ||e - r|| and the entailment score is the exterior angle Xi_r(e, e') = arccos(cos(e - r, e' - e)),
-e the general item. Hyperbolic models (MERU, HyCoCLIP): the root is the origin of the hyperboloid, the
-radius the geodesic distance to it, and Xi is MERU's exterior angle of the triangle (O, e, e')
-(`lorentz.oxy_angle`). Smaller Xi means e' lies closer to the ray from the root through e.
+e the general item. Hyperbolic models (MERU, HyCoCLIP on the hyperboloid, PoinCLIP in the Poincaré ball): the
+root is the origin, the radius the geodesic distance to it, and Xi is the exterior angle of the triangle
+(O, e, e') (`lorentz.oxy_angle`, `poincare.oxy_angle`). Smaller Xi means e' lies closer to the ray from the
+root through e.
 """
 
 import torch
 
 from hypvl.evaluate.features import text_embeddings
 from hypvl.evaluate.metrics import check_finite
-from hypvl.geometry import lorentz
+from hypvl.geometry import lorentz, poincare
+
+# a hyperbolic model's `geometry` -> the module of its space (both give dist_to_origin and oxy_angle)
+HYPERBOLIC = {"lorentz": lorentz, "poincare": poincare}
 
 
 def entailment_root(model, tokenizer) -> torch.Tensor | None:
     """(D,) empty-string text embedding for Euclidean models; None (the origin) for hyperbolic ones."""
-    if model.geometry == "lorentz":
+    if model.geometry in HYPERBOLIC:
         return None
     return text_embeddings(model, tokenizer, [""], 1, "empty-string root")[0]
 
@@ -24,7 +28,7 @@ def entailment_root(model, tokenizer) -> torch.Tensor | None:
 def radii(model, embeddings: torch.Tensor, root: torch.Tensor | None) -> torch.Tensor:
     """(N,) distance of each embedding from the root (Euclidean d_r, or hyperbolic distance to the origin)."""
     if root is None:
-        out = lorentz.dist_to_origin(embeddings, model.curvature)
+        out = HYPERBOLIC[model.geometry].dist_to_origin(embeddings, model.curvature)
     else:
         out = torch.linalg.vector_norm(embeddings - root, dim=-1)
     check_finite("radii", out)
@@ -34,7 +38,7 @@ def radii(model, embeddings: torch.Tensor, root: torch.Tensor | None) -> torch.T
 def exterior_angles(model, general: torch.Tensor, specific: torch.Tensor, root: torch.Tensor | None) -> torch.Tensor:
     """(N,) Xi_r(general[i], specific[i]) in [0, pi]."""
     if root is None:
-        out = lorentz.oxy_angle(general, specific, model.curvature)
+        out = HYPERBOLIC[model.geometry].oxy_angle(general, specific, model.curvature)
     else:
         cosine = torch.nn.functional.cosine_similarity(general - root, specific - general, dim=-1)
         out = torch.arccos(cosine.clamp(-1.0, 1.0))

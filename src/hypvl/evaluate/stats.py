@@ -2,8 +2,8 @@
 
 On COCO val2017: whole images (squeezed) and their captions (captions_val2017.json), and every non-crowd
 box crop of instances_val2017.json (squeezed). The radius is the geodesic distance to the origin of the
-hyperboloid for MERU and HyCoCLIP, and the norm of the projected features (before normalisation) for
-CLIP, whose embeddings all have norm 1. Metrics: mean and standard deviation of each population.
+hyperboloid for MERU and HyCoCLIP (of the Poincaré ball for PoinCLIP), and the norm of the projected features
+(before normalisation) for CLIP, whose embeddings all have norm 1. Metrics: mean and standard deviation of each population.
 """
 
 import torch
@@ -13,14 +13,14 @@ from hypvl.data.transforms import squeeze
 from hypvl.evaluate.context import EvalContext, TaskResult
 from hypvl.evaluate.features import encode_images, text_features
 from hypvl.evaluate.metrics import check_finite
+from hypvl.evaluate.radial import HYPERBOLIC
 from hypvl.evaluate.scene import crop_box
-from hypvl.geometry import lorentz
 
 
 def feature_radii(model, feats: torch.Tensor, embed) -> torch.Tensor:
     """(N,) radius of projected features: distance to the origin after `embed`, or the feature norm (CLIP)."""
-    if model.geometry == "lorentz":
-        out = lorentz.dist_to_origin(embed(feats), model.curvature)
+    if model.geometry in HYPERBOLIC:
+        out = HYPERBOLIC[model.geometry].dist_to_origin(embed(feats), model.curvature)
     else:
         out = torch.linalg.vector_norm(feats, dim=-1)
     check_finite("radii", out)

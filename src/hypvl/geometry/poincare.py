@@ -164,3 +164,56 @@ def poincare_to_lorentz(x: Tensor, curv: float | Tensor, eps: float = 1e-15) -> 
         (..., D) Lorentz space components.
     """
     return 2 * x / (1 - curv * torch.sum(x * x, dim=-1, keepdim=True)).clamp(min=eps)
+
+
+@full_precision
+def half_aperture(x: Tensor, curv: float | Tensor, min_radius: float = 0.1, eps: float = 1e-8) -> Tensor:
+    """Half-aperture of the entailment cone with apex `x`: `asin(K (1 - c||x||^2) / (sqrt(c)||x||))`.
+
+    PoinCLIP Eq. 8 / Ganea et al. 2018 Eq. 27 (there for c = 1), with K = `min_radius`; the
+    general-c form follows by scaling the ball to radius 1 (angles are unchanged). It equals
+    `lorentz.half_aperture` of the same point mapped to the hyperboloid. Apexes nearer the origin
+    than `2K / (1 + sqrt(1 + 4K^2)) / sqrt(c)` get the widest cone (asin input clamped to
+    `1 - eps`, i.e. ~pi/2).
+
+    Args:
+        x: (B, D) cone apexes in the ball.
+        curv: positive c of the curvature -c.
+        min_radius: the cone constant K (Ganea's 0.1; PoinCLIP does not state it).
+        eps: added to the denominator; margin of the asin clamp.
+    Returns:
+        (B,) half-apertures in (0, pi/2).
+    """
+    norm = torch.linalg.vector_norm(x, dim=-1)
+    asin_input = min_radius * (1 - curv * norm**2) / (curv**0.5 * norm + eps)
+    margin = unit_margin(eps, asin_input.dtype)
+    return torch.asin(torch.clamp(asin_input, min=-1 + margin, max=1 - margin))
+
+
+@full_precision
+def oxy_angle(x: Tensor, y: Tensor, curv: float | Tensor, eps: float = 1e-8) -> Tensor:
+    """Exterior angle at `x` of the hyperbolic triangle (origin O, x, y): pi - angle Oxy.
+
+    PoinCLIP Eq. 7 / Ganea et al. 2018 Eq. 28 (there for c = 1), in general c:
+    `acos((<x,y>(1 + c||x||^2) - ||x||^2 (1 + c||y||^2)) /
+          (||x|| ||x - y|| sqrt(1 + c^2 ||x||^2 ||y||^2 - 2c<x,y>)))`.
+    `y` lies in the entailment cone of `x` when this is below `half_aperture(x)`; it equals
+    `lorentz.oxy_angle` of the points mapped to the hyperboloid.
+
+    Args:
+        x: (B, D) apexes in the ball.
+        y: (B, D) points tested against the cones.
+        curv: positive c of the curvature -c.
+        eps: added to the denominator; margin of the acos clamp.
+    Returns:
+        (B,) angles in (0, pi).
+    """
+    xy = torch.sum(x * y, dim=-1)
+    x2 = torch.sum(x * x, dim=-1)
+    y2 = torch.sum(y * y, dim=-1)
+    numerator = xy * (1 + curv * x2) - x2 * (1 + curv * y2)
+    root = torch.sqrt(torch.clamp(1 + curv**2 * x2 * y2 - 2 * curv * xy, min=eps))
+    denominator = torch.linalg.vector_norm(x, dim=-1) * torch.linalg.vector_norm(x - y, dim=-1) * root
+    acos_input = numerator / (denominator + eps)
+    margin = unit_margin(eps, acos_input.dtype)
+    return torch.acos(torch.clamp(acos_input, min=-1 + margin, max=1 - margin))

@@ -7,10 +7,11 @@ from .encoders import ImageEncoder, TextConfig, TextEncoder, VitConfig
 from .hycoclip import HyCoCLIP
 from .meru import MERU
 from .methods import MODEL_OVERRIDES
+from .poinclip import PoinCLIP
 from .syntax_meru import SyntaxMERU
 
 # keys: methods.METHOD_NAMES
-METHODS = {"clip": CLIP, "meru": MERU, "hycoclip": HyCoCLIP, "syntax_meru": SyntaxMERU}
+METHODS = {"clip": CLIP, "meru": MERU, "hycoclip": HyCoCLIP, "poinclip": PoinCLIP, "syntax_meru": SyntaxMERU}
 
 
 def build_model(method: str, backbone: str, model_cfg: dict, overrides: dict | None = None):

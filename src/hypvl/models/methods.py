@@ -1,7 +1,7 @@
 """The methods the suite builds and the experiment overrides each honours: declarations only (no torch), so
 the workflow can plan without importing the model code (`hypvl.models.build` builds them)."""
 
-METHOD_NAMES = ("clip", "meru", "hycoclip", "syntax_meru")
+METHOD_NAMES = ("clip", "meru", "hycoclip", "poinclip", "syntax_meru")
 # methods that train on the dependency parses of the grounded shards (whole pairs only)
 PARSE_METHODS = ("syntax_meru",)
 # experiment overrides that change the architecture (MERU Table 3: embedding width)
@@ -13,4 +13,8 @@ MODEL_OVERRIDES = {
     "syntax_meru": ("temperature", "curv_init", "learn_curv", "entail_weight", "syntax_weight"),
     "hycoclip": ("temperature", "curv_init", "learn_curv", "gamma", "eta_inter", "eta_intra",
                  "hcc_terms", "hce_terms"),
+    # PoinCLIP Tables 4-5: lambda (entail_weight), lambda_reg, the entailment order; the readings of the paper's
+    # unstated entropy input and printed exp map
+    "poinclip": ("temperature", "curv_init", "learn_curv", "entail_weight", "lambda_reg", "entailment_order",
+                 "entropy", "exp_map"),
 }

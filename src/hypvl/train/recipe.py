@@ -3,8 +3,27 @@ experiment overrides the trainer honours. Declarations only (no torch), so the w
 
 from dataclasses import dataclass
 
+from hypvl.errors import InputError
+from hypvl.models.methods import ARCHITECTURE_OVERRIDES, METHOD_NAMES, MODEL_OVERRIDES
+
 # experiment overrides the trainer itself reads (the schedule, and MERU Table 3's frozen-encoder runs)
 TRAINER_OVERRIDES = ("steps", "batch_size", "lr", "init_from", "freeze_encoders")
+
+
+def supported_overrides(method: str) -> set[str]:
+    """The experiment overrides something reads when training `method` (a known method)."""
+    return {*TRAINER_OVERRIDES, *ARCHITECTURE_OVERRIDES, *MODEL_OVERRIDES[method]}
+
+
+def check_recipe(experiment: dict) -> None:
+    """InputError naming the experiment when its method is not built or an override would be ignored."""
+    method = experiment["method"]
+    if method not in METHOD_NAMES:
+        raise InputError(f"experiment {experiment['id']!r}: unknown method {method!r} (built: {list(METHOD_NAMES)})")
+    ignored = sorted(set(experiment.get("overrides") or {}) - supported_overrides(method))
+    if ignored:
+        raise InputError(f"experiment {experiment['id']!r}: method {method!r} does not support the overrides "
+                         f"{ignored} (supported: {sorted(supported_overrides(method))})")
 
 
 @dataclass(frozen=True)

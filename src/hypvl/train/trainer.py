@@ -18,7 +18,7 @@ from hypvl.models.methods import PARSE_METHODS
 
 from .data import TrainingStream
 from .optim import build_optimizer, build_scheduler
-from .recipe import resolve_schedule, stream_mode
+from .recipe import check_recipe, resolve_schedule, stream_mode
 
 LOG_FIELDS = ("step", "loss", "contrastive", "entailment", "syntax", "lr", "curvature", "temperature")
 
@@ -39,6 +39,7 @@ def train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path]
     """Train `experiment` ({id, method, backbone, boxes, seed, overrides}) and write into `out_dir`:
     checkpoint.pt, train_log.csv and train_summary.json. Returns the summary. An experiment with
     `init_from` starts from the encoders of `init_checkpoint` (frozen with `freeze_encoders`)."""
+    check_recipe(experiment)
     out_dir = Path(out_dir)
     device = select_device(train_cfg["device"])
     amp = train_cfg["amp"] and device.type == "cuda"
@@ -49,7 +50,10 @@ def train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path]
         raise InputError(f"experiment {experiment['id']!r}: {experiment['method']} trains on whole image-caption "
                          "pairs with their parses; it takes no boxes (set boxes: false)")
     schedule = resolve_schedule(overrides, train_cfg)
-    model = build_model(experiment["method"], experiment["backbone"], model_cfg, overrides)
+    try:
+        model = build_model(experiment["method"], experiment["backbone"], model_cfg, overrides)
+    except (TypeError, ValueError) as exc:  # an override value the model rejects
+        raise InputError(f"experiment {experiment['id']!r}: {exc}") from exc
     if "init_from" in overrides:
         if init_checkpoint is None:
             raise InputError(f"experiment {experiment['id']!r} starts from {overrides['init_from']!r}: "

@@ -1,0 +1,111 @@
+"""PoinCLIP's losses in the Poincaré ball (Srivastava & Wu 2024, Sec. 4.1-4.2).
+
+Contrastive: CLIP's symmetric InfoNCE over the negative Poincaré distance (Eq. 2) times the learned
+inverse temperature. Entailment: per image-text pair the embedding of lower entropy (Eq. 6) is the cone
+apex x and the other y (or, for the "Poincaré" ablation, the text is always the apex, as in MERU);
+`L_entail = max(0, ext(Oxy) - aper(x)) - lambda_reg * ext(Oxy)` (Eq. 7-9), averaged over the batch.
+The paper leaves the entropy of a real-valued vector undefined; `ENTROPY_INPUTS` are the two readings
+(see `embedding_entropy`). The order is a discrete choice per pair and carries no gradient.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from hypvl.geometry import poincare
+from hypvl.geometry.precision import full_precision
+
+ENTAILMENT_ORDERS = ("entropy", "text_entails_image")
+ENTROPY_INPUTS = ("softmax", "abs")
+
+
+@full_precision
+def poincare_logits(a: Tensor, b: Tensor, curv: float | Tensor, logit_scale: Tensor | float) -> Tensor:
+    """PoinCLIP logits: negative Poincaré distance times `exp(logit_scale)`.
+
+    Args:
+        a: (B1, D) query points in the ball.
+        b: (B2, D) candidate points in the ball.
+        curv: positive c of the curvature -c.
+        logit_scale: log inverse temperature.
+    Returns:
+        (B1, B2) logits `-d_P(a_i, b_k) / tau`.
+    """
+    scale = torch.exp(torch.as_tensor(logit_scale, dtype=a.dtype, device=a.device))
+    return -poincare.pairwise_dist(a, b, curv) * scale
+
+
+@full_precision
+def embedding_entropy(x: Tensor, reading: str = "softmax") -> Tensor:
+    """Entropy in bits, `-sum_i p_i log2 p_i` (PoinCLIP Eq. 6), of each embedding read as a distribution.
+
+    Eq. 6 applies `x log2 x` to the coordinates, which is undefined for the negative ones; the readings:
+      "softmax": p = softmax(x) over the D coordinates (a categorical with logits x);
+      "abs":     p = |x| / ||x||_1 (depends on the direction only).
+
+    Args:
+        x: (B, D) embeddings.
+        reading: one of `ENTROPY_INPUTS`.
+    Returns:
+        (B,) entropies in [0, log2 D].
+    """
+    if reading == "softmax":
+        log_p = torch.log_softmax(x, dim=-1)
+    elif reading == "abs":
+        p = x.abs() / x.abs().sum(dim=-1, keepdim=True).clamp(min=torch.finfo(x.dtype).tiny)
+        log_p = torch.log(p.clamp(min=torch.finfo(x.dtype).tiny))
+    else:
+        raise ValueError(f"entropy reading must be one of {list(ENTROPY_INPUTS)}; got {reading!r}")
+    return -(log_p.exp() * log_p).sum(dim=-1) / torch.log(torch.tensor(2.0, dtype=x.dtype))
+
+
+def image_is_apex(image: Tensor, text: Tensor, order: str = "entropy", reading: str = "softmax") -> Tensor:
+    """(B,) bool: True where the image is the cone apex x of its pair, False where the text is.
+
+    "entropy": the image when H(image) < H(text), else the text (a tie makes the text the apex);
+    "text_entails_image": never (the text is always the apex; PoinCLIP's "Poincaré" ablation, MERU's order).
+    """
+    if order == "text_entails_image":
+        return torch.zeros(image.shape[0], dtype=torch.bool, device=image.device)
+    if order != "entropy":
+        raise ValueError(f"entailment order must be one of {list(ENTAILMENT_ORDERS)}; got {order!r}")
+    with torch.no_grad():
+        return embedding_entropy(image, reading) < embedding_entropy(text, reading)
+
+
+@full_precision
+def cone_loss(apex: Tensor, other: Tensor, curv: float | Tensor, lambda_reg: float, min_radius: float = 0.1) -> Tensor:
+    """`mean(max(0, ext(O apex other) - aper(apex)) - lambda_reg * ext(O apex other))` (PoinCLIP Eq. 9).
+
+    Args:
+        apex: (B, D) points x in the ball, the entailing concepts.
+        other: (B, D) points y that should lie in the cone of x.
+        curv: positive c of the curvature -c.
+        lambda_reg: weight of the reward for a wide exterior angle (the loss can be negative).
+        min_radius: the cone constant K of Eq. 8.
+    Returns:
+        () loss.
+    """
+    angle = poincare.oxy_angle(apex, other, curv)
+    aperture = poincare.half_aperture(apex, curv, min_radius=min_radius)
+    return (torch.clamp(angle - aperture, min=0) - lambda_reg * angle).mean()
+
+
+def poinclip_entailment(image: Tensor, text: Tensor, curv: float | Tensor, lambda_reg: float,
+                        order: str = "entropy", reading: str = "softmax") -> Tensor:
+    """PoinCLIP's L_entail over a batch of pairs: each pair's apex chosen by `image_is_apex`, then `cone_loss`.
+
+    Args:
+        image, text: (B, D) points in the ball, row i of each from the same pair.
+        curv: positive c of the curvature -c.
+        lambda_reg: Eq. 9's regulariser weight.
+        order: one of `ENTAILMENT_ORDERS`.
+        reading: one of `ENTROPY_INPUTS` (used by the "entropy" order).
+    Returns:
+        () loss.
+    """
+    image_first = image_is_apex(image, text, order, reading).unsqueeze(-1)
+    apex = torch.where(image_first, image, text)
+    other = torch.where(image_first, text, image)
+    return cone_loss(apex, other, curv, lambda_reg)

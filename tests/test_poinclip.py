@@ -1,0 +1,202 @@
+"""PoinCLIP: its losses on hand-worked 2-D cases (float64), the model against geoopt's PoincareBall, where its
+gradients go, its overrides in the plan, and bad overrides refused before training starts.
+
+Hand-worked case (curvature -1, K = 0.1): x = (0.5, 0), y = (0.5, 0.5).
+- Eq. 7 at apex x: (<x,y>(1+|x|^2) - |x|^2 (1+|y|^2)) / (|x| |x-y| sqrt(1 + |x|^2|y|^2 - 2<x,y>))
+  = (0.25 * 1.25 - 0.25 * 1.5) / (0.5 * 0.5 * sqrt(0.625)) = -1/sqrt(10); at apex y (swap the roles):
+  (0.25 * 1.5 - 0.5 * 1.25) / (sqrt(0.5) * 0.5 * sqrt(0.625)) = -2/sqrt(5).
+- Eq. 8: aper(x) = asin(0.1 * 0.75 / 0.5) = asin(0.15); aper(y) = asin(0.1 * 0.5 / sqrt(0.5)) = asin(0.05 sqrt(2)).
+- Eq. 6 (softmax reading): softmax(y) is uniform, 1 bit; softmax(x) = (s, 1 - s), s = 1 / (1 + e^-0.5), below 1 bit.
+  So x, the lower-entropy embedding, is the apex whichever modality it is.
+"""
+
+import math
+
+import geoopt
+import pytest
+import scipy.special
+import scipy.stats
+import torch
+
+from hypvl.config import load_config
+from hypvl.errors import InputError
+from hypvl.evaluate.radial import entailment_root, exterior_angles, radii
+from hypvl.geometry import poincare
+from hypvl.losses.contrastive import symmetric_contrastive
+from hypvl.losses.poinclip import (
+    cone_loss,
+    embedding_entropy,
+    image_is_apex,
+    poincare_logits,
+    poinclip_entailment,
+)
+from hypvl.spec import load_all_specs
+from hypvl.train.trainer import train
+from hypvl.workflow import Plan
+
+from conftest import REPO
+from test_models import _batch, _model
+from test_training import TRAIN_CFG, TINY, _shards
+
+X = torch.tensor([[0.5, 0.0]], dtype=torch.float64)
+Y = torch.tensor([[0.5, 0.5]], dtype=torch.float64)
+EXT_AT_X, APER_X = math.acos(-1 / math.sqrt(10)), math.asin(0.15)
+EXT_AT_Y, APER_Y = math.acos(-2 / math.sqrt(5)), math.asin(0.05 * math.sqrt(2))
+
+
+def test_entropy_readings_match_scipy():
+    x = torch.randn(5, 7, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    softmax = scipy.stats.entropy(scipy.special.softmax(x.numpy(), axis=-1), base=2, axis=-1)
+    torch.testing.assert_close(embedding_entropy(x, "softmax"), torch.from_numpy(softmax))
+    absolute = scipy.stats.entropy(x.abs().numpy(), base=2, axis=-1)  # scipy normalises to sum 1
+    torch.testing.assert_close(embedding_entropy(x, "abs"), torch.from_numpy(absolute))
+    # by hand: a uniform softmax is 1 bit; a one-hot |x| is 0 bits; (0.5, 0) under softmax is below 1 bit
+    s = 1 / (1 + math.exp(-0.5))
+    torch.testing.assert_close(embedding_entropy(torch.cat([Y, X]), "softmax"),
+                               torch.tensor([1.0, -s * math.log2(s) - (1 - s) * math.log2(1 - s)], dtype=torch.float64))
+    torch.testing.assert_close(embedding_entropy(X, "abs"), torch.zeros(1, dtype=torch.float64))
+    with pytest.raises(ValueError, match="entropy reading"):
+        embedding_entropy(X, "raw")
+
+
+def test_entailment_loss_hand_worked_2d():
+    lambda_reg = 0.1
+    at_x = (EXT_AT_X - APER_X) - lambda_reg * EXT_AT_X
+    at_y = (EXT_AT_Y - APER_Y) - lambda_reg * EXT_AT_Y
+    torch.testing.assert_close(cone_loss(X, Y, 1.0, lambda_reg), torch.tensor(at_x, dtype=torch.float64))
+    # entropy order: x is the apex both when it is the image (pair 0) and when it is the text (pair 1)
+    images, texts = torch.cat([X, Y]), torch.cat([Y, X])
+    assert image_is_apex(images, texts).tolist() == [True, False]
+    torch.testing.assert_close(poinclip_entailment(images, texts, 1.0, lambda_reg), torch.tensor(at_x, dtype=torch.float64))
+    # the "Poincare" ablation: the text is always the apex (pair 0: apex y, pair 1: apex x)
+    expected = 0.5 * (at_y + at_x)
+    torch.testing.assert_close(poinclip_entailment(images, texts, 1.0, lambda_reg, order="text_entails_image"),
+                               torch.tensor(expected, dtype=torch.float64))
+    # inside the cone only the -lambda_reg * ext reward is left: the loss is negative
+    inside = torch.tensor([[0.7, 0.01]], dtype=torch.float64)
+    angle = poincare.oxy_angle(X, inside, 1.0).item()
+    assert angle < APER_X
+    torch.testing.assert_close(cone_loss(X, inside, 1.0, 0.5), torch.tensor(-0.5 * angle, dtype=torch.float64))
+    with pytest.raises(ValueError, match="entailment order"):
+        image_is_apex(X, Y, order="image_entails_text")
+
+
+def test_contrastive_logits_are_negative_geoopt_distances_over_tau():
+    ball = geoopt.PoincareBall(c=2.0)
+    a = poincare.exp_map0(torch.randn(4, 3, generator=torch.Generator().manual_seed(1), dtype=torch.float64) * 0.3, 2.0)
+    b = poincare.exp_map0(torch.randn(5, 3, generator=torch.Generator().manual_seed(2), dtype=torch.float64) * 0.3, 2.0)
+    expected = -ball.dist(a[:, None], b[None]) / 0.07
+    torch.testing.assert_close(poincare_logits(a, b, 2.0, math.log(1 / 0.07)), expected, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("exp_map, factor", [("standard", 1.0), ("literal", 0.5)])
+def test_model_lifts_scaled_features_into_the_ball_and_adds_the_entailment_term(exp_map, factor):
+    model, batch = _model("poinclip", exp_map=exp_map, entail_weight=0.3, lambda_reg=0.2), _batch()
+    assert model.geometry == "poincare" and model.curvature.item() == pytest.approx(1.0)
+    assert model.visual_alpha.exp().item() == pytest.approx(8 ** -0.5)
+    ball = geoopt.PoincareBall(c=1.0)
+    x = model.image_features(batch["images"]) * 8 ** -0.5 * factor
+    y = model.text_features(batch["tokens"]) * 8 ** -0.5 * factor
+    img, txt = ball.expmap0(x), ball.expmap0(y)
+    torch.testing.assert_close(model.encode_image(batch["images"]), img, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(model.encode_text(batch["tokens"]), txt, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(model.similarity(img, txt), -ball.dist(img[:, None], txt[None]), rtol=1e-5, atol=1e-5)
+    contrastive = symmetric_contrastive(-ball.dist(img[:, None], txt[None]) / 0.07)
+    entail = poinclip_entailment(img, txt, 1.0, 0.2)
+    terms = model.loss(batch)
+    assert terms["contrastive"].item() == pytest.approx(contrastive.item(), rel=1e-5)
+    assert terms["entailment"].item() == pytest.approx(entail.item(), rel=1e-5, abs=1e-6)
+    assert terms["loss"].item() == pytest.approx((contrastive + 0.3 * entail).item(), rel=1e-5)
+
+
+def _grads(model, loss) -> dict:
+    model.zero_grad(set_to_none=True)
+    loss.backward()
+    return {name: p.grad for name, p in model.named_parameters()}
+
+
+def test_gradients_reach_exactly_the_parameters_they_should():
+    model, batch = _model("poinclip", entail_weight=1.0), _batch()
+    trainable = {name for name, p in model.named_parameters() if p.requires_grad}
+    assert {"logit_scale", "curv", "visual_alpha", "textual_alpha"} <= trainable
+    grads = _grads(model, model.loss(batch)["loss"])
+    assert {name for name, g in grads.items() if g is not None} == trainable
+    assert all(torch.isfinite(grads[name]).all() for name in trainable)
+    assert all(grads[name].abs().sum() > 0 for name in ("logit_scale", "curv", "visual_alpha", "textual_alpha"))
+    # the entailment term alone reaches the encoders, projections, scales and curvature, not the temperature
+    img, txt = model.encode_image(batch["images"]), model.encode_text(batch["tokens"])
+    grads = _grads(model, poinclip_entailment(img, txt, model.curvature, 0.1))
+    assert grads["logit_scale"] is None
+    assert all(grads[name].abs().sum() > 0 for name in ("curv", "visual_alpha", "textual_alpha",
+                                                         "visual_proj.weight", "textual_proj.weight"))
+    # lambda = 0 leaves only the contrastive gradient; a fixed curvature gets none
+    off = _model("poinclip", entail_weight=0.0)
+    contrastive_only = _grads(off, symmetric_contrastive(
+        poincare_logits(off.encode_image(batch["images"]), off.encode_text(batch["tokens"]), off.curvature,
+                        off.logit_scale)))
+    for name, grad in _grads(off, off.loss(batch)["loss"]).items():
+        assert grad is None and contrastive_only[name] is None or torch.equal(grad, contrastive_only[name]), name
+    fixed = _model("poinclip", learn_curv=False)
+    assert _grads(fixed, fixed.loss(batch)["loss"])["curv"] is None
+
+
+def test_radial_geometry_of_a_poinclip_model_is_the_ball():
+    model = _model("poinclip")
+    points = poincare.exp_map0(torch.randn(6, 8, generator=torch.Generator().manual_seed(3)), 1.0)
+    assert entailment_root(model, tokenizer=None) is None
+    torch.testing.assert_close(radii(model, points, None), poincare.dist_to_origin(points, 1.0))
+    torch.testing.assert_close(exterior_angles(model, points[:3], points[3:], None),
+                               poincare.oxy_angle(points[:3], points[3:], 1.0))
+
+
+def test_every_poinclip_training_is_runnable_and_ablations_differ_only_in_their_knobs():
+    config = {**load_config(), "results_dir": "/nonexistent/results", "reports_dir": "/nonexistent/reports",
+              "replication_dir": str(REPO / "replication"), "expected_dir": str(REPO / "expected")}
+    plan = Plan(config)
+    spec = load_all_specs(REPO / "replication", REPO / "expected")["poinclip"]
+    trained = [exp for exp, e in spec.experiments.items() if e.source == "train"]
+    assert len(trained) == 35 and all(plan.runnable(exp) for exp in trained)
+    # PoinCLIP's own models are trained under their own ids; its CLIP/MERU rows reuse MERU's models
+    assert all(plan.trains(exp) for exp in trained if spec.experiments[exp].method == "poinclip")
+    assert plan.model_of("poin_meru_vits") == "meru_meru_vits" and plan.model_of("poin_clip_vitl") == "meru_clip_vitl"
+    poincare_row, poinclip_row = spec.experiments["poin_poincare_vits"], spec.experiments["poin_poinclip_vits"]
+    assert {**poincare_row.overrides, "entailment_order": "entropy"} == {**poinclip_row.overrides,
+                                                                          "entailment_order": "entropy"}
+    grid = {(e.overrides["lambda_reg"], e.overrides["entail_weight"]) for exp, e in spec.experiments.items()
+            if exp.startswith("poin_grid_")}
+    assert grid == {(r, w) for r in (0, 0.01, 0.1, 0.5, 1) for w in (0, 0.01, 0.1, 0.5, 1)}
+
+
+@pytest.mark.parametrize("experiment, message", [
+    ({"method": "poincareclip"}, r"experiment 'bad': unknown method 'poincareclip'"),
+    ({"method": "poinclip", "overrides": {"gamma": 0.1}},
+     r"experiment 'bad': method 'poinclip' does not support the overrides \['gamma'\]"),
+    ({"method": "meru", "overrides": {"lambda_reg": 0.1}},
+     r"experiment 'bad': method 'meru' does not support the overrides \['lambda_reg'\]"),
+    ({"method": "poinclip", "overrides": {"entailment_order": "image_entails_text"}},
+     r"experiment 'bad': PoinCLIP entailment_order must be one of \['entropy', 'text_entails_image'\]"),
+])
+def test_bad_experiments_are_refused_before_training_starts(tmp_path, experiment, message):
+    shards = _shards(tmp_path / "data")
+    with pytest.raises(InputError, match=message):
+        train({"id": "bad", "backbone": "vit_s16", "seed": 0, **experiment}, TINY, TRAIN_CFG, shards,
+              tmp_path / "out", progress=False)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_poinclip_training_run_logs_both_terms(tmp_path):
+    exp = {"id": "p", "method": "poinclip", "backbone": "vit_s16", "seed": 0,
+           "overrides": {"entail_weight": 0.1, "lambda_reg": 0.1}}
+    summary = train(exp, TINY, TRAIN_CFG, _shards(tmp_path / "data"), tmp_path / "p", progress=False)
+    assert math.isfinite(summary["final"]["loss"]) and math.isfinite(summary["final"]["entailment"])
+    assert summary["final"]["curvature"] == pytest.approx(1.0, rel=0.05)
+
+
+def test_geometry_and_losses_stay_float32_under_autocast():
+    model, batch = _model("poinclip"), _batch()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        img = model.encode_image(batch["images"])
+        terms = model.loss(batch)
+    assert img.dtype == torch.float32 and terms["loss"].dtype == torch.float32
+    assert torch.isfinite(terms["loss"]) and torch.isfinite(terms["entailment"])
+    terms["loss"].backward()
