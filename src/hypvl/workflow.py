@@ -14,7 +14,7 @@ import shlex
 from pathlib import Path
 
 from hypvl.errors import InputError
-from hypvl.evaluate.tasks import group_tasks, task_group
+from hypvl.evaluate.tasks import EVAL_OVERRIDES, group_tasks, task_group
 from hypvl.models.methods import ARCHITECTURE_OVERRIDES, METHOD_NAMES, MODEL_OVERRIDES
 from hypvl.spec import Column, Experiment, load_all_specs, table_needs
 from hypvl.train.recipe import TRAINER_OVERRIDES, resolve_schedule, stream_mode
@@ -80,13 +80,14 @@ class Plan:
         if (declared.source != "train" or declared.method not in METHOD_NAMES
                 or declared.data not in self.config["corpora"]):
             return False
-        honoured = {*TRAINER_OVERRIDES, *ARCHITECTURE_OVERRIDES, *MODEL_OVERRIDES[declared.method]}
+        honoured = {*TRAINER_OVERRIDES, *ARCHITECTURE_OVERRIDES, *MODEL_OVERRIDES[declared.method], *EVAL_OVERRIDES}
         start = declared.overrides.get("init_from")
         return set(declared.overrides) <= honoured and (start is None or self.runnable(start))
 
     def model_of(self, experiment: str) -> str:
         """The experiment whose model serves `experiment`: of the trained experiments with the same recipe
-        (method, backbone, data, boxes, seed and overrides, `init_from` by the model it names), the first by id.
+        (method, backbone, data, boxes, seed and overrides, `init_from` by the model it names; evaluation-only
+        overrides such as `eval_prompts` are not part of a recipe), the first by id.
         PoinCLIP's CLIP and MERU rows repeat MERU's recipes and syntax-VSE's MERU row HyCoCLIP's: each such model
         is trained once and evaluated under every id. An experiment with weights from outside serves itself."""
         if experiment not in self._model_of:
@@ -94,7 +95,7 @@ class Plan:
             if declared.source != "train":
                 self._model_of[experiment] = experiment
             else:
-                overrides = dict(declared.overrides)
+                overrides = {k: v for k, v in declared.overrides.items() if k not in EVAL_OVERRIDES}
                 if "init_from" in overrides:
                     overrides["init_from"] = self.model_of(overrides["init_from"])
                 recipe = json.dumps([declared.method, declared.backbone, declared.data, declared.boxes,
@@ -172,10 +173,13 @@ class Plan:
         return [] if start is None else [self.checkpoint(self.model_of(start))]
 
     def evaluate_args(self, group: str, experiment: str, threads: int) -> str:
-        """The shell-quoted arguments of `hypvl evaluate` computing `group` on the model of `experiment`."""
+        """The shell-quoted arguments of `hypvl evaluate` computing `group` on the model of `experiment` (with the
+        prompt set its `eval_prompts` override names, if any)."""
         checkpoint = self.checkpoint(self.model_of(experiment))
         args = ["evaluate", group, "--experiment", experiment, "--checkpoint", checkpoint,
                 "--out-dir", str(self.results / "metrics" / experiment), "--threads", str(threads)]
+        prompts = self.experiment(experiment).overrides.get("eval_prompts")
+        args += [] if prompts is None else ["--prompts", prompts]
         return f"{shlex.join(args)} --config-json {self.step_config('evaluate')}"
 
     def computable(self, task: str) -> bool:

@@ -2,7 +2,8 @@
 
 One YAML file per dataset in the package folder `hypvl/data/catalog/`, named `<name>.yaml`, gives
 the test split as MERU defines it, its size, the class names, the prompt templates (`{}` marks the
-class name), the chance level and where the data comes from. Files are validated when loaded; a
+class name; MERU's Table 8, and under `clip_prompts` CLIP's where MERU changed them), the chance level and
+where the data comes from. Files are validated when loaded; a
 malformed file raises `InputError` naming the file and the offending field.
 """
 
@@ -26,6 +27,10 @@ FIELDS = (
     "name", "display_name", "source", "split", "test_size", "num_classes", "chance", "metric",
     "manual_download", "class_names", "prompts", "layout", "notes",
 )
+OPTIONAL_FIELDS = ("clip_prompts",)
+# prompt sets a zero-shot evaluation can use (experiment override `eval_prompts`): MERU's Table 8 prompts, or
+# CLIP's (Radford et al. 2021), which MERU Table 5 evaluates its CLIP baseline's development path with
+PROMPT_SETS = ("meru", "clip")
 
 
 @dataclass(frozen=True)
@@ -48,8 +53,8 @@ class ManualDownload:
 @dataclass(frozen=True)
 class DatasetInfo:
     """One evaluation dataset. `chance` is 100 / num_classes, in percent (the papers' units);
-    `class_names[i]` names label i; every entry of `prompts` holds exactly one `{}`; `path` is the
-    YAML file the entry was read from."""
+    `class_names[i]` names label i; every entry of `prompts` (MERU's) and `clip_prompts` (CLIP's, the same
+    where MERU kept them) holds exactly one `{}`; `path` is the YAML file the entry was read from."""
 
     name: str
     display_name: str
@@ -62,9 +67,16 @@ class DatasetInfo:
     manual_download: ManualDownload
     class_names: tuple[str, ...]
     prompts: tuple[str, ...]
+    clip_prompts: tuple[str, ...]
     layout: str
     notes: str
     path: Path
+
+    def templates(self, prompt_set: str = "meru") -> tuple[str, ...]:
+        """The prompt templates of `prompt_set` (one of PROMPT_SETS)."""
+        if prompt_set not in PROMPT_SETS:
+            raise InputError(f"unknown prompt set {prompt_set!r} (known: {', '.join(PROMPT_SETS)})")
+        return self.prompts if prompt_set == "meru" else self.clip_prompts
 
 
 def dataset_names(catalog_dir: Path | None = None) -> list[str]:
@@ -111,7 +123,7 @@ def _parse(record, path: Path) -> DatasetInfo:
     if not isinstance(record, dict):
         fail("expected a mapping of fields at the top level")
     missing = [f for f in FIELDS if f not in record]
-    unknown = sorted(set(record) - set(FIELDS))
+    unknown = sorted(set(record) - set(FIELDS) - set(OPTIONAL_FIELDS))
     if missing or unknown:
         fail(f"missing fields {missing}, unknown fields {unknown}")
 
@@ -144,10 +156,12 @@ def _parse(record, path: Path) -> DatasetInfo:
     if num_classes != len(class_names):
         fail(f"num_classes is {num_classes} but class_names has {len(class_names)} entries")
     prompts = typed("prompts", list, record["prompts"])
-    bad_prompts = [p for p in prompts if not _is_template(p)]
-    if not prompts or bad_prompts:
-        fail(f"every prompt must hold exactly one {PLACEHOLDER} and no other braces, "
-             f"got {bad_prompts or prompts!r}")
+    clip_prompts = typed("clip_prompts", list, record.get("clip_prompts", prompts))
+    for field_name, templates in (("prompts", prompts), ("clip_prompts", clip_prompts)):
+        bad_prompts = [p for p in templates if not _is_template(p)]
+        if not templates or bad_prompts:
+            fail(f"every entry of {field_name} must hold exactly one {PLACEHOLDER} and no other braces, "
+                 f"got {bad_prompts or templates!r}")
     chance = record["chance"]
     is_number = isinstance(chance, (int, float)) and not isinstance(chance, bool)
     if not is_number or not math.isclose(chance, 100 / num_classes, abs_tol=5e-5):
@@ -172,6 +186,7 @@ def _parse(record, path: Path) -> DatasetInfo:
                                        instructions=str(manual["instructions"] or "")),
         class_names=tuple(class_names),
         prompts=tuple(prompts),
+        clip_prompts=tuple(clip_prompts),
         layout=record["layout"],
         notes=typed("notes", str, record["notes"]),
         path=path,

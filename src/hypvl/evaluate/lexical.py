@@ -149,6 +149,4 @@ def run(ctx: EvalContext, task: str) -> TaskResult:
     """Tasks `hyperlex` and `breeds`."""
     if task == "hyperlex":
         return evaluate_hyperlex(ctx, ctx.dataset_path("hyperlex"))
-    from hypvl.data.catalog import load_dataset_info
-
-    return evaluate_breeds(ctx, ctx.dataset_path("breeds"), list(load_dataset_info("imagenet").prompts))
+    return evaluate_breeds(ctx, ctx.dataset_path("breeds"), ctx.templates("imagenet"))
