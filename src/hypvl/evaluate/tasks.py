@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from hypvl.data.catalog import dataset_names, load_dataset_info
 from hypvl.data.synthetic.classification import ALL_CLASSIFICATION_SETS
 
-
 # experiment overrides the evaluation honours (`hypvl evaluate --prompts`: MERU Table 5's CLIP-prompt rows); they
 # change how a model is evaluated, not the model
 EVAL_OVERRIDES = ("eval_prompts",)

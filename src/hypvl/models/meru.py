@@ -11,7 +11,11 @@ from torch import nn
 
 from hypvl.errors import InputError
 from hypvl.geometry import lorentz
-from hypvl.losses.contrastive import lorentz_inner_logits, lorentz_logits, symmetric_contrastive
+from hypvl.losses.contrastive import (
+    lorentz_inner_logits,
+    lorentz_logits,
+    symmetric_contrastive,
+)
 from hypvl.losses.entailment import entailment_loss
 
 from .clip import CLIP
