@@ -256,6 +256,9 @@ def _write_variant(tmp_path, edit) -> Path:
     (lambda r: r.pop("split"), "missing fields \\['split'\\]"),
     (lambda r: r.update(layout="tar"), "layout must be one of"),
     (lambda r: r["manual_download"].update(required=True), "no instructions"),
+    (lambda r: r["clip_prompts"].append("a {} {} texture."), "clip_prompts must hold exactly one"),
+    (lambda r: r.update(clip_prompts=[]), "clip_prompts must hold exactly one"),
+    (lambda r: r.update(clip_prompts="a photo of a {}."), "field 'clip_prompts' must be list"),
 ])
 def test_malformed_entry_names_the_file(tmp_path, edit, message):
     path = _write_variant(tmp_path, edit)
@@ -281,3 +284,20 @@ def test_prompt_sets_load_and_refuse_bad_files(tmp_path):
     (tmp_path / "prompt_sets" / "bad.yaml").write_text("name: bad\nnotes: ''\nprompts: ['a photo of a dog']\n")
     with pytest.raises(InputError, match="bad.yaml: prompts must"):
         load_prompt_set("bad", tmp_path)
+
+
+CLIP_PROMPTS_CHANGED = {"imagenet", "food101", "cub", "dtd", "flowers"}  # Table 8's "(our prompts)"
+
+
+def test_clip_prompt_set_differs_only_where_meru_changed_the_prompts():
+    for name in dataset_names():
+        info = load_dataset_info(name)
+        assert info.templates() == info.prompts == info.templates("meru")
+        assert (info.templates("clip") != info.prompts) == (name in CLIP_PROMPTS_CHANGED), name
+    # MERU's ImageNet prompts are CLIP's seven ensemble templates, each behind a subreddit prefix
+    imagenet = load_dataset_info("imagenet")
+    assert [prompt.split(" : ", 1)[1] for prompt in imagenet.prompts] == list(imagenet.templates("clip"))
+    assert load_dataset_info("food101").templates("clip") == ("a photo of {}, a type of food.",)
+    assert len(load_dataset_info("dtd").templates("clip")) == 8
+    with pytest.raises(InputError, match="unknown prompt set 'openai' \\(known: meru, clip\\)"):
+        imagenet.templates("openai")

@@ -35,6 +35,7 @@ from hypvl.data.formats import (
     vg_attribution,
     vlchecklist,
     wordnet_isa,
+    yfcc,
 )
 from hypvl.data.formats.common import CaptionedImage
 from hypvl.data.formats.shards import iter_tar_samples, write_tar_samples
@@ -135,6 +136,13 @@ def build_cc3m(root):
     path = root / "cc3m" / "00000.tar"
     cc3m.write_cc3m(path, samples)
     return path, samples, cc3m.read_cc3m
+
+
+def build_yfcc(root):
+    samples = [yfcc.YFCCSample(i + 1, str(5000 + i), f"{i:032x}", f"harbour at dusk {i}", "", jpeg_bytes(i))
+               for i in range(3)]
+    yfcc.write_yfcc(root / "yfcc15m", samples)
+    return root / "yfcc15m", samples, yfcc.read_yfcc
 
 
 def build_clip_benchmark_wds(root):
@@ -323,6 +331,7 @@ BUILDERS = {
     "redcaps": build_redcaps,
     "grit": build_grit,
     "cc3m": build_cc3m,
+    "yfcc": build_yfcc,
     "grounded": build_grounded,
     "imagefolder": build_imagefolder,
     "clip_benchmark_wds": build_clip_benchmark_wds,
@@ -375,7 +384,7 @@ def test_check_counts_and_shows_the_first_record(tmp_path, fmt):
     count, first = data_check.check(fmt, path, **check_options(fmt, path))
     assert (count, first) == (len(records), records[0])
     shown = json.loads(data_check.describe(first))
-    if fmt in ("redcaps", "grit", "cc3m", "clip_benchmark_wds"):
+    if fmt in ("redcaps", "grit", "cc3m", "yfcc", "clip_benchmark_wds"):
         assert shown["image"] == f"<{len(first.image)} bytes>"
 
 

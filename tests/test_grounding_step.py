@@ -24,7 +24,7 @@ from hypvl.grounding.phrases import ABSTRACT_NOUNS, PhraseExtractor, load_spacy 
 from hypvl.data.formats.oracle_regions import ORACLE_REGIONS, read_oracle_regions  # noqa: E402
 from hypvl.grounding.pipeline import OracleBoxes, ground, normalise_phrase  # noqa: E402
 
-SMOKE = WorldSettings(seed=5, grit_samples=60, redcaps_samples=40, cc3m_samples=20, shard_size=25)
+SMOKE = WorldSettings(seed=5, grit_samples=60, redcaps_samples=40, cc3m_samples=20, yfcc15m_samples=24, shard_size=25)
 FILTER = BoxFilter(min_side=9, threshold=0.65)
 CROP = 32
 
@@ -33,7 +33,7 @@ CROP = 32
 def raw(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("raw")
     for corpus, count in (("grit", SMOKE.grit_samples), ("redcaps", SMOKE.redcaps_samples),
-                          ("cc3m", SMOKE.cc3m_samples)):
+                          ("cc3m", SMOKE.cc3m_samples), ("yfcc15m", SMOKE.yfcc15m_samples)):
         write_corpus(SMOKE, corpus, root / corpus, count)
     return root
 
@@ -143,6 +143,23 @@ def test_grounded_shards_feed_the_training_stream(raw, extractor, tmp_path):
     assert batch["images"].shape == batch["box_images"].shape == (4, 3, 24, 24)
     assert batch["tokens"].shape == batch["box_tokens"].shape == (4, 16)
     assert stream.counts.corrupt == 0
+
+
+def test_a_yfcc15m_folder_is_grounded_into_training_pairs(raw, extractor, tmp_path):
+    from hypvl.data.formats.grounded import iter_grounded
+    from hypvl.data.formats.yfcc import read_yfcc
+    from hypvl.models.encoders import Tokenizer
+    from hypvl.train.data import TrainingStream
+
+    result = commands.ground_corpus(raw / "yfcc15m", "yfcc", tmp_path, "yfcc15m", extractor, OracleBoxes(), FILTER,
+                                    CROP, 16, 25, True)
+    assert result["counts"]["samples_in"] == SMOKE.yfcc15m_samples and result["counts"]["samples_out"] > 0
+    captions = {s.key: s.caption for s in read_yfcc(raw / "yfcc15m")}
+    grounded = list(iter_grounded(result["shards"]))
+    assert grounded and all(record.caption == captions[record.key] for record in grounded)
+    stream = TrainingStream(result["shards"], Tokenizer(16), image_size=24, batch_size=4, mode="pairs", seed=0,
+                            shuffle_buffer=4)
+    assert next(iter(stream))["images"].shape == (4, 3, 24, 24)
 
 
 def test_detector_box_source_end_to_end(raw, extractor, tmp_path):

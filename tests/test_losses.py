@@ -18,6 +18,7 @@ from hypvl.losses.contrastive import (
     clip_logits,
     hcc_loss,
     info_nce,
+    lorentz_inner_logits,
     lorentz_logits,
     symmetric_contrastive,
 )
@@ -77,6 +78,22 @@ def test_lorentz_logits_are_scaled_negative_distances():
     # closer candidates score higher
     logits = lorentz_logits(torch.zeros(1, 2), torch.tensor([[0.1, 0.0], [2.0, 0.0]]), 1.0, 0.0)
     assert logits[0, 0] > logits[0, 1]
+
+
+def test_lorentz_inner_contrastive_on_a_hand_worked_2d_case():
+    # c = 1, space components with whole time components sqrt(1 + |x|^2): (0, 0) -> 1, (2, +-2) -> 3
+    images = torch.tensor([[0.0, 0.0], [2.0, 2.0]], dtype=torch.float64)
+    texts = torch.tensor([[2.0, 2.0], [2.0, -2.0]], dtype=torch.float64)
+    # <x, y>_L = <x, y> - x_time y_time: [[0 - 3, 0 - 3], [8 - 9, 0 - 9]], times exp(log 0.5)
+    logits = lorentz_inner_logits(images, texts, 1.0, torch.tensor(math.log(0.5), dtype=torch.float64))
+    assert logits.dtype == torch.float64
+    torch.testing.assert_close(logits, torch.tensor([[-1.5, -1.5], [-0.5, -4.5]], dtype=torch.float64))
+    # rows: log 2 and 4 + log(1 + e^-4); columns: 1 + log(1 + e^-1) and 3 + log(1 + e^-3)
+    i2t = (math.log(2) + 4 + math.log1p(math.exp(-4))) / 2
+    t2i = (4 + math.log1p(math.exp(-1)) + math.log1p(math.exp(-3))) / 2
+    assert symmetric_contrastive(logits).item() == pytest.approx((i2t + t2i) / 2, rel=1e-12)
+    # not the negative distance: -acosh(3) for the first row's two equal pairs
+    assert lorentz_logits(images, texts, 1.0, 0.0)[0, 0].item() == pytest.approx(-math.acosh(3), rel=1e-12)
 
 
 def batch(seed, n=6, d=5):

@@ -153,3 +153,62 @@ def test_paper_scale_models_build_from_the_full_config():
     with torch.no_grad():
         out = model.encode_image(torch.rand(1, 3, 224, 224))
     assert out.shape == (1, 512)
+
+
+def test_meru_lorentz_inner_variant_puts_the_inner_product_in_the_contrastive_loss():
+    model, batch = _model("meru", contrastive_similarity="lorentz_inner"), _batch()
+    img, txt = model.encode_image(batch["images"]), model.encode_text(batch["tokens"])
+    # Eq. 1 with the time components sqrt(1/c + |x|^2) at c = 1, over the temperature 0.07
+    inner = img @ txt.T - torch.sqrt(1 + (img ** 2).sum(-1, keepdim=True)) * torch.sqrt(1 + (txt ** 2).sum(-1))[None, :]
+    target = torch.arange(4)
+    expected = 0.5 * (torch.nn.functional.cross_entropy(inner / 0.07, target)
+                      + torch.nn.functional.cross_entropy(inner.T / 0.07, target))
+    terms = model.loss(batch)
+    assert terms["contrastive"].item() == pytest.approx(expected.item(), rel=1e-4)
+    assert terms["contrastive"].item() != pytest.approx(_model("meru").loss(batch)["contrastive"].item(), rel=1e-3)
+    with pytest.raises(InputError, match="contrastive_similarity 'cosine' is not one of neg_distance, lorentz_inner"):
+        _model("meru", contrastive_similarity="cosine")
+
+
+@pytest.mark.parametrize("method, overrides", [
+    ("meru", {"contrastive_similarity": "lorentz_inner"}),
+    ("meru", {"contrastive_similarity": "lorentz_inner", "learn_curv": False}),
+    ("clip", {"pos_embed": "learned"}),
+    ("clip", {}),
+])
+def test_gradients_reach_exactly_the_trainable_parameters(method, overrides):
+    model = _model(method, **overrides)
+    model.loss(_batch())["loss"].backward()
+    trainable = {name for name, param in model.named_parameters() if param.requires_grad}
+    reached = {name for name, param in model.named_parameters() if param.grad is not None and param.grad.any()}
+    assert reached == trainable
+    assert ("visual.vit.pos_embed" in trainable) == (overrides.get("pos_embed") == "learned")
+    if method == "meru":
+        assert ("curv" in trainable) == overrides.get("learn_curv", True)
+
+
+def test_learned_position_embedding_is_a_trained_parameter_initialised_as_timm():
+    from hypvl.train.optim import param_groups
+
+    learned, fixed = _model("clip", pos_embed="learned"), _model("clip")
+    pos = learned.visual.vit.pos_embed
+    assert pos.requires_grad and not fixed.visual.vit.pos_embed.requires_grad
+    # timm's truncated normal, std 0.02, cut at +-2: not the sin-cos table
+    assert pos.abs().max().item() <= 2.0 and 0.01 < pos.std().item() < 0.03
+    assert not torch.allclose(pos[0, 1:], sincos_2d_position_embedding(2, 16))
+
+    def optimised(model):
+        return {id(p) for group in param_groups(model, 0.2) for p in group["params"]}
+
+    assert id(pos) in optimised(learned) and id(fixed.visual.vit.pos_embed) not in optimised(fixed)
+    with pytest.raises(InputError, match="pos_embed 'rope' is not one of sincos, learned"):
+        _model("clip", pos_embed="rope")
+
+
+def test_learned_position_embedding_survives_a_checkpoint(tmp_path):
+    model = _model("clip", pos_embed="learned")
+    recipe = {"method": "clip", "backbone": "vit_s16", "overrides": {"pos_embed": "learned"}, "model_cfg": TINY}
+    save_checkpoint(tmp_path / "c.pt", model, recipe, 1)
+    loaded, _ = load_checkpoint(tmp_path / "c.pt")
+    assert loaded.visual.vit.pos_embed.requires_grad
+    assert torch.equal(loaded.visual.vit.pos_embed, model.visual.vit.pos_embed)

@@ -32,8 +32,8 @@ TOY_SPEC = {
         "toy_released": {"method": "meru", "backbone": "vit_s16", "data": "grit", "source": "released:meru_vit_s"},
         "toy_unbuilt": {"method": "unbuilt", "backbone": "vit_s16", "data": "grit", "source": "train"},
         "toy_yfcc": {"method": "clip", "backbone": "vit_s16", "data": "yfcc15m", "source": "train"},
-        "toy_sincos": {"method": "meru", "backbone": "vit_s16", "data": "grit", "source": "train",
-                       "overrides": {"steps": 10, "pos_embed": "learned"}},
+        "toy_unread": {"method": "meru", "backbone": "vit_s16", "data": "grit", "source": "train",
+                       "overrides": {"steps": 10, "patch_dropout": 0.5}},
         "toy_width": {"method": "meru", "backbone": "vit_s16", "data": "grit", "source": "train",
                       "overrides": {"steps": 10, "embed_dim": 64, "init_from": "toy_curv", "freeze_encoders": True}},
         "toy_width_of_released": {"method": "meru", "backbone": "vit_s16", "data": "grit", "source": "train",
@@ -67,7 +67,7 @@ def test_plan_skips_unrunnable_experiments_and_unregistered_tasks(toy_plan):
     metrics = tmp_path / "results" / "metrics"
     assert plan.runnable("toy_clip") and plan.runnable("toy_curv") and plan.runnable("toy_width")
     assert plan.init_checkpoint("toy_width") == [str(tmp_path / "results" / "models" / "toy_curv" / "checkpoint.pt")]
-    unrunnable = ("toy_released", "toy_unbuilt", "toy_yfcc", "toy_sincos", "toy_width_of_released")
+    unrunnable = ("toy_released", "toy_unbuilt", "toy_yfcc", "toy_unread", "toy_width_of_released")
     assert not any(plan.runnable(exp) for exp in unrunnable)
     wanted = sorted(str(metrics / "toy_clip" / f"{task}.json") for task in ("hier_imagenet", "zs_cifar10"))
     assert plan.table_inputs("toy", "table1") == wanted
@@ -111,7 +111,7 @@ def runnable_pairs(specs, needs) -> set[tuple[str, str]]:
     experiments = {exp_id: e for spec in specs.values() for exp_id, e in spec.experiments.items()}
 
     def trained(e):
-        known = {"steps", "batch_size", "lr", "embed_dim", "init_from", "freeze_encoders",
+        known = {"steps", "batch_size", "lr", "embed_dim", "pos_embed", "init_from", "freeze_encoders", "eval_prompts",
                  *MODEL_OVERRIDES.get(e.method, ())}
         start = e.overrides.get("init_from")
         return (e.source == "train" and e.method in METHOD_NAMES and e.data in corpora and set(e.overrides) <= known
@@ -139,7 +139,8 @@ def test_index_plans_every_table_of_every_paper(tmp_path):
     pairs = runnable_pairs(specs, mapped_cells)
     experiments = {exp: e for spec in specs.values() for exp, e in spec.experiments.items()}
     trained = {exp for exp, _ in pairs}
-    recipes = {json.dumps([e.method, e.backbone, e.data, e.boxes, e.seed, e.overrides], sort_keys=True): exp
+    recipes = {json.dumps([e.method, e.backbone, e.data, e.boxes, e.seed,  # evaluation overrides train no model
+                           {k: v for k, v in e.overrides.items() if k != "eval_prompts"}], sort_keys=True): exp
                for exp, e in sorted(experiments.items(), reverse=True) if exp in trained}  # the first id remains
     assert jobs["train"] == len(recipes) < len(trained)  # e.g. PoinCLIP's MERU rows repeat MERU's recipes
     groups = {(exp, task_group(task, "smoke")) for exp, task in pairs} - {(exp, g) for exp in recipes.values()
@@ -206,3 +207,17 @@ def test_a_recipe_repeated_under_another_id_is_trained_once():
     assert re.fullmatch(plan.trained_pattern(False), "poin_meru_vitl")
     args = plan.evaluate_args("zeroshot", "poin_meru_vitl", 1)  # its own metrics, the other's checkpoint
     assert f"--checkpoint {plan.checkpoint('meru_meru_vitl')}" in args and "--experiment poin_meru_vitl" in args
+
+
+def test_every_meru_ablation_is_runnable_and_eval_prompts_reach_the_evaluation():
+    plan = Plan(load_config())
+    meru = plan.specs["meru"]
+    rows = [exp for table in ("table4", "table5") for exp in meru.table(table).rows.values() if isinstance(exp, str)]
+    assert len(rows) == 14 and all(plan.runnable(exp) for exp in rows)
+    assert plan.trained_corpus("meru_clip_vits_yfcc_bs4096") == "yfcc15m"
+    # CLIP's prompts are how a model is evaluated, not another model: the 120k RedCaps row is meru_clip_vits's model
+    assert plan.model_of("meru_clip_vits_redcaps_clip_prompts") == "meru_clip_vits"
+    args = plan.evaluate_args("zeroshot", "meru_clip_vits_redcaps_clip_prompts", 1)
+    assert f"--checkpoint {plan.checkpoint('meru_clip_vits')}" in args and " --prompts clip " in args
+    assert " --prompts clip " in plan.evaluate_args("zeroshot", "meru_clip_vits_yfcc_bs4096", 1)
+    assert "--prompts" not in plan.evaluate_args("zeroshot", "meru_clip_vits", 1)

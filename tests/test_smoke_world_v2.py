@@ -24,6 +24,7 @@ from hypvl.data.formats.hierarcaps import read_hierarcaps_test, read_hierarcaps_
 from hypvl.data.formats.hyperlex import read_hyperlex
 from hypvl.data.formats.imagefolder import load_image, read_imagefolder
 from hypvl.data.formats.redcaps import read_redcaps
+from hypvl.data.formats.yfcc import read_yfcc
 from hypvl.data.formats.vg_attribution import read_vg_attribution
 from hypvl.data.formats.vlchecklist import read_vlchecklist_corpus
 from hypvl.data.formats.wordnet_isa import read_wordnet_isa
@@ -34,7 +35,7 @@ from hypvl.data.synthetic.classification import ALL_CLASSIFICATION_SETS, CLASSIF
 from hypvl.data.synthetic.settings import WorldSettings
 from hypvl.data.formats.oracle_regions import ORACLE_REGIONS
 
-TINY = WorldSettings(seed=3, grit_samples=24, redcaps_samples=20, cc3m_samples=12, per_class=2,
+TINY = WorldSettings(seed=3, grit_samples=24, redcaps_samples=20, cc3m_samples=12, yfcc15m_samples=10, per_class=2,
                      probe_train_per_class=2, probe_val_per_class=1, retrieval_images=12, vlchecklist_per_group=3,
                      vg_attribution_per_pair=2, hierarcaps_test=5, hierarcaps_train=8, shard_size=10)
 CONFIG = load_config()
@@ -72,7 +73,8 @@ def test_each_part_written_alone_is_the_same_as_in_the_whole_world(tiny, tmp_pat
     assert main(["synthesize", "--config-json", config, "--out", str(tmp_path), "--only", "redcaps"]) == 0
     assert not (tmp_path / "manifest.json").exists() and not (tmp_path / RAW["grit"]).exists()
     assert main(["synthesize", "--config-json", config, "--out", str(tmp_path), "--only", "grit", "evaluation"]) == 0
-    whole = {path: digest for path, digest in _digest(tiny).items() if not path.startswith(RAW["cc3m"])}
+    whole = {path: digest for path, digest in _digest(tiny).items()
+             if not path.startswith((RAW["cc3m"], RAW["yfcc15m"]))}
     assert _digest(tmp_path) == whole
     assert main(["synthesize", "--config-json", config, "--out", str(tmp_path), "--only", "yfcc"]) == 1
     assert capsys.readouterr().err.startswith("hypvl synthesize: --only ['yfcc']: parts are the corpora")
@@ -93,7 +95,11 @@ def test_raw_corpora_read_back_with_world_boxes(tiny):
     assert len(redcaps) == TINY.redcaps_samples
     assert {s.subreddit for s in redcaps} <= set(SUBREDDITS.values())
     assert len(read_cc3m(tiny / RAW["cc3m"])) == TINY.cc3m_samples
-    for corpus, samples in (("redcaps", redcaps), ("cc3m", read_cc3m(tiny / RAW["cc3m"]))):
+    yfcc = read_yfcc(tiny / RAW["yfcc15m"])
+    assert len(yfcc) == TINY.yfcc15m_samples and all(s.key.isdigit() for s in yfcc)
+    assert [s.title == "" for s in yfcc] == [i % 4 == 3 for i in range(TINY.yfcc15m_samples)]  # caption in markup
+    assert all("<" not in s.caption and "http" not in s.caption for s in yfcc)
+    for corpus, samples in (("redcaps", redcaps), ("cc3m", read_cc3m(tiny / RAW["cc3m"])), ("yfcc15m", yfcc)):
         lines = [json.loads(line) for line in (tiny / RAW[corpus] / ORACLE_REGIONS).read_text().splitlines()]
         assert [line["key"] for line in lines] == [s.key for s in samples]
         for line, sample in zip(lines, samples):

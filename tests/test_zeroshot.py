@@ -67,3 +67,27 @@ def test_metrics_json_refuses_non_finite_numbers(tmp_path):
     record = json.loads(out.read_text())
     assert record["metrics"] == {"top1": 50.0} and record["provenance"]["config_hash"] == "abc"
     assert set(record["provenance"]) >= {"git_commit", "date", "packages", "seconds"}
+
+
+def test_eval_prompts_switch_the_prompt_set_of_every_catalog_dataset(tmp_path, monkeypatch):
+    from hypvl.data.catalog import load_dataset_info
+    from hypvl.evaluate import zeroshot
+    from hypvl.evaluate.context import EvalContext
+
+    g = torch.Generator().manual_seed(2)
+    items = [(i % 2, Image.fromarray((torch.rand(16, 16, 3, generator=g) * 255).byte().numpy())) for i in range(6)]
+    write_imagefolder(tmp_path / "cls" / "food101", "test", ["pizza", "sushi"], items)
+    config = {"scale": "smoke", "data_dir": str(tmp_path),
+              "eval": {"classification_dir": "cls", "classification_split": "test", "batch_size": 4}}
+    model, tok = _model("clip").eval(), Tokenizer(12)
+    seen = []
+    embed = zeroshot.class_embeddings
+    monkeypatch.setattr(zeroshot, "class_embeddings", lambda m, t, names, templates, *rest: (
+        seen.append(templates), embed(m, t, names, templates, *rest))[1])
+    scores = {prompts: zeroshot.dataset_scores(EvalContext(model, tok, 16, config, prompts), "food101").scores
+              for prompts in ("meru", "clip")}
+    info = load_dataset_info("food101")
+    assert seen == [list(info.prompts), list(info.templates("clip"))] == [["food : {}.", "food porn : {}."],
+                                                                         ["a photo of {}, a type of food."]]
+    assert not torch.allclose(scores["meru"], scores["clip"])
+    assert EvalContext(model, tok, 16, config).templates("food101") == ["food : {}.", "food porn : {}."]

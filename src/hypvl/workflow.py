@@ -15,7 +15,7 @@ from pathlib import Path
 
 from hypvl.errors import InputError
 from hypvl.evaluate.tasks import group_tasks, task_group
-from hypvl.models.methods import METHOD_NAMES
+from hypvl.models.methods import EVAL_OVERRIDES, METHOD_NAMES
 from hypvl.spec import Column, Experiment, load_all_specs, table_needs
 from hypvl.train.recipe import resolve_schedule, stream_mode, supported_overrides
 
@@ -85,7 +85,8 @@ class Plan:
 
     def model_of(self, experiment: str) -> str:
         """The experiment whose model serves `experiment`: of the trained experiments with the same recipe
-        (method, backbone, data, boxes, seed and overrides, `init_from` by the model it names), the first by id.
+        (method, backbone, data, boxes, seed and overrides, `init_from` by the model it names; evaluation-only
+        overrides such as `eval_prompts` are not part of a recipe), the first by id.
         PoinCLIP's CLIP and MERU rows repeat MERU's recipes and syntax-VSE's MERU row HyCoCLIP's: each such model
         is trained once and evaluated under every id. An experiment with weights from outside serves itself."""
         if experiment not in self._model_of:
@@ -93,7 +94,7 @@ class Plan:
             if declared.source != "train":
                 self._model_of[experiment] = experiment
             else:
-                overrides = dict(declared.overrides)
+                overrides = {k: v for k, v in declared.overrides.items() if k not in EVAL_OVERRIDES}
                 if "init_from" in overrides:
                     overrides["init_from"] = self.model_of(overrides["init_from"])
                 recipe = json.dumps([declared.method, declared.backbone, declared.data, declared.boxes,
@@ -171,10 +172,13 @@ class Plan:
         return [] if start is None else [self.checkpoint(self.model_of(start))]
 
     def evaluate_args(self, group: str, experiment: str, threads: int) -> str:
-        """The shell-quoted arguments of `hypvl evaluate` computing `group` on the model of `experiment`."""
+        """The shell-quoted arguments of `hypvl evaluate` computing `group` on the model of `experiment` (with the
+        prompt set its `eval_prompts` override names, if any)."""
         checkpoint = self.checkpoint(self.model_of(experiment))
         args = ["evaluate", group, "--experiment", experiment, "--checkpoint", checkpoint,
                 "--out-dir", str(self.results / "metrics" / experiment), "--threads", str(threads)]
+        prompts = self.experiment(experiment).overrides.get("eval_prompts")
+        args += [] if prompts is None else ["--prompts", prompts]
         return f"{shlex.join(args)} --config-json {self.step_config('evaluate')}"
 
     def computable(self, task: str) -> bool:

@@ -2,9 +2,10 @@
 
 One YAML file per dataset in the package folder `hypvl/data/catalog/`, named `<name>.yaml`, gives
 the test split as MERU defines it, its size, the class names, the prompt templates (`{}` marks the
-class name), the chance level and where the data comes from. Named prompt sets used beyond one dataset
-(CLIP's 80 ImageNet templates) live in `catalog/prompt_sets/<name>.yaml`. Files are validated when
-loaded; a malformed file raises `InputError` naming the file and the offending field.
+class name; MERU's Table 8, and under `clip_prompts` CLIP's where MERU changed them), the chance level
+and where the data comes from. Named prompt sets used beyond one dataset (CLIP's 80 ImageNet templates)
+live in `catalog/prompt_sets/<name>.yaml`. Files are validated when loaded; a malformed file raises
+`InputError` naming the file and the offending field.
 """
 
 from __future__ import annotations
@@ -24,12 +25,16 @@ SOURCE_KINDS = ("tfds", "torchvision", "imagefolder")
 LAYOUTS = ("imagefolder", "clip_benchmark_wds")
 METRICS = ("mean_per_class_accuracy",)
 PLACEHOLDER = "{}"
-PROMPT_SETS = "prompt_sets"  # folder of named prompt sets, e.g. CLIP's 80 ImageNet templates
+PROMPT_SET_DIR = "prompt_sets"  # folder of named prompt sets, e.g. CLIP's 80 ImageNet templates
 FIELDS = (
     "name", "display_name", "source", "split", "test_size", "num_classes", "chance", "metric",
     "manual_download", "class_names", "prompts", "layout", "notes", "linear_probe",
 )
 PROBE_SPLITS = ("train", "val")  # keys of `linear_probe`
+OPTIONAL_FIELDS = ("clip_prompts",)
+# prompt sets a zero-shot evaluation can use (experiment override `eval_prompts`): MERU's Table 8 prompts, or
+# CLIP's (Radford et al. 2021), which MERU Table 5 evaluates its CLIP baseline's development path with
+PROMPT_SETS = ("meru", "clip")
 
 
 @dataclass(frozen=True)
@@ -52,9 +57,10 @@ class ManualDownload:
 @dataclass(frozen=True)
 class DatasetInfo:
     """One evaluation dataset. `chance` is 100 / num_classes, in percent (the papers' units);
-    `class_names[i]` names label i; every entry of `prompts` holds exactly one `{}`; `path` is the
-    YAML file the entry was read from. `linear_probe` holds MERU's train and val slices of the source
-    splits for the linear probe (`meru/evaluation/catalog.py` SPLITS), or None where MERU has none."""
+    `class_names[i]` names label i; every entry of `prompts` (MERU's) and `clip_prompts` (CLIP's, the same
+    where MERU kept them) holds exactly one `{}`; `path` is the YAML file the entry was read from.
+    `linear_probe` holds MERU's train and val slices of the source splits for the linear probe
+    (`meru/evaluation/catalog.py` SPLITS), or None where MERU has none."""
 
     name: str
     display_name: str
@@ -67,6 +73,7 @@ class DatasetInfo:
     manual_download: ManualDownload
     class_names: tuple[str, ...]
     prompts: tuple[str, ...]
+    clip_prompts: tuple[str, ...]
     layout: str
     notes: str
     linear_probe: tuple[SplitSlice, SplitSlice] | None
@@ -78,6 +85,11 @@ class DatasetInfo:
         if self.linear_probe is None:
             raise InputError(f"{self.path}: {self.name} has no linear-probe splits")
         return dict(zip((*PROBE_SPLITS, "test"), (*self.linear_probe, parse_split(self.split, str(self.path)))))
+    def templates(self, prompt_set: str = "meru") -> tuple[str, ...]:
+        """The prompt templates of `prompt_set` (one of PROMPT_SETS)."""
+        if prompt_set not in PROMPT_SETS:
+            raise InputError(f"unknown prompt set {prompt_set!r} (known: {', '.join(PROMPT_SETS)})")
+        return self.prompts if prompt_set == "meru" else self.clip_prompts
 
 
 def dataset_names(catalog_dir: Path | None = None) -> list[str]:
@@ -98,7 +110,7 @@ def prompts_for(name: str, class_name: str, catalog_dir: Path | None = None) -> 
 
 def load_prompt_set(name: str, catalog_dir: Path | None = None) -> tuple[str, ...]:
     """The templates of prompt set `<catalog_dir>/prompt_sets/<name>.yaml` (fields name, notes, prompts)."""
-    folder = Path(catalog_dir or CATALOG_DIR) / PROMPT_SETS
+    folder = Path(catalog_dir or CATALOG_DIR) / PROMPT_SET_DIR
     path = folder / f"{name}.yaml"
     if not path.is_file():
         known = ", ".join(sorted(p.stem for p in folder.glob("*.yaml")))
@@ -143,7 +155,7 @@ def _parse(record, path: Path) -> DatasetInfo:
     if not isinstance(record, dict):
         fail("expected a mapping of fields at the top level")
     missing = [f for f in FIELDS if f not in record]
-    unknown = sorted(set(record) - set(FIELDS))
+    unknown = sorted(set(record) - set(FIELDS) - set(OPTIONAL_FIELDS))
     if missing or unknown:
         fail(f"missing fields {missing}, unknown fields {unknown}")
 
@@ -176,10 +188,12 @@ def _parse(record, path: Path) -> DatasetInfo:
     if num_classes != len(class_names):
         fail(f"num_classes is {num_classes} but class_names has {len(class_names)} entries")
     prompts = typed("prompts", list, record["prompts"])
-    bad_prompts = [p for p in prompts if not _is_template(p)]
-    if not prompts or bad_prompts:
-        fail(f"every prompt must hold exactly one {PLACEHOLDER} and no other braces, "
-             f"got {bad_prompts or prompts!r}")
+    clip_prompts = typed("clip_prompts", list, record.get("clip_prompts", prompts))
+    for field_name, templates in (("prompts", prompts), ("clip_prompts", clip_prompts)):
+        bad_prompts = [p for p in templates if not _is_template(p)]
+        if not templates or bad_prompts:
+            fail(f"every entry of {field_name} must hold exactly one {PLACEHOLDER} and no other braces, "
+                 f"got {bad_prompts or templates!r}")
     chance = record["chance"]
     is_number = isinstance(chance, (int, float)) and not isinstance(chance, bool)
     if not is_number or not math.isclose(chance, 100 / num_classes, abs_tol=5e-5):
@@ -208,6 +222,7 @@ def _parse(record, path: Path) -> DatasetInfo:
                                        instructions=str(manual["instructions"] or "")),
         class_names=tuple(class_names),
         prompts=tuple(prompts),
+        clip_prompts=tuple(clip_prompts),
         layout=record["layout"],
         notes=typed("notes", str, record["notes"]),
         linear_probe=None if probe is None else tuple(

@@ -25,6 +25,7 @@ from .formats import (
     vg_attribution,
     vlchecklist,
     wordnet_isa,
+    yfcc,
 )
 
 log = logging.getLogger(__name__)
@@ -36,6 +37,7 @@ FORMATS: dict[str, Reader] = {
     "redcaps": lambda path, check, root: redcaps.iter_redcaps(path),
     "grit": lambda path, check, root: grit.iter_grit(path),
     "cc3m": lambda path, check, root: cc3m.iter_cc3m(path),
+    "yfcc": lambda path, check, root: yfcc.iter_yfcc(path),
     "grounded": lambda path, check, root: grounded.iter_grounded(path),
     "imagefolder": lambda path, check, root: imagefolder.iter_imagefolder(path, check),
     "clip_benchmark_wds": lambda path, check, root: clip_benchmark_wds.read_clip_benchmark_wds(path).samples,

@@ -5,6 +5,7 @@ import time
 from pathlib import Path
 
 from hypvl.config import add_config_arguments, config_from_args
+from hypvl.data.catalog import PROMPT_SETS
 from hypvl.errors import InputError
 from hypvl.evaluate.tasks import GROUP_MODULES, group_tasks
 
@@ -33,8 +34,10 @@ def evaluate_group(args) -> None:
     model, recipe = load_checkpoint(args.checkpoint)
     model = on_device(model, select_device(config["eval"]["device"]))
     model_cfg = recipe["model_cfg"]
-    ctx = EvalContext(model, Tokenizer(model_cfg["text"]["context_length"]), model_cfg["image_size"], config)
-    digest = config_hash({"recipe": recipe, "eval": config["eval"], "data_dir": config["data_dir"]})
+    ctx = EvalContext(model, Tokenizer(model_cfg["text"]["context_length"]), model_cfg["image_size"], config,
+                      args.prompts)
+    digest = config_hash({"recipe": recipe, "eval": config["eval"], "data_dir": config["data_dir"],
+                          "prompts": args.prompts})
     module = importlib.import_module(GROUP_MODULES[args.group])
     for task in tasks:
         start = time.perf_counter()
@@ -59,4 +62,6 @@ def add_commands(subparsers) -> None:
             parser.add_argument("--vlchecklist-skip-missing", action="store_true",
                                 help="drop VL-CheckList items whose image is missing (upstream's loader) and "
                                      "report their count as skipped_images, instead of stopping with an error")
+        parser.add_argument("--prompts", choices=PROMPT_SETS, default="meru",
+                            help="zero-shot prompt set: MERU's Table 8 or CLIP's (experiment override eval_prompts)")
         parser.set_defaults(func=evaluate_group)

@@ -19,13 +19,15 @@ class EvalContext:
     """One model under evaluation plus the config sections the tasks read.
 
     model: a CLIP/MERU/HyCoCLIP module in eval mode; tokenizer: texts -> (B, L) token ids; image_size:
-    the model's input size; config: the workflow config (`scale`, `data_dir`, `eval`).
+    the model's input size; config: the workflow config (`scale`, `data_dir`, `eval`); prompts: the
+    catalog's prompt set zero-shot classifiers are built from (the experiment's `eval_prompts`).
     """
 
     model: object
     tokenizer: object
     image_size: int
     config: dict
+    prompts: str = "meru"
 
     @property
     def scale(self) -> str:
@@ -34,6 +36,12 @@ class EvalContext:
     @property
     def batch_size(self) -> int:
         return self.config["eval"]["batch_size"]
+
+    def templates(self, dataset: str) -> list[str]:
+        """The prompt templates of catalog dataset `dataset` in this evaluation's prompt set."""
+        from hypvl.data.catalog import load_dataset_info
+
+        return list(load_dataset_info(dataset).templates(self.prompts))
 
     def dataset_path(self, key: str) -> Path:
         """Path of eval dataset `key` (config `eval.datasets`) under `data_dir`."""

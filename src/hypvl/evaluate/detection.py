@@ -55,6 +55,4 @@ def evaluate_detection(ctx: EvalContext, path: Path, templates: list[str], name:
 
 def run(ctx: EvalContext, task: str) -> TaskResult:
     """Task `det_coco_novel` on instances_val2017.json."""
-    from hypvl.data.catalog import load_dataset_info
-
-    return evaluate_detection(ctx, ctx.dataset_path("coco_instances"), list(load_dataset_info("imagenet").prompts))
+    return evaluate_detection(ctx, ctx.dataset_path("coco_instances"), ctx.templates("imagenet"))

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from hypvl.data.catalog import dataset_names, load_dataset_info
 from hypvl.data.synthetic.classification import ALL_CLASSIFICATION_SETS
 
-
 @dataclass(frozen=True)
 class Metric:
     """A metric: whether higher is better (None: a statistic with no direction) and its chance level."""

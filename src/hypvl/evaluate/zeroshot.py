@@ -73,12 +73,13 @@ def evaluate_zero_shot(model, tokenizer, root, split: str, templates: list[str],
 
 
 def dataset_scores(ctx: EvalContext, name: str) -> ZeroShotScores:
-    """Zero-shot scores on catalog dataset `name` with its prompts (smoke: the folder's class names)."""
+    """Zero-shot scores on catalog dataset `name` with the evaluation's prompt set (smoke: the folder's class
+    names)."""
     from hypvl.data.catalog import load_dataset_info
 
     info = load_dataset_info(name)
     return zero_shot_scores(ctx.model, ctx.tokenizer, ctx.classification_root(name),
-                            ctx.config["eval"]["classification_split"], list(info.prompts), ctx.image_size,
+                            ctx.config["eval"]["classification_split"], ctx.templates(name), ctx.image_size,
                             ctx.batch_size, name, None if ctx.scale == "smoke" else list(info.class_names))
 
 

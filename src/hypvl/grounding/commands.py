@@ -1,12 +1,12 @@
 """`hypvl ground`: a raw training corpus -> HyCoCLIP's grounded shards (HyCoCLIP App. A).
 
-Reads a raw corpus (GRIT, RedCaps or CC3M webdataset shards), finds noun chunks and referring
+Reads a raw corpus (GRIT, RedCaps or CC3M webdataset shards, or a YFCC15M folder), finds noun chunks and referring
 expressions with spaCy, boxes them, applies the paper's filters, crops the kept boxes to squares and
 writes grounded shards (`hypvl.data.formats.grounded`) with each caption's dependency parse, plus a
 `grounding.json` summary (counts, settings, shards, seconds) beside them.
 
 Box sources: GRIT ships its boxes (`noun_chunks`, `ref_exps`), and HyCoCLIP uses them as they are,
-so a GRIT corpus is always grounded from its own spans. RedCaps and CC3M carry none: config
+so a GRIT corpus is always grounded from its own spans. RedCaps, CC3M and YFCC15M carry none: config
 `grounding.detector` is `oracle` (the smoke world's boxes, from the raw folder's
 `oracle_regions.jsonl`) or a transformers model id (OWLv2 / OWL-ViT) run on every phrase.
 """
@@ -24,6 +24,7 @@ from hypvl.data.formats.grounded import GroundedRecord, write_grounded_shards
 from hypvl.data.formats.images import CorruptImage, decode_image, encode_image
 from hypvl.data.formats.oracle_regions import ORACLE_REGIONS, read_oracle_regions
 from hypvl.data.formats.redcaps import iter_redcaps
+from hypvl.data.formats.yfcc import iter_yfcc
 from hypvl.errors import InputError
 from hypvl.grounding.filters import BoxFilter
 from hypvl.grounding.pipeline import OracleBoxes, grit_record, ground
@@ -31,7 +32,7 @@ from hypvl.io import atomic_write
 
 log = logging.getLogger(__name__)
 
-RAW_READERS = {"grit": iter_grit, "redcaps": iter_redcaps, "cc3m": iter_cc3m}
+RAW_READERS = {"grit": iter_grit, "redcaps": iter_redcaps, "cc3m": iter_cc3m, "yfcc": iter_yfcc}
 SUMMARY = "grounding.json"
 
 

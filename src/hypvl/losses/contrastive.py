@@ -79,6 +79,27 @@ def lorentz_logits(
     return -lorentz.pairwise_dist(a, b, curv) * scale
 
 
+@full_precision
+def lorentz_inner_logits(
+    a: Tensor, b: Tensor, curv: float | Tensor, logit_scale: Tensor | float
+) -> Tensor:
+    """MERU Table 4 row 3's logits: the Lorentzian inner product (Eq. 1) times `exp(logit_scale)`.
+
+    The inner product replaces the negative distance as the similarity; it is unbounded in
+    (-inf, -1/curv], which is why MERU's ViT-L/16 run with it overflowed.
+
+    Args:
+        a: (B1, D) space components of query embeddings.
+        b: (B2, D) space components of candidate embeddings.
+        curv: positive c of the curvature -c.
+        logit_scale: log inverse temperature.
+    Returns:
+        (B1, B2) logits `<a_i, b_k>_L / tau`.
+    """
+    scale = torch.exp(torch.as_tensor(logit_scale, dtype=a.dtype, device=a.device))
+    return lorentz.pairwise_inner(a, b, curv) * scale
+
+
 def check_terms(terms: Sequence[str], known: Sequence[str]) -> None:
     """Raise ValueError unless `terms` is a non-empty set of names drawn from `known`."""
     unknown = [t for t in terms if t not in known]

@@ -26,4 +26,5 @@ def build_model(method: str, backbone: str, model_cfg: dict, overrides: dict | N
     overrides = overrides or {}
     kwargs = {k: v for k, v in overrides.items() if k in MODEL_OVERRIDES[method]}
     embed_dim = overrides.get("embed_dim", model_cfg["embed_dim"])
-    return METHODS[method](ImageEncoder(vit), TextEncoder(text), embed_dim, **kwargs)
+    visual = ImageEncoder(vit, overrides.get("pos_embed", "sincos"))
+    return METHODS[method](visual, TextEncoder(text), embed_dim, **kwargs)

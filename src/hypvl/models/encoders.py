@@ -1,4 +1,5 @@
-"""Encoders: a timm ViT with a fixed 2-D sin-cos position embedding, and open_clip's text transformer.
+"""Encoders: a timm ViT with a fixed 2-D sin-cos position embedding (or, for MERU Table 5's first rows, a
+learned one), and open_clip's text transformer.
 
 Both return un-projected features (the ViT's CLS token, the text transformer's EOT token); the models
 own the projections. Architectures come from the config's backbone table, so the same code builds the
@@ -12,6 +13,10 @@ from open_clip.tokenizer import SimpleTokenizer
 from open_clip.transformer import TextTransformer
 from timm.models.vision_transformer import VisionTransformer
 from torch import nn
+
+from hypvl.errors import InputError
+
+from .methods import POS_EMBEDS
 
 
 @dataclass(frozen=True)
@@ -50,18 +55,26 @@ def sincos_2d_position_embedding(grid: int, width: int, temperature: float = 100
 
 
 class ImageEncoder(nn.Module):
-    """timm ViT with CLS pooling and a frozen sin-cos position embedding; images in, (B, width) out."""
+    """timm ViT with CLS pooling; images in, (B, width) out.
 
-    def __init__(self, cfg: VitConfig):
+    pos_embed: `sincos` (MERU's recipe) fixes the position embedding to the 2-D sin-cos one (zeros for the
+    CLS token) and freezes it; `learned` keeps timm's trainable one, initialised as timm and CLIP/SLIP do
+    (truncated normal, std 0.02), as MERU Table 5's first CLIP baselines train it.
+    """
+
+    def __init__(self, cfg: VitConfig, pos_embed: str = "sincos"):
         super().__init__()
+        if pos_embed not in POS_EMBEDS:
+            raise InputError(f"ViT: pos_embed {pos_embed!r} is not one of {', '.join(POS_EMBEDS)}")
         self.vit = VisionTransformer(img_size=cfg.image_size, patch_size=cfg.patch, embed_dim=cfg.width,
                                      depth=cfg.depth, num_heads=cfg.heads, num_classes=0, global_pool="token",
                                      class_token=True, norm_layer=nn.LayerNorm)
-        grid = cfg.image_size // cfg.patch
-        pos = torch.cat([torch.zeros(1, cfg.width), sincos_2d_position_embedding(grid, cfg.width)])
-        with torch.no_grad():
-            self.vit.pos_embed.copy_(pos[None])
-        self.vit.pos_embed.requires_grad_(False)
+        if pos_embed == "sincos":
+            grid = cfg.image_size // cfg.patch
+            pos = torch.cat([torch.zeros(1, cfg.width), sincos_2d_position_embedding(grid, cfg.width)])
+            with torch.no_grad():
+                self.vit.pos_embed.copy_(pos[None])
+            self.vit.pos_embed.requires_grad_(False)
         self.width = cfg.width
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:

@@ -9,27 +9,43 @@ import math
 import torch
 from torch import nn
 
+from hypvl.errors import InputError
 from hypvl.geometry import lorentz
-from hypvl.losses.contrastive import lorentz_logits, symmetric_contrastive
+from hypvl.losses.contrastive import (
+    lorentz_inner_logits,
+    lorentz_logits,
+    symmetric_contrastive,
+)
 from hypvl.losses.entailment import entailment_loss
 
 from .clip import CLIP
+from .methods import CONTRASTIVE_SIMILARITIES
+
+# contrastive_similarity -> logits(images, texts, curv, logit_scale)
+CONTRASTIVE_LOGITS = {"neg_distance": lorentz_logits, "lorentz_inner": lorentz_inner_logits}
 
 
 class MERU(CLIP):
-    """Hyperbolic CLIP (Desai et al. 2023): loss = contrastive on -d_L + entail_weight * L_ent(T entails I)."""
+    """Hyperbolic CLIP (Desai et al. 2023): loss = contrastive on -d_L + entail_weight * L_ent(T entails I).
+
+    `contrastive_similarity="lorentz_inner"` (Table 4 row 3) puts the Lorentzian inner product in the contrastive
+    loss instead of -d_L; inference ranks the same either way (-d_L is monotone in the inner product)."""
 
     geometry = "lorentz"
     scalar_names = ("logit_scale", "curv", "visual_alpha", "textual_alpha")
 
     def __init__(self, visual, textual, embed_dim: int, temperature: float = 0.07, curv_init: float = 1.0,
-                 learn_curv: bool = True, entail_weight: float = 0.2):
+                 learn_curv: bool = True, entail_weight: float = 0.2, contrastive_similarity: str = "neg_distance"):
+        if contrastive_similarity not in CONTRASTIVE_SIMILARITIES:
+            raise InputError(f"MERU: contrastive_similarity {contrastive_similarity!r} is not one of "
+                             f"{', '.join(CONTRASTIVE_SIMILARITIES)}")
         super().__init__(visual, textual, embed_dim, temperature)
         self.curv = nn.Parameter(torch.tensor(math.log(curv_init)), requires_grad=learn_curv)
         self._curv_range = (math.log(curv_init / 10), math.log(curv_init * 10))
         self.visual_alpha = nn.Parameter(torch.tensor(embed_dim ** -0.5).log())
         self.textual_alpha = nn.Parameter(torch.tensor(embed_dim ** -0.5).log())
         self.entail_weight = entail_weight
+        self.contrastive_logits = CONTRASTIVE_LOGITS[contrastive_similarity]
 
     def clamp_scalars(self) -> None:
         super().clamp_scalars()
@@ -65,7 +81,7 @@ class MERU(CLIP):
     def pair_terms(self, img: torch.Tensor, txt: torch.Tensor) -> dict[str, torch.Tensor]:
         """MERU's loss terms on (B, D) image and text embeddings of the batch's pairs."""
         curv = self.curvature
-        contrastive = symmetric_contrastive(lorentz_logits(img, txt, curv, self.logit_scale))
+        contrastive = symmetric_contrastive(self.contrastive_logits(img, txt, curv, self.logit_scale))
         entail = entailment_loss(txt, img, curv)
         return {"loss": contrastive + self.entail_weight * entail,
                 "contrastive": contrastive.detach(), "entailment": entail.detach()}

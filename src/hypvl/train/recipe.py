@@ -4,15 +4,15 @@ experiment overrides the trainer honours. Declarations only (no torch), so the w
 from dataclasses import dataclass
 
 from hypvl.errors import InputError
-from hypvl.models.methods import ARCHITECTURE_OVERRIDES, METHOD_NAMES, MODEL_OVERRIDES
+from hypvl.models.methods import ARCHITECTURE_OVERRIDES, EVAL_OVERRIDES, METHOD_NAMES, MODEL_OVERRIDES
 
 # experiment overrides the trainer itself reads (the schedule, and MERU Table 3's frozen-encoder runs)
 TRAINER_OVERRIDES = ("steps", "batch_size", "lr", "init_from", "freeze_encoders")
 
 
 def supported_overrides(method: str) -> set[str]:
-    """The experiment overrides something reads when training `method` (a known method)."""
-    return {*TRAINER_OVERRIDES, *ARCHITECTURE_OVERRIDES, *MODEL_OVERRIDES[method]}
+    """The experiment overrides something reads when training or evaluating `method` (a known method)."""
+    return {*TRAINER_OVERRIDES, *ARCHITECTURE_OVERRIDES, *MODEL_OVERRIDES[method], *EVAL_OVERRIDES}
 
 
 def check_recipe(experiment: dict) -> None:

@@ -15,7 +15,7 @@ from hypvl.io import atomic_write
 
 from . import evalsets
 from .classification import ALL_CLASSIFICATION_SETS, CLASSIFICATION_SETS, MERU_EXTRA_SETS, write_classification_set
-from .corpora import write_corpus
+from .corpora import RAW_FORMATS, write_corpus
 from .settings import WorldSettings
 from .world import COCO_CATEGORY_OF, TAXONOMY, isa_edges
 
@@ -30,13 +30,15 @@ CORPUS_SUMMARY = "corpus.json"  # beside a raw corpus's shards: what was written
 
 
 def write_raw_corpus(settings: WorldSettings, out: Path, corpus: str, folder: str) -> dict:
-    """Write raw corpus `corpus` (grit | redcaps | cc3m) into `out/folder` and its `corpus.json`; returns that."""
-    counts = {"grit": settings.grit_samples, "redcaps": settings.redcaps_samples, "cc3m": settings.cc3m_samples}
+    """Write raw corpus `corpus` (grit | redcaps | cc3m | yfcc15m) into `out/folder` and its `corpus.json`; returns
+    that."""
+    counts = {"grit": settings.grit_samples, "redcaps": settings.redcaps_samples, "cc3m": settings.cc3m_samples,
+              "yfcc15m": settings.yfcc15m_samples}
     if corpus not in counts:
         raise ValueError(f"unknown corpus {corpus!r} (known: {sorted(counts)})")
     out = Path(out)
     shards = write_corpus(settings, corpus, out / folder, counts[corpus])
-    summary = {"format": corpus, "samples": counts[corpus], "shards": [str(p.relative_to(out)) for p in shards],
+    summary = {"format": RAW_FORMATS[corpus], "samples": counts[corpus], "shards": [str(p.relative_to(out)) for p in shards],
                "settings": settings.as_dict()}
     with atomic_write(out / folder / CORPUS_SUMMARY) as handle:
         json.dump(summary, handle, indent=1)

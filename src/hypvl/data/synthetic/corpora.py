@@ -4,13 +4,18 @@
   scores), the boxes being the world's own object boxes (GRIT ships its boxes);
 - RedCaps-like: `<key>.jpg` + `<key>.json` (caption, subreddit), no boxes;
 - CC3M-like: `<key>.jpg` + `<key>.txt`, no boxes, captions hypernymed (more basic-level and
-  superordinate nouns, as Conceptual Captions replaces specific names by hypernyms).
-RedCaps and CC3M carry no boxes, so the grounding step needs a detector; at smoke scale it reads the
+  superordinate nouns, as Conceptual Captions replaces specific names by hypernyms);
+- YFCC15M-like: the CLIP subset list, YFCC100M metadata rows and hash-addressed JPEGs
+  (`hypvl.data.formats.yfcc`), no boxes; a quarter of the photos have no title and their caption in a
+  description wrapped in markup and a link, as Flickr descriptions often are.
+RedCaps, CC3M and YFCC15M carry no boxes, so the grounding step needs a detector; at smoke scale it reads the
 world's boxes from a side file `oracle_regions.jsonl` instead: for RedCaps made deliberately loose
 (grown 20-60%) with scores spread across the 0.65 threshold, as detector grounding of web photos is;
-for CC3M a little loose (0-25%) with mostly confident scores.
+for CC3M a little loose (0-25%) with mostly confident scores; for YFCC15M in between.
 """
 
+import hashlib
+import shutil
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import islice
@@ -21,6 +26,7 @@ from hypvl.data.formats.grit import GritSample, GroundedSpan, write_grit
 from hypvl.data.formats.images import encode_image
 from hypvl.data.formats.oracle_regions import write_oracle_regions
 from hypvl.data.formats.redcaps import RedCapsSample, write_redcaps
+from hypvl.data.formats.yfcc import IMAGES, METADATA, SUBSET, YFCCSample, write_yfcc
 
 from . import captions, render
 from .settings import WorldSettings, rng_for
@@ -47,7 +53,10 @@ STYLES = {
     "redcaps": CorpusStyle((1, 2), (0.7, 0.3), 0.8, 0.05, captions.LEVEL_P, (0.2, 0.6), (0.4, 0.95),
                            tuple(captions.POST_OPENINGS)),
     "cc3m": CorpusStyle((1, 2), (0.6, 0.4), 0.6, 0.1, captions.HYPERNYMED_LEVEL_P, (0.0, 0.25), (0.55, 1.0)),
+    "yfcc15m": CorpusStyle((1, 2), (0.7, 0.3), 0.7, 0.1, captions.LEVEL_P, (0.1, 0.4), (0.5, 1.0)),
 }
+# corpus -> the on-disk format its raw files are written in (config `grounding.raw.<corpus>.format`)
+RAW_FORMATS = {"grit": "grit", "redcaps": "redcaps", "cc3m": "cc3m", "yfcc15m": "yfcc"}
 
 
 def random_object(rng, leaves: list[Concept], size: str | None = None, texture: str | None = None) -> render.Placed:
@@ -96,7 +105,7 @@ class CorpusItem:
 
 
 def corpus_item(settings: WorldSettings, corpus: str, index: int) -> CorpusItem:
-    """The `index`-th sample of training corpus `corpus` (grit, redcaps or cc3m)."""
+    """The `index`-th sample of training corpus `corpus` (grit, redcaps, cc3m or yfcc15m)."""
     rng = rng_for(settings.seed, corpus, index)
     size, style = settings.image_size, STYLES[corpus]
     pic = corpus_picture(rng, corpus, size)
@@ -124,6 +133,18 @@ def grit_sample(item: CorpusItem, size: int) -> GritSample:
     return GritSample(item.key, item.image, item.caption, chunks, ref_exps)
 
 
+def yfcc_sample(item: CorpusItem, index: int) -> YFCCSample:
+    """YFCC15M record of a corpus item: a Flickr-like photo id and hash; every fourth photo has no title and its
+    caption in a marked-up description with a link."""
+    photo_id = str(10_000_000 + index)
+    photo_hash = hashlib.md5(photo_id.encode()).hexdigest()
+    if index % 4 == 3:
+        title, description = "", f"<b>{item.caption}</b> http://www.flickr.com/photos/{photo_id}"
+    else:
+        title, description = item.caption, ""
+    return YFCCSample(index + 1, photo_id, photo_hash, title, description, item.image)
+
+
 def _batched(items: Iterable, size: int) -> Iterator[list]:
     iterator = iter(items)
     while batch := list(islice(iterator, size)):
@@ -141,18 +162,24 @@ def _write_shards(folder: Path, corpus: str, items: Iterable[CorpusItem], shard_
 
 
 def write_corpus(settings: WorldSettings, corpus: str, folder: Path, count: int) -> list[Path]:
-    """Write `count` samples of `corpus` as raw shards `<corpus>-NNNNNN.tar` into `folder` (plus the
-    oracle side file for box-less formats); returns the shard paths."""
+    """Write `count` samples of `corpus` as raw shards `<corpus>-NNNNNN.tar` (YFCC15M: its subset list, metadata
+    and images) into `folder`, plus the oracle side file for box-less formats; returns the shard (metadata) paths."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     for stale in folder.glob(f"{corpus}-*.tar"):  # a rerun with fewer samples leaves no old shards behind
         stale.unlink()
     size = settings.image_size
     items = [corpus_item(settings, corpus, i) for i in range(count)]
+    keys = [item.key for item in items]
     if corpus == "grit":
         return _write_shards(folder, corpus, items, settings.shard_size,
                              lambda path, batch: write_grit(path, (grit_sample(i, size) for i in batch)))
-    if corpus == "redcaps":
+    if corpus == "yfcc15m":
+        shutil.rmtree(folder / IMAGES, ignore_errors=True)
+        samples = [yfcc_sample(item, index) for index, item in enumerate(items)]
+        write_yfcc(folder, samples)
+        shards, keys = [folder / SUBSET, folder / METADATA], [sample.key for sample in samples]
+    elif corpus == "redcaps":
         shards = _write_shards(folder, corpus, items, settings.shard_size, lambda path, batch: write_redcaps(
             path, (RedCapsSample(i.key, i.image, i.caption, i.subreddit) for i in batch)))
     elif corpus == "cc3m":
@@ -160,6 +187,6 @@ def write_corpus(settings: WorldSettings, corpus: str, folder: Path, count: int)
             path, (CC3MSample(i.key, i.image, i.caption) for i in batch)))
     else:
         raise ValueError(f"unknown corpus {corpus!r}")
-    write_oracle_regions(folder, ((item.key, [{k: r[k] for k in ("text", "box", "score")} for r in item.regions])
-                                  for item in items))
+    write_oracle_regions(folder, ((key, [{k: r[k] for k in ("text", "box", "score")} for r in item.regions])
+                                  for key, item in zip(keys, items)))
     return shards

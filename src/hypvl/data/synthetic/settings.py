@@ -15,6 +15,7 @@ class WorldSettings:
     grit_samples: int = 5000
     redcaps_samples: int = 3000
     cc3m_samples: int = 1000
+    yfcc15m_samples: int = 3000
     per_class: int = 20               # classification test images per class
     probe_train_per_class: int = 10   # linear-probe train images per class (MERU Table 7)
     probe_val_per_class: int = 5
