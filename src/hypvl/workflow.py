@@ -81,7 +81,8 @@ class Plan:
                 or declared.data not in self.config["corpora"]):
             return False
         start = declared.overrides.get("init_from")
-        return set(declared.overrides) <= supported_overrides(declared.method) and (start is None or self.runnable(start))
+        supported = set(declared.overrides) <= supported_overrides(declared.method)
+        return supported and (start is None or self.runnable(start))
 
     def model_of(self, experiment: str) -> str:
         """The experiment whose model serves `experiment`: of the trained experiments with the same recipe
