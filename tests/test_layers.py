@@ -16,7 +16,7 @@ from conftest import REPO
 SRC = REPO / "src" / "hypvl"
 # top-level module or package -> layer; the same layer may not import each other (train and evaluate)
 LAYERS = {
-    "errors": 0, "io": 1, "provenance": 1, "config": 1,
+    "errors": 0, "cpu": 0, "io": 1, "provenance": 1, "config": 1,
     "expected": 2, "spec": 3,
     "devices": 4, "geometry": 4,
     "data": 5,

@@ -10,6 +10,8 @@ import argparse
 import logging
 import sys
 
+from hypvl.config import config_from_args
+from hypvl.cpu import use_code_path
 from hypvl.data import acquire, check, probe_splits
 from hypvl.data.synthetic import commands as synthetic_commands
 from hypvl.errors import InputError
@@ -49,6 +51,13 @@ def main(argv=None) -> int:
     parser = build_parser()
     commands = split_commands(sys.argv[1:] if argv is None else list(argv))
     parsed = [parser.parse_args(command) for command in commands]  # every usage error before any work
+    configured = [args for args in parsed if hasattr(args, "config_json")]
+    if configured:  # the config's CPU code path, chosen before any command imports torch
+        try:
+            use_code_path(config_from_args(configured[0])["cpu_code_path"])
+        except InputError as exc:
+            print(f"hypvl {configured[0].command}: {exc}", file=sys.stderr)
+            return 1
     for args in parsed:
         try:
             result = args.func(args)

@@ -23,8 +23,8 @@ from hypvl.train.recipe import resolve_schedule, stream_mode, supported_override
 STEP_SECTIONS = {
     "synthesize": ("smoke_world",),
     "ground": ("data_dir", "spacy_model", "corpora", "grounding"),
-    "train": ("scale", "data_dir", "corpora", "model", "train"),
-    "evaluate": ("scale", "data_dir", "eval"),
+    "train": ("scale", "cpu_code_path", "data_dir", "corpora", "model", "train"),
+    "evaluate": ("scale", "cpu_code_path", "data_dir", "eval"),
 }
 
 

@@ -1,0 +1,27 @@
+"""CPU code paths: which vector instructions torch's own kernels (ATen), MKL and oneDNN use.
+
+Their results differ in the last bits between code paths (ATen's softmax sums and vectorised exp, MKL's GEMM
+blocking), so a model trained on an AVX-512 machine is not bitwise the one trained on an AVX2 machine, and the
+hyperbolic models' pinned smoke numbers move between machines. `avx2` makes all three take their AVX2 path on
+every x86-64 CPU that has AVX2 (`ATEN_CPU_CAPABILITY`, `MKL_CBWR`, `ONEDNN_MAX_CPU_ISA`), at about a tenth of
+the training speed on an AVX-512 machine; `native` lets each pick its best. The libraries read these variables
+when torch loads: a `hypvl` process sets them before importing torch; a process that already imported torch
+keeps what it has.
+"""
+
+import os
+import sys
+
+ENVIRONMENT = {
+    "native": {},
+    "avx2": {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"},
+}
+
+
+def use_code_path(name: str) -> bool:
+    """Select the code path `name` (a key of ENVIRONMENT) for this process, over any value already in the
+    environment; False when torch was imported already, so nothing could change."""
+    if "torch" in sys.modules:
+        return False
+    os.environ.update(ENVIRONMENT[name])
+    return True
