@@ -3,7 +3,7 @@
 Their results differ in the last bits between code paths (ATen's softmax sums and vectorised exp, MKL's GEMM
 blocking), so a model trained on an AVX-512 machine is not bitwise the one trained on an AVX2 machine, and the
 hyperbolic models' pinned smoke numbers move between machines. `avx2` makes all three take their AVX2 path on
-every x86-64 CPU that has AVX2 (`ATEN_CPU_CAPABILITY`, `MKL_CBWR`, `ONEDNN_MAX_CPU_ISA`), at about a tenth of
+every x86-64 CPU that has AVX2 (`ATEN_CPU_CAPABILITY`, `MKL_CBWR`, `ONEDNN_MAX_CPU_ISA`), costing about 10% of
 the training speed on an AVX-512 machine; `native` lets each pick its best. The libraries read these variables
 when torch loads: a `hypvl` process sets them before importing torch; a process that already imported torch
 keeps what it has.
