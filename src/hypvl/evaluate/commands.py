@@ -6,7 +6,7 @@ from pathlib import Path
 
 from hypvl.config import add_config_arguments, config_from_args
 from hypvl.errors import InputError
-from hypvl.evaluate.tasks import GROUP_MODULES, group_tasks
+from hypvl.tasks import GROUP_MODULES, group_tasks
 
 
 def evaluate_group(args) -> None:
@@ -46,7 +46,7 @@ def add_commands(subparsers) -> None:
     evaluate = subparsers.add_parser("evaluate", help="evaluate a checkpoint on one task group")
     groups = evaluate.add_subparsers(dest="group", required=True)
     for group in GROUP_MODULES:
-        parser = groups.add_parser(group, help=f"tasks of the {group!r} group (see hypvl.evaluate.tasks)")
+        parser = groups.add_parser(group, help=f"tasks of the {group!r} group (see hypvl.tasks)")
         add_config_arguments(parser)
         parser.add_argument("--experiment", required=True, help="experiment id (recorded in the JSONs)")
         parser.add_argument("--checkpoint", required=True, help="checkpoint.pt")
