@@ -6,6 +6,7 @@ takes `--configfile` paths merged over the default, as `snakemake --configfile` 
 the schema ship inside the package, so `hypvl` and the Snakefile work from any directory.
 """
 
+import argparse
 import json
 from pathlib import Path
 
@@ -69,6 +70,17 @@ def add_config_arguments(parser) -> None:
     """`--configfile` (repeatable) and `--config-json`, for commands that read the workflow config."""
     parser.add_argument("--configfile", action="append", default=[], help="YAML merged over the default config")
     parser.add_argument("--config-json", default=None, help="the resolved config as JSON (used by the workflow)")
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1 (thread counts, shard sizes)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def config_from_args(args) -> dict:

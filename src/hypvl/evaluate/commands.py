@@ -4,7 +4,7 @@ import importlib
 import time
 from pathlib import Path
 
-from hypvl.config import add_config_arguments, config_from_args
+from hypvl.config import add_config_arguments, config_from_args, positive_int
 from hypvl.errors import InputError
 from hypvl.tasks import GROUP_MODULES, group_tasks
 
@@ -52,5 +52,5 @@ def add_commands(subparsers) -> None:
         parser.add_argument("--checkpoint", required=True, help="checkpoint.pt")
         parser.add_argument("--out-dir", required=True, help="results/<scale>/metrics/<experiment>")
         parser.add_argument("--tasks", nargs="*", default=None, help="subset of the group's task ids (default: all)")
-        parser.add_argument("--threads", type=int, default=1, help="torch threads")
+        parser.add_argument("--threads", type=positive_int, default=1, help="torch threads")
         parser.set_defaults(func=evaluate_group)
