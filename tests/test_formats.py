@@ -10,6 +10,7 @@ import dataclasses
 import gzip
 import io
 import json
+import re
 import tarfile
 from pathlib import Path
 
@@ -668,3 +669,31 @@ def test_writers_are_deterministic(tmp_path):
     assert first.read_bytes() == second.read_bytes()
     with tarfile.open(first) as archive:
         assert {info.mtime for info in archive.getmembers()} == {0}
+
+
+@pytest.mark.parametrize("fmt, member", [("redcaps", "jpg"), ("grit", "jpg"), ("cc3m", "jpg"),
+                                          ("grounded", "child.jpg"), ("grounded", "parent000.jpg")])
+def test_check_decodes_shard_images(tmp_path, fmt, member):
+    """A corrupt JPEG in a shard passes the readers (bytes are not decoded there) but not `data check`."""
+    path, expected, _ = BUILDERS[fmt](tmp_path)
+    shard = path if path.suffix == ".tar" else sorted(path.glob("*.tar"))[0]
+    key = next(key for key, _, members in iter_tar_samples(shard) if member in members)
+    edit_shard(shard, key, lambda members: members.__setitem__(member, members[member][:40]))
+    part = "box 0" if member.startswith("parent") else "image"
+    with pytest.raises(InputError, match=re.escape(f"{shard}: key {key} ({part}): image does not decode")):
+        data_check.check(fmt, path)
+    assert data_check.check(fmt, path, check_images=False)[0] == len(records_of(fmt, expected))
+
+
+@pytest.mark.parametrize("fmt, escape", [
+    ("coco_captions", lambda p, name: edit_json(p, lambda d: d["images"][0].__setitem__("file_name", name))),
+    ("coco_instances", lambda p, name: edit_json(p, lambda d: d["images"][0].__setitem__("file_name", name))),
+    ("vg_attribution", lambda p, name: edit_json(p, lambda d: d[0].__setitem__("image_path", name))),
+])
+@pytest.mark.parametrize("name", ["../../etc/passwd", "/etc/passwd", "a/../../b.jpg"])
+def test_image_paths_escaping_their_root_are_refused(tmp_path, fmt, escape, name):
+    fixture, _, read = BUILDERS[fmt](tmp_path)
+    escape(fixture, name)
+    for check_images in (True, False):
+        with pytest.raises(InputError, match=re.escape(f"image path {name!r} points outside the image root")):
+            data_check.check(fmt, fixture, check_images, **check_options(fmt, fixture))

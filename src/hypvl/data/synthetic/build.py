@@ -14,7 +14,12 @@ from pathlib import Path
 from hypvl.io import atomic_write
 
 from . import evalsets
-from .classification import ALL_CLASSIFICATION_SETS, CLASSIFICATION_SETS, MERU_EXTRA_SETS, write_classification_set
+from .classification import (
+    ALL_CLASSIFICATION_SETS,
+    CLASSIFICATION_SETS,
+    MERU_EXTRA_SETS,
+    write_classification_set,
+)
 from .corpora import write_corpus
 from .settings import WorldSettings
 from .world import COCO_CATEGORY_OF, TAXONOMY, isa_edges
