@@ -646,7 +646,7 @@ def test_missing_images_pass_when_not_checked(tmp_path):
     assert data_check.check("vg_attribution", path, check_images=False)[0] == 3
 
 
-def test_cli_prints_count_and_first_record_and_fails_cleanly(tmp_path, capsys, caplog):
+def test_cli_prints_count_and_first_record_and_fails_cleanly(tmp_path, capsys):
     parser = argparse.ArgumentParser(prog="hypvl")
     data_check.add_commands(parser.add_subparsers(dest="command"))
     path, pairs, _ = build_hyperlex(tmp_path)
@@ -656,11 +656,9 @@ def test_cli_prints_count_and_first_record_and_fails_cleanly(tmp_path, capsys, c
     assert out.startswith("3 records\nfirst record:\n")
     assert json.loads(out.split("first record:\n", 1)[1])["word1"] == "highway"
     path.write_text(path.read_text().replace("0.71", "high"))
-    with pytest.raises(SystemExit) as exit_info:
+    with pytest.raises(InputError, match="AVG_SCORE should be a number"):
         args.func(args)
-    assert exit_info.value.code == 1
-    assert "hyperlex-all.txt: record line 3: AVG_SCORE should be a number" in caplog.text
-    assert capsys.readouterr().out == ""  # the error is logged, not printed with the records
+    assert capsys.readouterr().out == ""  # the error is raised (one line from `hypvl`), no records printed
 
 
 def test_writers_are_deterministic(tmp_path):

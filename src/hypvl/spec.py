@@ -245,7 +245,7 @@ def _validate_schema(path: Path, document) -> None:
     problems = sorted(_describe(error) for error in validator.iter_errors(document))
     if problems:
         lines = [f"{_key_path(where)}: {message}" for where, message in problems]
-        raise InputError(f"{path}: invalid replication spec:\n  " + "\n  ".join(lines))
+        raise InputError(f"{path}: invalid replication spec: " + "; ".join(lines))
 
 
 def _describe(error) -> tuple[list[str], str]:

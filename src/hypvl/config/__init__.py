@@ -37,7 +37,9 @@ def _read_yaml(path: Path) -> dict:
     try:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:
-        raise InputError(f"{path}: not valid YAML ({exc})") from exc
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        raise InputError(f"{where}: not valid YAML ({getattr(exc, 'problem', None) or exc})") from None
     if not isinstance(data, dict):
         raise InputError(f"{path}: a config file must be a mapping")
     return data
@@ -61,7 +63,13 @@ def load_config(configfiles=(), config_json: str | None = None, config_dir: Path
         config = deep_merge(config, _read_yaml(Path(path)))
     sources = ["default.yaml", *map(str, configfiles)]
     if config_json is not None:
-        config = deep_merge(config, json.loads(config_json))
+        try:
+            sections = json.loads(config_json)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"--config-json: not valid JSON ({exc})") from None
+        if not isinstance(sections, dict):
+            raise InputError(f"--config-json: must be a JSON object, not {type(sections).__name__}")
+        config = deep_merge(config, sections)
         sources.append("--config-json")
     return validate_config(config, " + ".join(sources), config_dir)
 

@@ -170,9 +170,10 @@ def fetch_file(url, path, sha256=None, md5=None, opener=urllib.request.urlopen, 
         try:
             _download_to_part(url, part, opener, chunk_size)
             break
-        except (OSError, http.client.HTTPException):
+        except (OSError, http.client.HTTPException) as error:
             if attempt == retries:
-                raise
+                kept = f"; {part} is kept to resume from" if part.exists() else ""
+                raise InputError(f"{url}: download failed after {retries + 1} attempts ({error}){kept}") from None
     digest = _verify(part, url, path, sha256, md5)
     os.replace(part, path)
     return digest
