@@ -3,6 +3,7 @@ opener from tests/data/acquire (never the network)."""
 
 import hashlib
 import io
+import re
 import shutil
 import subprocess
 import urllib.error
@@ -74,9 +75,10 @@ def test_fetch_verifies_published_checksum(tmp_path, sources):
 def test_interrupted_download_resumes_with_range(tmp_path, sources):
     url = PREFIX + "payload.txt"
     opener = FixtureOpener(cuts={url: 1000})
-    with pytest.raises(ConnectionResetError):
-        fetch("published", tmp_path, opener=opener, sources=sources, retries=0)
     part = tmp_path / "payload.txt.part"
+    with pytest.raises(InputError, match=re.escape(f"{url}: download failed after 1 attempts (connection reset by "
+                                                   f"fixture); {part} is kept to resume from")):
+        fetch("published", tmp_path, opener=opener, sources=sources, retries=0)
     assert part.read_bytes() == PAYLOAD[:1000] and not (tmp_path / "payload.txt").exists()
     [path] = fetch("published", tmp_path, opener=opener, sources=sources)
     assert opener.ranges == [None, "bytes=1000-"]
@@ -176,6 +178,22 @@ def test_unknown_dataset_and_bad_manifest(tmp_path, sources):
         load_sources(bad)  # unquoted, YAML reads an all-digit checksum as an integer
     bad.write_text(yaml.safe_dump({"datasets": {"y": {"manual": True, "expected": ["a"]}}}))
     with pytest.raises(InputError, match="'y': manual dataset without instructions"):
+        load_sources(bad)
+
+
+@pytest.mark.parametrize("entry, what", [
+    ({"files": [{"url": "u", "path": "../outside.tar", "sha256": None}]}, "file 0 path '../outside.tar'"),
+    ({"files": [{"url": "u", "path": "/etc/passwd", "sha256": None}]}, "file 0 path '/etc/passwd'"),
+    ({"files": [{"url": "u", "path": "a.tar", "sha256": None, "unpack": True, "unpack_to": "x/../../up"}]},
+     "file 0 unpack_to 'x/../../up'"),
+    ({"hf_snapshot": {"repo": "r", "revision": "main", "path": ".."}}, "hf_snapshot path '..'"),
+    ({"manual": True, "instructions": "get it", "expected": ["ok", "../../leak"]}, "expected file 1 '../../leak'"),
+], ids=["file_parent", "file_absolute", "unpack_to_parent", "snapshot_parent", "manual_expected_parent"])
+def test_manifest_paths_must_stay_inside_the_destination(tmp_path, entry, what):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump({"datasets": {"x": entry}}))
+    with pytest.raises(InputError, match=re.escape(f"{bad}: dataset 'x': {what} must be a relative path inside "
+                                                   "the destination folder")):
         load_sources(bad)
 
 

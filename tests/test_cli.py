@@ -36,3 +36,15 @@ def test_a_usage_error_anywhere_runs_nothing(tmp_path):
     with pytest.raises(SystemExit):
         main([*_index(tmp_path, "first.md"), "::", "index", "--no-such-option"])
     assert not (tmp_path / "first.md").exists()
+
+
+@pytest.mark.parametrize("argv", [
+    ["train", "--spec", "s.yaml", "--experiment", "e", "--out", "o", "--threads", "0"],
+    ["evaluate", "zeroshot", "--experiment", "e", "--checkpoint", "c.pt", "--out-dir", "o", "--threads", "0"],
+    ["ground", "--shard-size", "0"],
+], ids=["train", "evaluate", "ground"])
+def test_a_count_below_one_is_a_usage_error(argv, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1].endswith(": must be at least 1, got 0")

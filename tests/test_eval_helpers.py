@@ -7,6 +7,7 @@ from argparse import Namespace
 import pytest
 import torch
 from PIL import Image
+from test_models import TINY, _model
 
 from hypvl.data.formats.imagefolder import load_image
 from hypvl.data.transforms import resize_center_crop, squeeze, to_tensor_batch
@@ -14,8 +15,6 @@ from hypvl.evaluate.context import EvalContext
 from hypvl.evaluate.features import image_embeddings, trunk_features
 from hypvl.evaluate.metrics import NonFiniteEmbeddingError
 from hypvl.models.encoders import Tokenizer
-
-from test_models import TINY, _model
 
 SIZE = TINY["image_size"]
 
@@ -80,8 +79,8 @@ def test_prefetched_batches_equal_one_by_one_encoding(tmp_path):
 def run_group(tmp_path, method: str, group: str, datasets: dict, data_dir, **extra):
     """Save a TINY checkpoint and run `hypvl evaluate <group>` on it; returns {task: record}."""
     from hypvl.evaluate.commands import evaluate_group
-    from hypvl.evaluate.tasks import group_tasks
     from hypvl.models.checkpoints import save_checkpoint
+    from hypvl.tasks import group_tasks
 
     model, _ = tiny(method)
     checkpoint = tmp_path / "ckpt" / "checkpoint.pt"
@@ -92,7 +91,7 @@ def run_group(tmp_path, method: str, group: str, datasets: dict, data_dir, **ext
                     "vg_attribution_min_count": extra.get("min_count", 25), "datasets": datasets}}
     out = tmp_path / "metrics"
     args = Namespace(group=group, configfile=[], config_json=json.dumps(cfg), checkpoint=str(checkpoint),
-                     experiment="exp", out_dir=str(out), tasks=extra.get("tasks"), threads=1)
+                     experiment="exp", out_dir=str(out), tasks=extra.get("tasks"), threads=1, prompts="meru")
     evaluate_group(args)
     return {task: json.loads((out / f"{task}.json").read_text())
             for task in (extra.get("tasks") or group_tasks("smoke")[group])}

@@ -2,6 +2,15 @@
 
 import pytest
 import torch
+from test_eval_helpers import (
+    SIZE,
+    context,
+    embed_one_by_one,
+    embed_texts_one_by_one,
+    nan_images,
+    random_image,
+    run_group,
+)
 
 from hypvl.data.formats.coco_captions import write_coco_captions
 from hypvl.data.formats.common import CaptionedImage
@@ -10,9 +19,7 @@ from hypvl.data.formats.imagefolder import load_image
 from hypvl.data.transforms import squeeze
 from hypvl.evaluate import retrieval
 from hypvl.evaluate.metrics import NonFiniteEmbeddingError
-from hypvl.evaluate.tasks import all_tasks
-
-from test_eval_helpers import SIZE, context, embed_one_by_one, embed_texts_one_by_one, nan_images, random_image, run_group
+from hypvl.tasks import all_tasks
 
 WORDS = ["dog", "cat", "red car", "tree", "boat", "sky", "two birds", "a lamp", "bread", "snow", "a hat", "rain"]
 

@@ -10,6 +10,7 @@ import dataclasses
 import gzip
 import io
 import json
+import re
 import tarfile
 from pathlib import Path
 
@@ -623,6 +624,10 @@ REJECTIONS = {
     ("breeds", "truncated"): (class_info, truncate, "dataset_class_info.json: malformed or truncated JSON"),
     ("breeds", "missing field"): (class_info, lambda p: edit_json(p, lambda d: d[2].pop()), "dataset_class_info.json: record 2: should be \\[class number, wnid, name\\], got 2 elements"),
     ("breeds", "wrong type"): (class_info, lambda p: edit_json(p, lambda d: d[1].__setitem__(0, "1")), "dataset_class_info.json: record 1: class number should be an integer, got a string"),
+    ("yfcc", "truncated"): (lambda f, e: f / yfcc.METADATA, lambda p: truncate(p, 0.7), "yfcc100m_dataset: record line 3: has 3 tab-separated fields, expected 25"),
+    ("yfcc", "missing field"): (lambda f, e: f / yfcc.SUBSET, lambda p: p.write_text(p.read_text().replace("\t0000", "\n0000", 1)), "yfcc100m_subset_data.tsv: record line 1: has 2 tab-separated fields, expected 3"),
+    ("yfcc", "wrong type"): (lambda f, e: f / yfcc.SUBSET, lambda p: p.write_text("one" + p.read_text()[1:]), "yfcc100m_subset_data.tsv: record line 1: line number 'one' and photo id '5000' must be decimal integers"),
+    ("yfcc", "missing image"): (lambda f, e: f / yfcc.IMAGES / "000" / "000" / f"{1:032x}.jpg", Path.unlink, "yfcc100m_dataset: record line 2: photo 5001: image file not found"),
     ("breeds_split", "truncated"): (itself, truncate, "toy_split.json: malformed or truncated JSON"),
     ("breeds_split", "missing field"): (itself, lambda p: edit_json(p, delete("label_map")), "toy_split.json: missing field 'label_map'"),
     ("breeds_split", "wrong type"): (itself, lambda p: edit_json(p, lambda d: d["superclasses"].__setitem__(0, 5)), "toy_split.json: superclasses\\[0\\] should be a string, got an integer"),
@@ -654,7 +659,7 @@ def test_missing_images_pass_when_not_checked(tmp_path):
     assert data_check.check("vg_attribution", path, check_images=False)[0] == 3
 
 
-def test_cli_prints_count_and_first_record_and_fails_cleanly(tmp_path, capsys, caplog):
+def test_cli_prints_count_and_first_record_and_fails_cleanly(tmp_path, capsys):
     parser = argparse.ArgumentParser(prog="hypvl")
     data_check.add_commands(parser.add_subparsers(dest="command"))
     path, pairs, _ = build_hyperlex(tmp_path)
@@ -664,11 +669,9 @@ def test_cli_prints_count_and_first_record_and_fails_cleanly(tmp_path, capsys, c
     assert out.startswith("3 records\nfirst record:\n")
     assert json.loads(out.split("first record:\n", 1)[1])["word1"] == "highway"
     path.write_text(path.read_text().replace("0.71", "high"))
-    with pytest.raises(SystemExit) as exit_info:
+    with pytest.raises(InputError, match="AVG_SCORE should be a number"):
         args.func(args)
-    assert exit_info.value.code == 1
-    assert "hyperlex-all.txt: record line 3: AVG_SCORE should be a number" in caplog.text
-    assert capsys.readouterr().out == ""  # the error is logged, not printed with the records
+    assert capsys.readouterr().out == ""  # the error is raised (one line from `hypvl`), no records printed
 
 
 def test_writers_are_deterministic(tmp_path):
@@ -677,3 +680,31 @@ def test_writers_are_deterministic(tmp_path):
     assert first.read_bytes() == second.read_bytes()
     with tarfile.open(first) as archive:
         assert {info.mtime for info in archive.getmembers()} == {0}
+
+
+@pytest.mark.parametrize("fmt, member", [("redcaps", "jpg"), ("grit", "jpg"), ("cc3m", "jpg"),
+                                          ("grounded", "child.jpg"), ("grounded", "parent000.jpg")])
+def test_check_decodes_shard_images(tmp_path, fmt, member):
+    """A corrupt JPEG in a shard passes the readers (bytes are not decoded there) but not `data check`."""
+    path, expected, _ = BUILDERS[fmt](tmp_path)
+    shard = path if path.suffix == ".tar" else sorted(path.glob("*.tar"))[0]
+    key = next(key for key, _, members in iter_tar_samples(shard) if member in members)
+    edit_shard(shard, key, lambda members: members.__setitem__(member, members[member][:40]))
+    part = "box 0" if member.startswith("parent") else "image"
+    with pytest.raises(InputError, match=re.escape(f"{shard}: key {key} ({part}): image does not decode")):
+        data_check.check(fmt, path)
+    assert data_check.check(fmt, path, check_images=False)[0] == len(records_of(fmt, expected))
+
+
+@pytest.mark.parametrize("fmt, escape", [
+    ("coco_captions", lambda p, name: edit_json(p, lambda d: d["images"][0].__setitem__("file_name", name))),
+    ("coco_instances", lambda p, name: edit_json(p, lambda d: d["images"][0].__setitem__("file_name", name))),
+    ("vg_attribution", lambda p, name: edit_json(p, lambda d: d[0].__setitem__("image_path", name))),
+])
+@pytest.mark.parametrize("name", ["../../etc/passwd", "/etc/passwd", "a/../../b.jpg"])
+def test_image_paths_escaping_their_root_are_refused(tmp_path, fmt, escape, name):
+    fixture, _, read = BUILDERS[fmt](tmp_path)
+    escape(fixture, name)
+    for check_images in (True, False):
+        with pytest.raises(InputError, match=re.escape(f"image path {name!r} points outside the image root")):
+            data_check.check(fmt, fixture, check_images, **check_options(fmt, fixture))

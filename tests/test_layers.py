@@ -10,22 +10,23 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO
 
 SRC = REPO / "src" / "hypvl"
 # top-level module or package -> layer; the same layer may not import each other (train and evaluate)
+# tasks: the torch-free task registry (ids, metrics, units), read by spec, evaluate and replication alike
 LAYERS = {
     "errors": 0, "cpu": 0, "io": 1, "provenance": 1, "config": 1,
-    "expected": 2, "spec": 3,
+    "expected": 2,
     "devices": 4, "geometry": 4,
     "data": 5,
-    "grounding": 6,
-    "losses": 7,
-    "models": 8,
-    "train": 9, "evaluate": 9,
-    "replication": 10,
-    "workflow": 11, "cli": 12,
+    "tasks": 6,
+    "spec": 7, "grounding": 7,
+    "losses": 8,
+    "models": 9,
+    "train": 10, "evaluate": 10,
+    "replication": 11,
+    "workflow": 12, "cli": 13,
 }
 
 
@@ -85,10 +86,10 @@ def test_an_upward_import_is_caught(tmp_path, monkeypatch):
     (fake / "data" / "reader.py").write_text("def f():\n    from hypvl.train.trainer import train\n")
     (fake / "train" / "loop.py").write_text("from ..data import reader\n")
     monkeypatch.setattr(sys.modules[__name__], "SRC", fake)
-    assert [line.split(": ", 1)[1] for line in upward_imports()] == ["data (layer 5) imports train (layer 9)"]
+    assert [line.split(": ", 1)[1] for line in upward_imports()] == ["data (layer 5) imports train (layer 10)"]
 
 
-@pytest.mark.parametrize("module", ["hypvl.workflow", "hypvl.evaluate.tasks", "hypvl.config", "hypvl.spec"])
+@pytest.mark.parametrize("module", ["hypvl.workflow", "hypvl.tasks", "hypvl.config", "hypvl.spec"])
 def test_planning_imports_no_torch(module):
     code = f"import sys, {module}; print(sorted(m for m in ('torch', 'timm', 'open_clip') if m in sys.modules))"
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

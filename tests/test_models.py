@@ -1,21 +1,21 @@
 """Models: each method's embedding, ensembling, similarity and loss against the papers' equations."""
 
 import math
+import re
 
 import pytest
 import torch
 import yaml
+from conftest import REPO
 
 from hypvl.config import DEFAULT_CONFIG
+from hypvl.errors import InputError
 from hypvl.geometry import lorentz
 from hypvl.losses.contrastive import HCC_TERMS
 from hypvl.losses.entailment import HCE_TERMS
 from hypvl.models.build import build_model
-from hypvl.models.encoders import sincos_2d_position_embedding
 from hypvl.models.checkpoints import load_checkpoint, save_checkpoint
-from hypvl.errors import InputError
-
-from conftest import REPO
+from hypvl.models.encoders import sincos_2d_position_embedding
 
 TINY = {"image_size": 16, "embed_dim": 8, "text": {"context_length": 12, "width": 16, "layers": 1, "heads": 2},
         "backbones": {"vit_s16": {"patch": 8, "width": 16, "depth": 1, "heads": 2}}}
@@ -135,9 +135,24 @@ def test_checkpoint_round_trip_and_wrong_keys(tmp_path):
     torch.save(blob, tmp_path / "bad.pt")
     with pytest.raises(InputError, match=r"bad\.pt.*missing keys \['curv'\].*unexpected keys \['bogus'\]"):
         load_checkpoint(tmp_path / "bad.pt")
-    (tmp_path / "junk.pt").write_bytes(b"not a checkpoint")
-    with pytest.raises(InputError, match="junk.pt: not a readable checkpoint"):
-        load_checkpoint(tmp_path / "junk.pt")
+    blob = torch.load(tmp_path / "c.pt", weights_only=True)
+    blob["model"]["curv"] = torch.zeros(2, 3)
+    torch.save(blob, tmp_path / "shape.pt")
+    with pytest.raises(InputError, match=re.escape(f"{tmp_path / 'shape.pt'}: checkpoint does not fit the model: "
+                                                   "curv has shape (2, 3), the model expects ()")):
+        load_checkpoint(tmp_path / "shape.pt")
+
+
+@pytest.mark.parametrize("content, problem", [
+    (b"", "empty file (0 bytes), not a checkpoint"),
+    (b"not a checkpoint", "not a PyTorch checkpoint (neither a zip archive nor a pickle; it starts with b'not '"),
+    (b"PK\x03\x04 truncated", "not a readable checkpoint (RuntimeError: "),
+], ids=["empty", "text", "truncated_zip"])
+def test_a_file_that_is_no_checkpoint_says_what_it_is(tmp_path, content, problem):
+    path = tmp_path / "c.pt"
+    path.write_bytes(content)
+    with pytest.raises(InputError, match=re.escape(f"{path}: {problem}")):
+        load_checkpoint(path)
 
 
 def test_paper_scale_models_build_from_the_full_config():

@@ -12,15 +12,14 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import REPO
 
 from hypvl.config import DEFAULT_CONFIG, load_config
 from hypvl.errors import InputError
-from hypvl.evaluate.tasks import task_group
 from hypvl.models.methods import METHOD_NAMES, MODEL_OVERRIDES
 from hypvl.spec import Column, load_all_specs
+from hypvl.tasks import task_group
 from hypvl.workflow import Plan
-
-from conftest import REPO
 
 WITH_TRAINING = set(load_config()["evaluate_with_training"])  # computed by the training job
 EXPECTED = REPO / "tests" / "data" / "claims" / "expected"  # holds toy/table1.csv (columns a b c d)
@@ -45,7 +44,7 @@ TOY_SPEC = {
         "title": "Toy", "expected": "table1.csv", "tolerance": 1.0,
         "rows": {"x": "toy_clip", "y": "toy_released", "z": "toy_unbuilt"},
         "columns": {"a": {"task": "zs_cifar10", "metric": "top1"},
-                    "b": {"task": "zs_nothing_registered", "metric": "top1"},
+                    "b": {"task": "zs_dtd", "metric": "top1"},
                     "c": {"task": "hier_imagenet", "metric": "tie"},
                     "d": {"external": "not measured by the suite"}},
     }},
@@ -62,14 +61,14 @@ def toy_plan(tmp_path):
     return Plan(config), tmp_path
 
 
-def test_plan_skips_unrunnable_experiments_and_unregistered_tasks(toy_plan):
+def test_plan_skips_unrunnable_experiments(toy_plan):
     plan, tmp_path = toy_plan
     metrics = tmp_path / "results" / "metrics"
     assert plan.runnable("toy_clip") and plan.runnable("toy_curv") and plan.runnable("toy_width")
     assert plan.init_checkpoint("toy_width") == [str(tmp_path / "results" / "models" / "toy_curv" / "checkpoint.pt")]
     unrunnable = ("toy_released", "toy_unbuilt", "toy_yfcc", "toy_unread", "toy_width_of_released")
     assert not any(plan.runnable(exp) for exp in unrunnable)
-    wanted = sorted(str(metrics / "toy_clip" / f"{task}.json") for task in ("hier_imagenet", "zs_cifar10"))
+    wanted = sorted(str(metrics / "toy_clip" / f"{task}.json") for task in ("hier_imagenet", "zs_cifar10", "zs_dtd"))
     assert plan.table_inputs("toy", "table1") == wanted
     assert plan.row_inputs("toy", "table1", "x") == wanted
     assert plan.row_inputs("toy", "table1", "y") == [] == plan.row_inputs("toy", "table1", "z")

@@ -20,7 +20,7 @@ from hypvl.data.splits import parse_split
 from hypvl.data.synthetic.classification import write_classification_set
 from hypvl.data.synthetic.settings import WorldSettings
 from hypvl.errors import InputError
-from hypvl.evaluate.tasks import linear_probe_datasets
+from hypvl.tasks import linear_probe_datasets
 
 # facebookresearch/meru meru/evaluation/catalog.py, DatasetCatalog.SPLITS: [train, val, test]
 MERU_SPLITS = {

@@ -17,9 +17,9 @@ import yaml
 from PIL import Image
 
 from hypvl.errors import InputError
+from hypvl.provenance import config_hash, provenance
 from hypvl.replication.commands import add_commands
 from hypvl.replication.compare import compare_table, read_compare_csv, write_compare_csv
-from hypvl.provenance import config_hash, provenance
 from hypvl.replication.report import SMOKE_BANNER, write_report
 from hypvl.spec import External, load_all_specs, load_spec, table_needs
 
@@ -40,8 +40,8 @@ PRINTED = {
 }
 # Our (made-up) measurements: experiment -> task -> metric -> value.
 OURS = {
-    "tiny_clip": {"zs_a": {"top1": 51.0}, "zs_b": {"top1": 29.49}, "hier": {"kendall_tau": 0.86}},
-    "tiny_meru": {"zs_a": {"top1": 32.2}, "zs_b": {"top1": 12.5}, "hier": {"kendall_tau": 0.76}},
+    "tiny_clip": {"zs_cifar10": {"top1": 51.0}, "zs_cifar100": {"top1": 29.49}, "hierarcaps": {"kendall_tau": 0.86}},
+    "tiny_meru": {"zs_cifar10": {"top1": 32.2}, "zs_cifar100": {"top1": 12.5}, "hierarcaps": {"kendall_tau": 0.76}},
 }
 HASHES = {"tiny_clip": "aaaaaaaaaaaa", "tiny_meru": "bbbbbbbbbbbb"}
 
@@ -65,7 +65,7 @@ def write_metrics(root: Path, scale: str, skip=()) -> Path:
             record = {
                 "experiment": experiment, "task": task, "scale": scale, "metrics": metrics, "n_samples": 10,
                 "provenance": {"config_hash": HASHES[experiment], "git_commit": "c0ffee", "date":
-                               f"2026-11-22T00:0{len(task)}:00+00:00", "packages": {}, "seconds": 1.0},
+                               "2026-11-22T00:04:00+00:00", "packages": {}, "seconds": 1.0},
             }
             path.write_text(json.dumps(record))
     return metrics_dir
@@ -81,8 +81,8 @@ def edit_spec(root: Path, change) -> Path:
 
 
 def our_value(experiment: str, row: str, column: str) -> float:
-    """Our number for a cell, computed from OURS by hand (avg = mean of zs_a and zs_b)."""
-    tasks = {"acc_a": ["zs_a"], "acc_b": ["zs_b"], "tau": ["hier"], "avg": ["zs_a", "zs_b"]}[column]
+    """Our number for a cell, computed from OURS by hand (avg = mean of zs_cifar10 and zs_cifar100)."""
+    tasks = {"acc_a": ["zs_cifar10"], "acc_b": ["zs_cifar100"], "tau": ["hierarcaps"], "avg": ["zs_cifar10", "zs_cifar100"]}[column]
     metric = "kendall_tau" if column == "tau" else "top1"
     return sum(OURS[experiment][task][metric] for task in tasks) / len(tasks)
 
@@ -101,7 +101,7 @@ def test_spec_loads_in_printed_order_with_externals_and_needs(workspace):
     assert (meru.method, meru.seed, meru.overrides, meru.note) == ("meru", 3, {"steps": 10}, "boxes as extra samples")
     assert table.tolerance_for("tau") == 0.02 and table.tolerance_for("acc_a") == 1.0
     assert table_needs(spec, "table1") == {
-        (experiment, task) for experiment in ("tiny_clip", "tiny_meru") for task in ("zs_a", "zs_b", "hier")
+        (experiment, task) for experiment in ("tiny_clip", "tiny_meru") for task in ("zs_cifar10", "zs_cifar100", "hierarcaps")
     }
 
 
@@ -120,9 +120,16 @@ def test_spec_loads_in_printed_order_with_externals_and_needs(workspace):
         (lambda d: d["tables"]["table1"]["columns"]["acc_a"].update(metric=3),
          "tables.table1.columns.acc_a.metric", "3"),
         (lambda d: d["tables"]["table1"].update(expected="table9.csv"), "tables.table1.expected", "table9.csv"),
+        (lambda d: d["tables"]["table1"]["columns"]["acc_a"].update(task="zs_cifar01"),
+         "tables.table1.columns.acc_a", "unknown task 'zs_cifar01' (did you mean 'zs_cifar10'"),
+        (lambda d: d["tables"]["table1"]["columns"]["avg"].update(mean_of=["zs_cifar10", "zs_cifr100"]),
+         "tables.table1.columns.avg", "unknown task 'zs_cifr100'"),
+        (lambda d: d["tables"]["table1"]["columns"]["tau"].update(metric="kendal_tau"),
+         "tables.table1.columns.tau", "unknown metric of task 'hierarcaps' 'kendal_tau' (did you mean 'kendall_tau'"),
     ],
     ids=["unmapped_column", "unmapped_row", "unknown_experiment", "row_not_printed", "column_not_printed",
-         "typo_key", "typo_experiment_key", "metric_not_a_string", "expected_missing"],
+         "typo_key", "typo_experiment_key", "metric_not_a_string", "expected_missing", "misspelled_task",
+         "misspelled_task_in_mean", "misspelled_metric"],
 )
 def test_spec_errors_name_file_and_key(workspace, change, key, detail):
     path = edit_spec(workspace, change)
@@ -189,9 +196,9 @@ def test_compare_full_scale_joins_and_judges_every_cell(workspace):
         ("regionclip", "tau"): "external", ("regionclip", "avg"): "external",
     }
     clip_tau = frame[(frame["row"] == "clip") & (frame["column"] == "tau")].iloc[0]
-    assert clip_tau.tolerance == 0.02 and clip_tau.task == "hier" and clip_tau.metric == "kendall_tau"
+    assert clip_tau.tolerance == 0.02 and clip_tau.task == "hierarcaps" and clip_tau.metric == "kendall_tau"
     clip_avg = frame[(frame["row"] == "clip") & (frame["column"] == "avg")].iloc[0]
-    assert clip_avg.task == "mean(zs_a,zs_b)" and clip_avg.date == "2026-11-22T00:04:00+00:00"
+    assert clip_avg.task == "mean(zs_cifar10,zs_cifar100)" and clip_avg.date == "2026-11-22T00:04:00+00:00"
     assert set(frame.loc[frame["row"] == "meru", "config_hash"]) == {HASHES["tiny_meru"]}
 
 
@@ -207,10 +214,10 @@ def test_compare_smoke_scale_is_not_comparable_but_shows_numbers(workspace):
 
 def test_compare_missing_json_is_missing(workspace):
     spec = load_spec(workspace / "replication" / "tiny.yaml")
-    metrics_dir = write_metrics(workspace, "full", skip={("tiny_clip", "zs_b"), ("tiny_meru", "hier")})
+    metrics_dir = write_metrics(workspace, "full", skip={("tiny_clip", "zs_cifar100"), ("tiny_meru", "hierarcaps")})
     frame = compare_table(spec, "table1", metrics_dir, "full").set_index(["row", "column"])
     assert frame.loc[("clip", "acc_b"), "verdict"] == "missing"
-    assert frame.loc[("clip", "avg"), "verdict"] == "missing"  # the mean needs zs_b too
+    assert frame.loc[("clip", "avg"), "verdict"] == "missing"  # the mean needs zs_cifar100 too
     assert frame.loc[("meru", "tau"), "verdict"] == "missing"
     assert math.isnan(frame.loc[("clip", "avg"), "ours"])
     assert frame.loc[("clip", "acc_a"), "verdict"] == "within"
@@ -221,15 +228,18 @@ def test_compare_missing_json_is_missing(workspace):
     [
         (lambda record: record["metrics"].clear(), "no metrics"),
         (lambda record: record["metrics"].update(top1=float("nan")), "not a finite number"),
+        (lambda record: record["metrics"].update(top1=-5), "'top1' is -5, outside [0, 100] for a percent"),
+        (lambda record: record["metrics"].update(top1=2100), "'top1' is 2100, outside [0, 100] for a percent"),
+        (lambda record: record["metrics"].update(top1="51"), "'top1' is '51', not a finite number"),
         (lambda record: record.update(scale="full"), "scale is 'full'"),
         (lambda record: record.pop("provenance"), "provenance"),
     ],
-    ids=["metrics_empty", "nan", "wrong_scale", "no_provenance"],
+    ids=["metrics_empty", "nan", "negative", "over_100", "string", "wrong_scale", "no_provenance"],
 )
 def test_compare_bad_metric_json_names_file(workspace, corrupt, detail):
     spec = load_spec(workspace / "replication" / "tiny.yaml")
     metrics_dir = write_metrics(workspace, "smoke")
-    path = metrics_dir / "tiny_clip" / "zs_a.json"
+    path = metrics_dir / "tiny_clip" / "zs_cifar10.json"
     record = json.loads(path.read_text())
     corrupt(record)
     path.write_text(json.dumps(record))
@@ -344,7 +354,7 @@ def test_report_rejects_a_stale_compare_table(workspace):
 
 
 def test_cli_compare_report_index(workspace):
-    metrics_dir = write_metrics(workspace, "smoke", skip={("tiny_meru", "zs_a")})
+    metrics_dir = write_metrics(workspace, "smoke", skip={("tiny_meru", "zs_cifar10")})
     parser = argparse.ArgumentParser()
     add_commands(parser.add_subparsers(required=True))
     spec = str(workspace / "replication" / "tiny.yaml")
@@ -410,7 +420,7 @@ def test_a_metric_the_task_did_not_compute_is_a_missing_cell(workspace):
     """e.g. a VL-CheckList group the data lacks: the JSON is valid, the cell is missing, not an error."""
     spec = load_spec(workspace / "replication" / "tiny.yaml")
     metrics_dir = write_metrics(workspace, "full")
-    path = metrics_dir / "tiny_clip" / "zs_a.json"
+    path = metrics_dir / "tiny_clip" / "zs_cifar10.json"
     record = json.loads(path.read_text())
     record["metrics"] = {"other": 1.0}
     path.write_text(json.dumps(record))

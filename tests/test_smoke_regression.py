@@ -17,15 +17,20 @@ import sys
 
 import pandas as pd
 import pytest
+from conftest import REPO
+from test_workflow import snakemake
 
 from hypvl.config import load_config
 from hypvl.data.synthetic.build import CLASSIFICATION_SETS
-from hypvl.evaluate.tasks import GROUP_MODULES, group_tasks, zero_shot_datasets
 from hypvl.expected import load_expected
-from hypvl.replication.regression import check, failures, load_policy, measured_values, read_baseline
-
-from conftest import REPO
-from test_workflow import snakemake
+from hypvl.replication.regression import (
+    check,
+    failures,
+    load_policy,
+    measured_values,
+    read_baseline,
+)
+from hypvl.tasks import GROUP_MODULES, group_tasks, zero_shot_datasets
 
 HYCOCLIP_TABLES = ("table3", "table5", "table10")  # on the three ViT-S GRIT models
 TABLE2_ROWS = ("vits_clip", "vits_meru", "vits_hycoclip")  # retrieval and hierarchy on the same three

@@ -5,6 +5,8 @@ Targets come before `--configfile`, whose argument list would otherwise swallow 
 """
 
 import re
+import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -62,3 +64,21 @@ def test_dry_run_plans_the_flagship_table(tmp_path):
     # zero-shot classification runs inside each training job (config evaluate_with_training)
     assert counts["train"] == "13" and "evaluate_zeroshot" not in counts and counts["synthesize_evaluation"] == "1"
     assert counts["synthesize_corpus"] == counts["ground"] == "2"  # GRIT and RedCaps
+
+
+def test_config_paths_reach_shell_commands_quoted(tmp_path):
+    """Folders whose names hold a space and `$(...)` reach every shell command as single quoted words."""
+    weird = tmp_path / "x $(touch PWNED) y"
+    for folder in ("replication", "expected"):
+        shutil.copytree(REPO / folder, weird / folder)
+    config = tmp_path / "paths.yaml"
+    config.write_text(yaml.safe_dump({f"{name}_dir": str(weird / name)
+                                      for name in ("data", "results", "reports", "replication", "expected")}))
+    run = snakemake(str(weird / "reports" / "table1.md"), "-n", "-p", "--cores", "1", "--configfile", str(config))
+    assert run.returncode == 0, run.stderr[-2000:]
+    commands = [line.removeprefix("Shell command: ") for line in (run.stdout + run.stderr).splitlines()
+                if line.startswith("Shell command: ")]
+    assert len(commands) > 10
+    for command in commands:
+        words = [word for word in shlex.split(command) if "$(" in word]
+        assert words and all(str(weird) in word for word in words), command

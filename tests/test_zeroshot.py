@@ -1,20 +1,21 @@
 """Zero-shot classification: prompts, ensembling, metrics against scikit-learn, and NaN refusal."""
 
 import json
+import re
 
 import pytest
 import torch
 from PIL import Image
 from sklearn.metrics import balanced_accuracy_score
+from test_models import _model
 
 from hypvl.data.formats.imagefolder import write_imagefolder
 from hypvl.data.transforms import resize_center_crop, to_tensor_batch
+from hypvl.errors import InputError
 from hypvl.evaluate.metrics import NonFiniteEmbeddingError
 from hypvl.evaluate.results import write_metrics
 from hypvl.evaluate.zeroshot import evaluate_zero_shot
 from hypvl.models.encoders import Tokenizer
-
-from test_models import _model
 
 TEMPLATES = ["a photo of a {}.", "pics : {}."]
 
@@ -58,12 +59,23 @@ def test_nan_embeddings_are_an_error_and_nothing_is_written(folder, tmp_path, mo
         evaluate_zero_shot(model, Tokenizer(12), folder, "test", TEMPLATES, 16, 5, "toy")
 
 
-def test_metrics_json_refuses_non_finite_numbers(tmp_path):
+@pytest.mark.parametrize("metrics, problem", [
+    ({"top1": float("inf")}, "'top1' is inf, not a finite number"),
+    ({"top1": float("nan")}, "'top1' is nan, not a finite number"),
+    ({"top1": -5.0}, "'top1' is -5.0, outside [0, 100] for a percent"),
+    ({"top1": 2100.0}, "'top1' is 2100.0, outside [0, 100] for a percent"),
+    ({"top1": 50.0, "top5": 70.0}, "'top5' is not a metric of task 'zs_cifar10'"),
+])
+def test_metrics_json_refuses_undeclared_non_finite_and_out_of_range_values(tmp_path, metrics, problem):
     out = tmp_path / "m.json"
-    with pytest.raises(ValueError, match="non-finite"):
-        write_metrics(out, "e", "zs_x", "smoke", {"top1": float("inf")}, 3, "abc", 0.1)
+    with pytest.raises(InputError, match=re.escape(problem)):
+        write_metrics(out, "e", "zs_cifar10", "smoke", metrics, 3, "abc", 0.1)
     assert not out.exists()
-    write_metrics(out, "e", "zs_x", "smoke", {"top1": 50.0}, 3, "abc", 0.1)
+
+
+def test_metrics_json_records_metrics_and_provenance(tmp_path):
+    out = tmp_path / "m.json"
+    write_metrics(out, "e", "zs_cifar10", "smoke", {"top1": 50.0}, 3, "abc", 0.1)
     record = json.loads(out.read_text())
     assert record["metrics"] == {"top1": 50.0} and record["provenance"]["config_hash"] == "abc"
     assert set(record["provenance"]) >= {"git_commit", "date", "packages", "seconds"}

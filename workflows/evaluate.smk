@@ -1,5 +1,5 @@
 # Evaluation: one job per (experiment, task group), each writing one metrics JSON per task of the group
-# (groups and their tasks: hypvl.evaluate.tasks). The rules differ only in the group name. A group in
+# (groups and their tasks: hypvl.tasks). The rules differ only in the group name. A group in
 # `evaluate_with_training` is computed by the training job for the models it trains. An experiment whose
 # recipe repeats another's is evaluated on that experiment's model (Plan.model_of).
 

@@ -3,9 +3,11 @@
 A spec declares experiments (one trained or released model each) and, per table, which experiment
 produced each printed row and which (task, metric) each printed value column reports. Loading
 validates the YAML against `SPEC_SCHEMA` and cross-checks every table against its expected CSV:
-every printed row and value column must be mapped, and nothing may be mapped that is not printed.
+every printed row and value column must be mapped, and nothing may be mapped that is not printed;
+every task and metric a column names must be declared in the task registry (`hypvl.tasks`).
 """
 
+import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,6 +16,7 @@ import yaml
 
 from hypvl.errors import InputError
 from hypvl.expected import load_expected
+from hypvl.tasks import Task, declared_tasks
 
 _SLUG = "^[a-z0-9][a-z0-9_]*$"
 _TASK = {"type": "string", "pattern": _SLUG}
@@ -242,7 +245,7 @@ def _validate_schema(path: Path, document) -> None:
     problems = sorted(_describe(error) for error in validator.iter_errors(document))
     if problems:
         lines = [f"{_key_path(where)}: {message}" for where, message in problems]
-        raise InputError(f"{path}: invalid replication spec:\n  " + "\n  ".join(lines))
+        raise InputError(f"{path}: invalid replication spec: " + "; ".join(lines))
 
 
 def _describe(error) -> tuple[list[str], str]:
@@ -276,6 +279,24 @@ def _column(entry: dict) -> Column | External:
                   scale=float(entry.get("scale", 1.0)))
 
 
+def _unknown(kind: str, name: str, known) -> str:
+    """`unknown <kind> 'name'`, with the closest known names as suggestions."""
+    close = difflib.get_close_matches(name, list(known), n=3)
+    return f"unknown {kind} {name!r}" + (f" (did you mean {', '.join(map(repr, close))}?)" if close else "")
+
+
+def _check_column(where: str, column: Column | External, tasks: dict[str, Task]) -> None:
+    """InputError at `where` when the column names a task or a metric the registry does not declare."""
+    if isinstance(column, External):
+        return
+    for task in column.tasks:
+        if task not in tasks:
+            raise InputError(f"{where}: {_unknown('task', task, tasks)}")
+        declared = [metric.name for metric in tasks[task].metrics]
+        if column.metric not in declared:
+            raise InputError(f"{where}: {_unknown(f'metric of task {task!r}', column.metric, declared)}")
+
+
 def _table(path: Path, name: str, entry: dict, expected_dir: Path, paper: str, experiments) -> TableSpec:
     """Build a TableSpec and cross-check it against its expected CSV and the declared experiments."""
     key = f"tables.{name}"
@@ -283,6 +304,7 @@ def _table(path: Path, name: str, entry: dict, expected_dir: Path, paper: str, e
     if not expected_path.is_file():
         raise InputError(f"{path}: {key}.expected: expected file {expected_path} does not exist")
     expected = load_expected(expected_path)
+    tasks = declared_tasks()
     rows = {}
     for row, target in entry["rows"].items():
         if row not in expected.labels:
@@ -295,6 +317,7 @@ def _table(path: Path, name: str, entry: dict, expected_dir: Path, paper: str, e
         if column not in expected.columns:
             raise InputError(f"{path}: {key}.columns.{column}: value column {column!r} is not in {expected_path}")
         columns[column] = _column(target)
+        _check_column(f"{path}: {key}.columns.{column}", columns[column], tasks)
     unmapped_rows = [row for row in expected.rows if row not in rows]
     if unmapped_rows:
         raise InputError(f"{path}: {key}.rows: rows of {expected_path} not mapped: {', '.join(unmapped_rows)}")

@@ -14,9 +14,9 @@ import shlex
 from pathlib import Path
 
 from hypvl.errors import InputError
-from hypvl.evaluate.tasks import group_tasks, task_group
 from hypvl.models.methods import EVAL_OVERRIDES, METHOD_NAMES
 from hypvl.spec import Column, Experiment, load_all_specs, table_needs
+from hypvl.tasks import group_tasks, task_group
 from hypvl.train.recipe import resolve_schedule, stream_mode, supported_overrides
 
 # config sections each step reads (a rule passes only these, so unrelated edits do not rerun it)

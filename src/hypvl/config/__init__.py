@@ -6,6 +6,7 @@ takes `--configfile` paths merged over the default, as `snakemake --configfile` 
 the schema ship inside the package, so `hypvl` and the Snakefile work from any directory.
 """
 
+import argparse
 import json
 from pathlib import Path
 
@@ -36,7 +37,9 @@ def _read_yaml(path: Path) -> dict:
     try:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:
-        raise InputError(f"{path}: not valid YAML ({exc})") from exc
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        raise InputError(f"{where}: not valid YAML ({getattr(exc, 'problem', None) or exc})") from None
     if not isinstance(data, dict):
         raise InputError(f"{path}: a config file must be a mapping")
     return data
@@ -60,7 +63,13 @@ def load_config(configfiles=(), config_json: str | None = None, config_dir: Path
         config = deep_merge(config, _read_yaml(Path(path)))
     sources = ["default.yaml", *map(str, configfiles)]
     if config_json is not None:
-        config = deep_merge(config, json.loads(config_json))
+        try:
+            sections = json.loads(config_json)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"--config-json: not valid JSON ({exc})") from None
+        if not isinstance(sections, dict):
+            raise InputError(f"--config-json: must be a JSON object, not {type(sections).__name__}")
+        config = deep_merge(config, sections)
         sources.append("--config-json")
     return validate_config(config, " + ".join(sources), config_dir)
 
@@ -69,6 +78,17 @@ def add_config_arguments(parser) -> None:
     """`--configfile` (repeatable) and `--config-json`, for commands that read the workflow config."""
     parser.add_argument("--configfile", action="append", default=[], help="YAML merged over the default config")
     parser.add_argument("--config-json", default=None, help="the resolved config as JSON (used by the workflow)")
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1 (thread counts, shard sizes)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def config_from_args(args) -> dict:

@@ -24,6 +24,8 @@ import yaml
 from hypvl.errors import InputError
 from hypvl.io import atomic_write
 
+from .formats.common import escapes_root
+
 log = logging.getLogger(__name__)
 
 SOURCES_PATH = Path(__file__).with_name("sources.yaml")
@@ -68,6 +70,7 @@ def _check_entry(entry, where):
             raise InputError(f"{where}: manual dataset without instructions")
         if not isinstance(entry.get("expected"), list) or not entry["expected"]:
             raise InputError(f"{where}: manual dataset without its 'expected' files")
+        _check_inside_dest(entry, where)
         return
     if "files" not in entry and "hf_snapshot" not in entry:
         raise InputError(f"{where}: needs 'files', 'hf_snapshot' or 'manual: true'")
@@ -84,6 +87,19 @@ def _check_entry(entry, where):
     if snapshot is not None and not (isinstance(snapshot, dict) and
                                      {"repo", "revision", "path"} <= snapshot.keys()):
         raise InputError(f"{where}: 'hf_snapshot' needs repo, revision and path")
+    _check_inside_dest(entry, where)
+
+
+def _check_inside_dest(entry, where):
+    """InputError unless every path of `entry` (files' `path` and `unpack_to`, the snapshot's `path`, a manual
+    dataset's `expected` files) is a relative path that stays inside the destination folder."""
+    named = [(f"file {i} {key}", item[key]) for i, item in enumerate(entry.get("files", []))
+             for key in ("path", "unpack_to") if key in item]
+    named += [("hf_snapshot path", entry["hf_snapshot"]["path"])] if "hf_snapshot" in entry else []
+    named += [(f"expected file {i}", name) for i, name in enumerate(entry.get("expected", []))]
+    for what, relative in named:
+        if not isinstance(relative, str) or not relative or escapes_root(relative):
+            raise InputError(f"{where}: {what} {relative!r} must be a relative path inside the destination folder")
 
 
 def file_digest(path, algorithm="sha256"):
@@ -154,9 +170,10 @@ def fetch_file(url, path, sha256=None, md5=None, opener=urllib.request.urlopen, 
         try:
             _download_to_part(url, part, opener, chunk_size)
             break
-        except (OSError, http.client.HTTPException):
+        except (OSError, http.client.HTTPException) as error:
             if attempt == retries:
-                raise
+                kept = f"; {part} is kept to resume from" if part.exists() else ""
+                raise InputError(f"{url}: download failed after {retries + 1} attempts ({error}){kept}") from None
     digest = _verify(part, url, path, sha256, md5)
     os.replace(part, path)
     return digest

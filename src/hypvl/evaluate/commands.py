@@ -4,10 +4,10 @@ import importlib
 import time
 from pathlib import Path
 
-from hypvl.config import add_config_arguments, config_from_args
+from hypvl.config import add_config_arguments, config_from_args, positive_int
 from hypvl.data.catalog import PROMPT_SETS
 from hypvl.errors import InputError
-from hypvl.evaluate.tasks import GROUP_MODULES, group_tasks
+from hypvl.tasks import GROUP_MODULES, group_tasks
 
 
 def evaluate_group(args) -> None:
@@ -51,13 +51,13 @@ def add_commands(subparsers) -> None:
     evaluate = subparsers.add_parser("evaluate", help="evaluate a checkpoint on one task group")
     groups = evaluate.add_subparsers(dest="group", required=True)
     for group in GROUP_MODULES:
-        parser = groups.add_parser(group, help=f"tasks of the {group!r} group (see hypvl.evaluate.tasks)")
+        parser = groups.add_parser(group, help=f"tasks of the {group!r} group (see hypvl.tasks)")
         add_config_arguments(parser)
         parser.add_argument("--experiment", required=True, help="experiment id (recorded in the JSONs)")
         parser.add_argument("--checkpoint", required=True, help="checkpoint.pt")
         parser.add_argument("--out-dir", required=True, help="results/<scale>/metrics/<experiment>")
         parser.add_argument("--tasks", nargs="*", default=None, help="subset of the group's task ids (default: all)")
-        parser.add_argument("--threads", type=int, default=1, help="torch threads")
+        parser.add_argument("--threads", type=positive_int, default=1, help="torch threads")
         if group == "scene":
             parser.add_argument("--vlchecklist-skip-missing", action="store_true",
                                 help="drop VL-CheckList items whose image is missing (upstream's loader) and "

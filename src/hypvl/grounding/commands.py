@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from hypvl.config import add_config_arguments, config_from_args
+from hypvl.config import add_config_arguments, config_from_args, positive_int
 from hypvl.data.formats.cc3m import iter_cc3m
 from hypvl.data.formats.grit import iter_grit
 from hypvl.data.formats.grounded import GroundedRecord, write_grounded_shards
@@ -129,6 +129,6 @@ def add_commands(subparsers) -> None:
     parser = subparsers.add_parser("ground", help="ground a raw training corpus into grounded shards")
     add_config_arguments(parser)
     parser.add_argument("--corpus", required=True, help="corpus name (a key of config grounding.raw and corpora)")
-    parser.add_argument("--shard-size", type=int, default=1000, help="samples per grounded shard")
+    parser.add_argument("--shard-size", type=positive_int, default=1000, help="samples per grounded shard")
     parser.add_argument("--device", default=None, help="detector device (default: config grounding.device)")
     parser.set_defaults(func=_ground)

@@ -9,6 +9,10 @@ from hypvl.io import atomic_write
 
 from .build import build_model
 
+ZIP_MAGIC = b"PK\x03\x04"  # torch.save's format since PyTorch 1.6
+PICKLE_PROTOCOL = b"\x80"  # the legacy format: a bare pickle (protocol 2 and later)
+RECIPE_KEYS = ("method", "backbone", "model_cfg")
+
 
 def save_checkpoint(path: Path, model, recipe: dict, step: int) -> None:
     """Write ``{"model": state_dict, "recipe": {method, backbone, overrides, model_cfg}, "step"}`` atomically."""
@@ -17,7 +21,16 @@ def save_checkpoint(path: Path, model, recipe: dict, step: int) -> None:
 
 
 def load_state(model, state: dict, source: str) -> None:
-    """Load `state` strictly; a missing or unexpected key is an error naming the keys."""
+    """Load `state` strictly; a missing or unexpected key, or a tensor of another shape than the model's, is an
+    error naming the keys (and both shapes)."""
+    if not isinstance(state, dict):
+        raise InputError(f"{source}: the model state is a {type(state).__name__}, not a dict of tensors")
+    own = model.state_dict()
+    wrong = [f"{key} has shape {tuple(value.shape)}, the model expects {tuple(own[key].shape)}"
+             for key, value in state.items()
+             if key in own and (not isinstance(value, torch.Tensor) or value.shape != own[key].shape)]
+    if wrong:
+        raise InputError(f"{source}: checkpoint does not fit the model: {'; '.join(wrong)}")
     missing, unexpected = model.load_state_dict(state, strict=False)
     if missing or unexpected:
         raise InputError(f"{source}: checkpoint does not fit the model: missing keys {sorted(missing)}, "
@@ -29,10 +42,18 @@ def read_checkpoint(path: Path, required=("model",)) -> dict:
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: checkpoint not found")
+    with open(path, "rb") as handle:
+        head = handle.read(4)
+    if not head:
+        raise InputError(f"{path}: empty file (0 bytes), not a checkpoint")
+    if head != ZIP_MAGIC and head[:1] != PICKLE_PROTOCOL:
+        raise InputError(f"{path}: not a PyTorch checkpoint (neither a zip archive nor a pickle; it starts with "
+                         f"{head!r})")
     try:
         blob = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises several types for a damaged or non-checkpoint file
-        raise InputError(f"{path}: not a readable checkpoint ({exc})") from exc
+        detail = (str(exc).strip().splitlines() or [""])[0]
+        raise InputError(f"{path}: not a readable checkpoint ({type(exc).__name__}: {detail})") from exc
     if not isinstance(blob, dict):
         raise InputError(f"{path}: a checkpoint is a dict, this holds a {type(blob).__name__}")
     for key in required:
@@ -46,6 +67,11 @@ def load_checkpoint(path: Path):
     overrides, model_cfg, experiment)."""
     blob = read_checkpoint(path, ("model", "recipe"))
     recipe = blob["recipe"]
-    model = build_model(recipe["method"], recipe["backbone"], recipe["model_cfg"], recipe.get("overrides"))
+    if not isinstance(recipe, dict) or any(key not in recipe for key in RECIPE_KEYS):
+        raise InputError(f"{path}: the checkpoint's recipe must be a mapping with {', '.join(RECIPE_KEYS)}")
+    try:
+        model = build_model(recipe["method"], recipe["backbone"], recipe["model_cfg"], recipe.get("overrides"))
+    except (InputError, KeyError, TypeError) as exc:
+        raise InputError(f"{path}: the checkpoint's recipe does not build a model ({exc})") from None
     load_state(model, blob["model"], str(path))
     return model.eval(), recipe

@@ -9,7 +9,6 @@ Verdicts, in order of precedence:
 """
 
 import json
-import math
 from pathlib import Path
 
 import pandas as pd
@@ -18,6 +17,7 @@ from hypvl.errors import InputError
 from hypvl.expected import load_expected
 from hypvl.io import atomic_write
 from hypvl.spec import Column, PaperSpec
+from hypvl.tasks import metric_problem
 
 VERDICTS = ("within", "outside", "not_comparable", "no_paper_value", "missing", "external")
 FULL_SCALE = "full"
@@ -59,10 +59,12 @@ def read_metrics_record(path: Path, experiment: str, task: str, scale: str) -> d
 
 
 def metric_value(path: Path, record: dict, metric: str) -> float:
-    """A metric of a checked record as a float; InputError names the file when it is not a finite number."""
+    """A metric of a checked record as a float; InputError names the file when the task does not declare
+    the metric or its value is not a finite number within the range of the metric's kind."""
     value = record["metrics"][metric]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise InputError(f"{path}: metric {metric!r} is {value!r}, not a finite number")
+    problem = metric_problem(record["task"], metric, value, record["scale"])
+    if problem is not None:
+        raise InputError(f"{path}: {problem}")
     return float(value)
 
 

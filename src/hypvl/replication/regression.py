@@ -6,7 +6,7 @@ whose policy gives `mean_atol`, the mean of each metric over the group's tasks t
 more) a third (task `mean:<group>`, e.g. an experiment's mean zero-shot accuracy over the 20 sets). Single values move a
 little across CPUs, a real change (a loss term, a prompt, a split) moves whole groups, so the means are
 pinned more tightly than single values. The policy (`baselines/tolerances.yaml`) gives every task group
-of the suite (`hypvl.evaluate.tasks.GROUP_MODULES`, and no other name) an `atol`, optionally an `rtol`
+of the suite (`hypvl.tasks.GROUP_MODULES`, and no other name) an `atol`, optionally an `rtol`
 (allowed = atol + rtol * |baseline|), per-metric `metrics` overrides and `mean_atol`; metrics listed
 under `ignore` (search diagnostics such as the probe's chosen C) are not pinned.
 
@@ -21,10 +21,10 @@ import pandas as pd
 import yaml
 
 from hypvl.errors import InputError
-from hypvl.evaluate.tasks import GROUP_MODULES, task_group
 from hypvl.io import atomic_write
 from hypvl.replication.compare import metric_value, read_metrics_record
 from hypvl.replication.markdown import table as markdown_table
+from hypvl.tasks import GROUP_MODULES, task_group
 
 KEY = ["experiment", "task", "metric"]
 SAMPLE_COUNT = "n_samples"
@@ -56,7 +56,7 @@ class Policy:
 
 def load_policy(path) -> Policy:
     """Read `tolerances.yaml`; InputError names the file and the bad entry, a group the suite does not have
-    or a task group of the suite (`hypvl.evaluate.tasks.GROUP_MODULES`) without a tolerance."""
+    or a task group of the suite (`hypvl.tasks.GROUP_MODULES`) without a tolerance."""
     path = Path(path)
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))

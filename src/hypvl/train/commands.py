@@ -3,7 +3,7 @@
 import logging
 from pathlib import Path
 
-from hypvl.config import add_config_arguments, config_from_args
+from hypvl.config import add_config_arguments, config_from_args, positive_int
 from hypvl.errors import InputError
 
 log = logging.getLogger(__name__)
@@ -56,6 +56,6 @@ def add_commands(subparsers) -> None:
     train.add_argument("--out", required=True, help="results/<scale>/models/<experiment>")
     train.add_argument("--init-checkpoint", type=Path, default=None,
                        help="checkpoint of the experiment named by the `init_from` override")
-    train.add_argument("--threads", type=int, default=1, help="torch threads")
+    train.add_argument("--threads", type=positive_int, default=1, help="torch threads")
     train.add_argument("--quiet", action="store_true", help="no progress bar")
     train.set_defaults(func=_train)

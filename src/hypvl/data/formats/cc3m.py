@@ -10,7 +10,13 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .shards import image_member, iter_tar_samples, shard_paths, text_member, write_tar_samples
+from .shards import (
+    image_member,
+    iter_tar_samples,
+    shard_paths,
+    text_member,
+    write_tar_samples,
+)
 
 
 @dataclass(frozen=True)

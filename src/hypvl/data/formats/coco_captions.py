@@ -9,7 +9,15 @@ per image; every image must have at least one caption.
 from collections.abc import Sequence
 from pathlib import Path
 
-from .common import CaptionedImage, Where, field, image_size, load_json, resolve_image, write_json
+from .common import (
+    CaptionedImage,
+    Where,
+    field,
+    image_size,
+    load_json,
+    resolve_image,
+    write_json,
+)
 
 
 def default_image_root(json_path: Path) -> Path:

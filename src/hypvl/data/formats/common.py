@@ -5,6 +5,7 @@ import gzip
 import io
 import json
 import math
+import posixpath
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -90,8 +91,17 @@ def require_image(path: Path, where: Where) -> Path:
     return Path(path)
 
 
+def escapes_root(relative: str) -> bool:
+    """True where the path `relative`, meant to lie under some root, is absolute or climbs out of it with
+    `..` (judged on the name alone: a symlinked image folder under the root stays allowed)."""
+    normal = posixpath.normpath(str(relative).replace("\\", "/"))
+    return posixpath.isabs(normal) or normal == ".." or normal.startswith("../")
+
+
 def resolve_image(root: Path, relative: str, where: Where, check_images: bool) -> Path:
-    """`root / relative`, checked to exist when `check_images`."""
+    """`root / relative`, checked to exist when `check_images`; a path escaping `root` is an error."""
+    if escapes_root(relative):
+        raise where.error(f"image path {relative!r} points outside the image root {root}")
     path = Path(root) / relative
     return require_image(path, where) if check_images else path
 

@@ -12,7 +12,14 @@ from pathlib import Path
 from typing import NamedTuple
 
 from .common import Where, check_kind, field
-from .shards import image_member, iter_tar_samples, json_bytes, json_member, shard_paths, write_tar_samples
+from .shards import (
+    image_member,
+    iter_tar_samples,
+    json_bytes,
+    json_member,
+    shard_paths,
+    write_tar_samples,
+)
 
 
 class GroundedSpan(NamedTuple):

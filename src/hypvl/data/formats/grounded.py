@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hypvl.errors import InputError
+
 from .parses import validate_parse
 from .shards import iter_tar_samples, shard_paths, write_tar_samples
 

@@ -10,7 +10,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .common import field
-from .shards import image_member, iter_tar_samples, json_bytes, json_member, shard_paths, write_tar_samples
+from .shards import (
+    image_member,
+    iter_tar_samples,
+    json_bytes,
+    json_member,
+    shard_paths,
+    write_tar_samples,
+)
 
 
 @dataclass(frozen=True)

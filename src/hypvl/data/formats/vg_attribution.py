@@ -9,7 +9,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .common import Where, check_kind, field, load_json, resolve_image, string_list, write_json
+from .common import (
+    Where,
+    check_kind,
+    field,
+    load_json,
+    resolve_image,
+    string_list,
+    write_json,
+)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,16 @@ import yaml
 
 from hypvl.io import atomic_write
 
-from .common import Where, check_kind, field, load_json, read_text, resolve_image, string_list, write_json
+from .common import (
+    Where,
+    check_kind,
+    field,
+    load_json,
+    read_text,
+    resolve_image,
+    string_list,
+    write_json,
+)
 
 CORPUS_TYPE = "TUPLE_JSON"
 

@@ -33,7 +33,6 @@ from .settings import WorldSettings, rng_for
 from .world import COUNTRIES, SCENES, TEXTURES, Concept, leaf_concepts
 
 
-
 @dataclass(frozen=True)
 class CorpusStyle:
     """How a corpus's pictures and boxes are drawn."""

@@ -23,26 +23,58 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from hypvl.data.formats.breeds import (BreedsClass, BreedsHierarchy, BreedsSuperclass, write_breeds_hierarchy,
-                                     write_breeds_split)
+from hypvl.data.formats.breeds import (
+    BreedsClass,
+    BreedsHierarchy,
+    BreedsSuperclass,
+    write_breeds_hierarchy,
+    write_breeds_split,
+)
 from hypvl.data.formats.coco_captions import write_coco_captions
 from hypvl.data.formats.coco_instances import (
-    BANSAL_BASE_CATEGORIES, BANSAL_NOVEL_CATEGORIES, COCO_CATEGORY_IDS, Box, Category, CocoInstances,
-    DetectionImage, write_coco_instances)
+    BANSAL_BASE_CATEGORIES,
+    BANSAL_NOVEL_CATEGORIES,
+    COCO_CATEGORY_IDS,
+    Box,
+    Category,
+    CocoInstances,
+    DetectionImage,
+    write_coco_instances,
+)
 from hypvl.data.formats.common import CaptionedImage
 from hypvl.data.formats.flickr30k import write_flickr30k
-from hypvl.data.formats.hierarcaps import HierarCapsItem, HierarCapsPair, write_hierarcaps_test, write_hierarcaps_train
+from hypvl.data.formats.hierarcaps import (
+    HierarCapsItem,
+    HierarCapsPair,
+    write_hierarcaps_test,
+    write_hierarcaps_train,
+)
 from hypvl.data.formats.hyperlex import HyperLexPair, write_hyperlex
 from hypvl.data.formats.vg_attribution import AttributionItem, write_vg_attribution
-from hypvl.data.formats.vlchecklist import CheckListItem, write_corpus, write_vlchecklist
+from hypvl.data.formats.vlchecklist import (
+    CheckListItem,
+    write_corpus,
+    write_vlchecklist,
+)
 from hypvl.data.formats.wordnet_isa import IsaEdge, write_wordnet_isa
 from hypvl.io import atomic_write
 
 from . import captions, render
 from .corpora import corpus_picture, random_object
 from .settings import WorldSettings, rng_for
-from .world import (COLOURS, COUNTRIES, SCENES, SIZES, TAXONOMY, TEXTURES, coco_category, hierarchy_nodes, isa_edges,
-                    leaf_concepts, wnid)
+from .world import (
+    COLOURS,
+    COUNTRIES,
+    SCENES,
+    SIZES,
+    TAXONOMY,
+    TEXTURES,
+    coco_category,
+    hierarchy_nodes,
+    isa_edges,
+    leaf_concepts,
+    wnid,
+)
 
 COCO_SUPERCATEGORIES = {
     "person": ("person",), "vehicle": ("bicycle", "car", "motorcycle", "airplane", "bus", "train", "truck", "boat"),

@@ -1,0 +1,323 @@
+"""The bad-input corpus: every named bad input ends the real `hypvl` command (run in-process through
+`hypvl.cli.main`) with a non-zero exit, exactly one line on stderr naming the file and the problem (no
+traceback), and no output file.
+
+Each case builds its input under `tmp_path` and returns (argv, the file the line must name, a regular
+expression for the problem, the outputs that must not exist). The fixtures come from the format writers
+(tests/test_formats.py) and the replication fixture (tests/data/replication).
+"""
+
+import json
+import re
+import shutil
+import tarfile
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+from conftest import REPO
+from test_formats import BUILDERS, edit_json, edit_shard, truncate
+from test_replication import FIXTURE, write_metrics
+
+from hypvl.cli import main
+from hypvl.config import DEFAULT_CONFIG
+from hypvl.data.formats.shards import iter_tar_samples
+from hypvl.models.build import build_model
+from hypvl.models.checkpoints import save_checkpoint
+from hypvl.spec import load_spec
+
+# --------------------------------------------------------------------------- commands
+
+
+def synthesize(tmp_path, config):
+    """`hypvl synthesize` reading the config file `config` (the config is read before any work)."""
+    out = tmp_path / "out"
+    return ["synthesize", "--configfile", str(config), "--out", str(out), "--only", "evaluation"], [out]
+
+
+def compare(tmp_path):
+    """`hypvl compare` of the replication fixture copied to tmp_path, its metric JSONs written."""
+    if not (tmp_path / "replication").exists():
+        shutil.copytree(FIXTURE, tmp_path, dirs_exist_ok=True)
+        write_metrics(tmp_path, "smoke")
+    out = tmp_path / "table1.csv"
+    argv = ["compare", "--spec", str(tmp_path / "replication" / "tiny.yaml"), "--table", "table1",
+            "--metrics-dir", str(tmp_path / "results" / "smoke" / "metrics"), "--scale", "smoke", "--out", str(out)]
+    return argv, [out]
+
+
+def data_check(fmt, path, *extra):
+    return ["data", "check", fmt, str(path), *extra], []
+
+
+def evaluate(tmp_path, checkpoint):
+    out = tmp_path / "metrics"
+    return ["evaluate", "zeroshot", "--experiment", "e", "--checkpoint", str(checkpoint), "--out-dir", str(out),
+            "--tasks", "zs_cifar10"], [out / "zs_cifar10.json"]
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def write(path, text):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def spec_case(change, problem):
+    """A replication-spec case: `change(document)` applied to the fixture spec."""
+    def build(tmp_path):
+        argv, outs = compare(tmp_path)
+        path = tmp_path / "replication" / "tiny.yaml"
+        document = yaml.safe_load(path.read_text())
+        change(document)
+        path.write_text(yaml.safe_dump(document, sort_keys=False))
+        return argv, path, problem, outs
+    return build
+
+
+def spec_text_case(edit, problem):
+    def build(tmp_path):
+        argv, outs = compare(tmp_path)
+        path = tmp_path / "replication" / "tiny.yaml"
+        path.write_text(edit(path.read_text()))
+        return argv, path, problem, outs
+    return build
+
+
+def expected_case(edit, problem):
+    def build(tmp_path):
+        argv, outs = compare(tmp_path)
+        path = tmp_path / "expected" / "tiny" / "table1.csv"
+        path.write_text(edit(path.read_text()))
+        return argv, path, problem, outs
+    return build
+
+
+def metrics_case(edit, problem):
+    """A metric-JSON case: `edit(text)` applied to tiny_clip's zs_cifar10.json."""
+    def build(tmp_path):
+        argv, outs = compare(tmp_path)
+        path = tmp_path / "results" / "smoke" / "metrics" / "tiny_clip" / "zs_cifar10.json"
+        path.write_text(edit(path.read_text()))
+        return argv, path, problem, outs
+    return build
+
+
+def metrics_record_case(change, problem):
+    def edit(text):
+        record = json.loads(text)
+        change(record)
+        return json.dumps(record)
+    return metrics_case(edit, problem)
+
+
+def config_case(text, problem):
+    def build(tmp_path):
+        path = write(tmp_path / "config.yaml", text)
+        argv, outs = synthesize(tmp_path, path)
+        return argv, path, problem, outs
+    return build
+
+
+def format_case(fmt, corrupt, problem, extra=()):
+    """A data-format case: `corrupt(fixture path)` applied to the format's fixture, read by `data check`."""
+    def build(tmp_path):
+        path, _, _ = BUILDERS[fmt](tmp_path)
+        named = corrupt(path)
+        argv, outs = data_check(fmt, path, *extra)
+        return argv, named if isinstance(named, Path) else path, problem, outs
+    return build
+
+
+def first_key(shard):
+    return next(iter_tar_samples(shard))[0]
+
+
+def shard_member_case(fmt, edit, problem):
+    def corrupt(shard):
+        edit_shard(shard, first_key(shard), edit)
+    return format_case(fmt, corrupt, problem)
+
+
+def tiny_checkpoint(path):
+    model_cfg = yaml.safe_load(DEFAULT_CONFIG.read_text())["model"]
+    backbone = next(iter(model_cfg["backbones"]))
+    recipe = {"method": "clip", "backbone": backbone, "overrides": {}, "model_cfg": model_cfg, "experiment": "e"}
+    save_checkpoint(path, build_model("clip", backbone, model_cfg), recipe, step=1)
+    return torch.load(path, weights_only=True)
+
+
+def checkpoint_case(make, problem):
+    def build(tmp_path):
+        path = tmp_path / "checkpoint.pt"
+        make(path)
+        argv, outs = evaluate(tmp_path, path)
+        return argv, path, problem, outs
+    return build
+
+
+def wrong_shape(path):
+    blob = tiny_checkpoint(path)
+    key = next(k for k, v in blob["model"].items() if v.dim() == 2)
+    blob["model"][key] = torch.zeros(3, 3)
+    torch.save(blob, path)
+
+
+def without_recipe(path):
+    blob = tiny_checkpoint(path)
+    del blob["recipe"]
+    torch.save(blob, path)
+
+
+def zero_sample_corpus(tmp_path):
+    """`hypvl train` on a corpus whose only shard holds no sample: refused, never an endless loop."""
+    spec = load_spec("replication/hycoclip.yaml")
+    experiment = next(e for e in spec.experiments.values() if e.source == "train" and e.method == "clip")
+    corpus = yaml.safe_load(DEFAULT_CONFIG.read_text())["corpora"][experiment.data]
+    shard = tmp_path / "data" / corpus / "00000.tar"
+    shard.parent.mkdir(parents=True)
+    tarfile.open(shard, "w").close()
+    config = write(tmp_path / "config.yaml", yaml.safe_dump({"data_dir": str(tmp_path / "data")}))
+    experiment = experiment.id
+    out = tmp_path / "model"
+    argv = ["train", "--spec", "replication/hycoclip.yaml", "--experiment", experiment, "--configfile",
+            str(config), "--out", str(out), "--quiet"]
+    return argv, shard.parent, "hold no samples", [out / "checkpoint.pt"]
+
+
+def manifest_case(entry, problem):
+    def build(tmp_path):
+        path = write(tmp_path / "sources.yaml", yaml.safe_dump({"datasets": {"x": entry}}))
+        dest = tmp_path / "dest"
+        return ["acquire", "x", "--dest", str(dest), "--sources", str(path)], path, problem, [dest]
+    return build
+
+
+def image_case(tmp_path):
+    """An image folder whose first image is a truncated JPEG."""
+    path, _, _ = BUILDERS["imagefolder"](tmp_path)
+    image = min(p for p in path.rglob("*") if p.suffix in (".jpg", ".png", ".jpeg"))
+    truncate(image, 0.3)
+    argv, outs = data_check("imagefolder", path)
+    return argv, image, "does not decode", outs
+
+
+# --------------------------------------------------------------------------- the corpus
+
+CASES = {
+    # config files
+    "config_empty": config_case("", "must be a mapping"),
+    "config_truncated": config_case("model:\n  embed_dim: [1, 2\n", "not valid YAML"),
+    "config_wrong_type": config_case("scale: 3\n", "config key scale: 3 is not"),
+    "config_unknown_key": config_case("sclae: smoke\n", "'sclae' was unexpected"),
+    "config_missing_file": lambda tmp_path: (synthesize(tmp_path, tmp_path / "nope.yaml")[0], tmp_path / "nope.yaml",
+                                             "config file not found", []),
+    "config_json_invalid": lambda tmp_path: (
+        ["synthesize", "--config-json", "{not json", "--out", str(tmp_path / "out")], "--config-json",
+        "not valid JSON", [tmp_path / "out"]),
+    # replication specs
+    "spec_empty": spec_text_case(lambda text: "", "None is not of type 'object'"),
+    "spec_truncated": spec_text_case(lambda text: text[:text.index("tables:") + 20] + ": [", "tiny.yaml:"),
+    "spec_duplicate_key": spec_text_case(lambda text: text.replace("      clip: tiny_clip\n",
+                                                                   "      clip: tiny_clip\n      clip: tiny_meru\n"),
+                                         "duplicate key 'clip'"),
+    "spec_unknown_key": spec_case(lambda d: d["tables"]["table1"].update(tolerence=1), "tolerence"),
+    "spec_missing_field": spec_case(lambda d: d.pop("title"), "'title' is a required property"),
+    "spec_wrong_type": spec_case(lambda d: d["tables"]["table1"].update(tolerance="one"), "'one' is not of type"),
+    "spec_misspelled_task": spec_case(
+        lambda d: d["tables"]["table1"]["columns"]["acc_a"].update(task="zs_cifar01"),
+        r"tables\.table1\.columns\.acc_a: unknown task 'zs_cifar01'"),
+    "spec_misspelled_metric": spec_case(
+        lambda d: d["tables"]["table1"]["columns"]["acc_a"].update(metric="top_1"),
+        r"tables\.table1\.columns\.acc_a: unknown metric of task 'zs_cifar10' 'top_1'"),
+    "spec_expected_escapes": spec_case(lambda d: d["tables"]["table1"].update(expected="../../x.csv"),
+                                       r"tables\.table1\.expected"),
+    # expected CSVs
+    "expected_empty": expected_case(lambda text: "", "table1.csv"),
+    "expected_truncated": expected_case(lambda text: text[:text.rindex("\n", 0, -1) + 12], "table1.csv"),
+    "expected_duplicate_row": expected_case(lambda text: text + text.splitlines()[1] + "\n", "clip"),
+    "expected_missing_column": expected_case(lambda text: text.replace(",0.79,dnc", ",0.79"), "table1.csv"),
+    "expected_wrong_type": expected_case(lambda text: text.replace("30.5", "thirty"), "thirty"),
+    # metric JSONs
+    "metrics_empty": metrics_case(lambda text: "", "not valid JSON"),
+    "metrics_truncated": metrics_case(lambda text: text[: len(text) // 2], "not valid JSON"),
+    "metrics_not_an_object": metrics_case(lambda text: "[1, 2]", "expected a JSON object"),
+    "metrics_nan": metrics_case(lambda text: text.replace("51.0", "NaN"), "'top1' is nan, not a finite number"),
+    "metrics_negative": metrics_record_case(lambda r: r["metrics"].update(top1=-5), r"outside \[0, 100\]"),
+    "metrics_over_100": metrics_record_case(lambda r: r["metrics"].update(top1=2100), r"outside \[0, 100\]"),
+    "metrics_wrong_type": metrics_record_case(lambda r: r["metrics"].update(top1="51"), "not a finite number"),
+    "metrics_missing_provenance": metrics_record_case(lambda r: r.pop("provenance"), "provenance"),
+    "metrics_wrong_experiment": metrics_record_case(lambda r: r.update(experiment="other"), "experiment is 'other'"),
+    # data formats
+    "coco_captions_truncated": format_case("coco_captions", truncate, "truncated JSON"),
+    "coco_captions_duplicate_id": format_case(
+        "coco_captions", lambda p: edit_json(p, lambda d: d["images"].append(dict(d["images"][0]))), "duplicate"),
+    "coco_captions_path_escapes": format_case(
+        "coco_captions", lambda p: edit_json(p, lambda d: d["images"][0].update(file_name="../../../etc/passwd")),
+        "points outside the image root"),
+    "coco_instances_missing_field": format_case(
+        "coco_instances", lambda p: edit_json(p, lambda d: d["images"][0].pop("width")), "width"),
+    "flickr30k_wrong_type": format_case(
+        "flickr30k", lambda p: edit_json(p, lambda d: d["images"][0].update(sentences=5)), "sentences"),
+    "vg_attribution_path_escapes": format_case(
+        "vg_attribution", lambda p: edit_json(p, lambda d: d[0].update(image_path="/etc/passwd")),
+        "points outside the image root"),
+    "hyperlex_truncated": format_case("hyperlex", lambda p: truncate(p, 0.85), "truncated line"),
+    "hierarcaps_test_empty": format_case("hierarcaps_test", lambda p: p.write_text(""), "hierarcaps_test.csv"),
+    "breeds_split_missing_field": format_case("breeds_split", lambda p: edit_json(p, lambda d: d.pop("label_map")),
+                                              "missing field 'label_map'"),
+    "wordnet_isa_wrong_type": format_case("wordnet_isa", lambda p: p.write_text("n00001740 dog\n"),
+                                          "'dog' is not a wnid"),
+    # images
+    "image_truncated_jpeg": image_case,
+    # shards
+    "redcaps_shard_truncated": format_case("redcaps", lambda p: truncate(p, 0.5), "truncated"),
+    "redcaps_shard_corrupt_jpeg": shard_member_case("redcaps", lambda m: m.update(jpg=m["jpg"][:40]),
+                                                    "image does not decode"),
+    "grit_shard_missing_json": shard_member_case("grit", lambda m: m.pop("json"), "missing member '.json'"),
+    "cc3m_shard_empty_caption_file": format_case("cc3m", lambda p: p.write_bytes(b""), "00000.tar"),
+    "grounded_shard_corrupt_child": shard_member_case(
+        "grounded", lambda m: m.update({"child.jpg": b"\xff\xd8 not a jpeg"}), "image does not decode"),
+    "train_zero_samples": zero_sample_corpus,
+    # checkpoints
+    "checkpoint_empty": checkpoint_case(lambda p: p.write_bytes(b""), "empty file"),
+    "checkpoint_text": checkpoint_case(lambda p: p.write_text("weights go here\n"), "not a PyTorch checkpoint"),
+    "checkpoint_truncated": checkpoint_case(lambda p: (tiny_checkpoint(p), truncate(p, 0.5)),
+                                            "not a readable checkpoint"),
+    "checkpoint_not_a_dict": checkpoint_case(lambda p: torch.save([1, 2], p), "a checkpoint is a dict"),
+    "checkpoint_missing_recipe": checkpoint_case(without_recipe, "no 'recipe' entry"),
+    "checkpoint_wrong_shape": checkpoint_case(wrong_shape, r"has shape \(3, 3\), the model expects"),
+    "checkpoint_missing": checkpoint_case(lambda p: None, "checkpoint not found"),
+    # acquisition manifests
+    "manifest_path_escapes": manifest_case({"files": [{"url": "https://x.invalid/a", "path": "../a",
+                                                       "sha256": None}]}, "inside the destination folder"),
+    "manifest_unpack_to_escapes": manifest_case(
+        {"files": [{"url": "https://x.invalid/a", "path": "a.tar", "sha256": None, "unpack": True,
+                    "unpack_to": "/tmp"}]}, "inside the destination folder"),
+    "manifest_unreachable_url": lambda tmp_path: (
+        manifest_case({"files": [{"url": "https://unreachable.invalid/a.tar", "path": "a.tar", "sha256": None}]},
+                      "")(tmp_path)[0], "https://unreachable.invalid/a.tar", "download failed after 3 attempts",
+        [tmp_path / "dest" / "a.tar"]),
+    "manifest_missing_field": manifest_case({"files": [{"url": "https://x.invalid/a"}]}, "needs url, path and sha256"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_bad_input_is_refused_in_one_line(name, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(REPO)
+    argv, named, problem, outputs = CASES[name](tmp_path)
+    capsys.readouterr()
+    code = main(argv)
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code != 0
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert str(named) in lines[0] and re.search(problem, lines[0]), lines[0]
+    assert not any(path.exists() for path in outputs)
+
+
+def test_the_corpus_is_large_enough():
+    assert len(CASES) >= 40

@@ -1,0 +1,78 @@
+"""DAG faults: the workflow killed at a random point (SIGTERM to Snakemake, or SIGKILL to its whole process
+group) and started again finishes without redoing finished jobs, and its result is byte-identical to an
+uninterrupted run's (no job consumed a partial output). After a hard kill, the README's recovery is used:
+`snakemake --unlock`, then the same command with `--rerun-incomplete`."""
+
+import hashlib
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import REPO
+from test_workflow import TINY
+
+TARGET = "results/models/meru_clip_vits/checkpoint.pt"  # synthesize, ground, train: 4 jobs, ~20 s on one core
+# the last output each upstream job writes (atomically): it exists only once the job has finished
+FINISHED = ("data/train/redcaps/corpus.json", "data/manifest.json", "data/train/redcaps_grounded/grounding.json")
+
+
+def workdir(tmp_path: Path, name: str) -> Path:
+    """A Snakemake working folder (its own .snakemake, so locks stay out of the repository) with the tiny config."""
+    folder = tmp_path / name
+    folder.mkdir()
+    config = {**TINY, "data_dir": str(folder / "data"), "results_dir": str(folder / "results"),
+              "reports_dir": str(folder / "reports"), **{f"{key}_dir": str(REPO / key)
+                                                         for key in ("replication", "expected", "baselines")}}
+    (folder / "config.yaml").write_text(yaml.safe_dump(config))
+    return folder
+
+
+def command(folder: Path, *extra: str) -> list[str]:
+    return [str(Path(sys.executable).parent / "snakemake"), "-s", str(REPO / "Snakefile"), "--directory",
+            str(folder), str(folder / TARGET), "--cores", "1", "--configfile", str(folder / "config.yaml"), *extra]
+
+
+def run(folder: Path, *extra: str) -> subprocess.CompletedProcess:
+    done = subprocess.run(command(folder, *extra), capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def finished_outputs(folder: Path) -> dict[str, int]:
+    """The FINISHED outputs present, with their modification times."""
+    return {name: (folder / name).stat().st_mtime_ns for name in FINISHED if (folder / name).exists()}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("hard", [False, True], ids=["sigterm", "sigkill_group"])
+def test_killed_workflow_resumes_without_redoing_or_consuming_partial_outputs(tmp_path, hard):
+    reference = workdir(tmp_path, "reference")
+    run(reference)
+    folder = workdir(tmp_path, "killed")
+    delay = random.uniform(2.0, 16.0)
+    process = subprocess.Popen(command(folder), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True)
+    time.sleep(delay)
+    if hard:
+        os.killpg(process.pid, signal.SIGKILL)
+    else:
+        process.send_signal(signal.SIGTERM)
+    process.wait(timeout=120)
+    before = finished_outputs(folder)
+    if hard:
+        run(folder, "--unlock")
+    resumed = run(folder, *(["--rerun-incomplete"] if hard else []))
+    assert digest(folder / TARGET) == digest(reference / TARGET), f"killed after {delay:.1f} s"
+    redone = [name for name, mtime in before.items() if (folder / name).stat().st_mtime_ns != mtime]
+    assert redone == [], f"killed after {delay:.1f} s, redone: {redone}\n{resumed.stdout[-2000:]}"
