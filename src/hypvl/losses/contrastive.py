@@ -61,6 +61,11 @@ def clip_logits(a: Tensor, b: Tensor, logit_scale: Tensor | float) -> Tensor:
     return scale * F.normalize(a, dim=-1) @ F.normalize(b, dim=-1).T
 
 
+def times_inverse_temperature(similarity: Tensor, logit_scale: Tensor | float) -> Tensor:
+    """(B1, B2) similarities times `exp(logit_scale)`: the logits of a learned-temperature contrastive loss."""
+    return similarity * torch.exp(torch.as_tensor(logit_scale, dtype=similarity.dtype, device=similarity.device))
+
+
 @full_precision
 def lorentz_logits(
     a: Tensor, b: Tensor, curv: float | Tensor, logit_scale: Tensor | float
@@ -75,8 +80,7 @@ def lorentz_logits(
     Returns:
         (B1, B2) logits `-d_L(a_i, b_k) / tau`.
     """
-    scale = torch.exp(torch.as_tensor(logit_scale, dtype=a.dtype, device=a.device))
-    return -lorentz.pairwise_dist(a, b, curv) * scale
+    return times_inverse_temperature(-lorentz.pairwise_dist(a, b, curv), logit_scale)
 
 
 @full_precision
@@ -96,8 +100,7 @@ def lorentz_inner_logits(
     Returns:
         (B1, B2) logits `<a_i, b_k>_L / tau`.
     """
-    scale = torch.exp(torch.as_tensor(logit_scale, dtype=a.dtype, device=a.device))
-    return lorentz.pairwise_inner(a, b, curv) * scale
+    return times_inverse_temperature(lorentz.pairwise_inner(a, b, curv), logit_scale)
 
 
 def check_terms(terms: Sequence[str], known: Sequence[str]) -> None:

@@ -15,6 +15,7 @@ from torch import Tensor
 
 from hypvl.geometry import poincare
 from hypvl.geometry.precision import full_precision
+from hypvl.losses.contrastive import times_inverse_temperature
 
 ENTAILMENT_ORDERS = ("entropy", "text_entails_image")
 ENTROPY_INPUTS = ("softmax", "abs")
@@ -32,8 +33,7 @@ def poincare_logits(a: Tensor, b: Tensor, curv: float | Tensor, logit_scale: Ten
     Returns:
         (B1, B2) logits `-d_P(a_i, b_k) / tau`.
     """
-    scale = torch.exp(torch.as_tensor(logit_scale, dtype=a.dtype, device=a.device))
-    return -poincare.pairwise_dist(a, b, curv) * scale
+    return times_inverse_temperature(-poincare.pairwise_dist(a, b, curv), logit_scale)
 
 
 @full_precision
