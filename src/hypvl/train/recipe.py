@@ -4,7 +4,7 @@ experiment overrides the trainer honours. Declarations only (no torch), so the w
 from dataclasses import dataclass
 
 from hypvl.errors import InputError
-from hypvl.models.methods import ARCHITECTURE_OVERRIDES, EVAL_OVERRIDES, METHOD_NAMES, MODEL_OVERRIDES
+from hypvl.models.methods import ARCHITECTURE_OVERRIDES, EVAL_OVERRIDES, METHOD_NAMES, MODEL_OVERRIDES, PARSE_METHODS
 
 # experiment overrides the trainer itself reads (the schedule, and MERU Table 3's frozen-encoder runs)
 TRAINER_OVERRIDES = ("steps", "batch_size", "lr", "init_from", "freeze_encoders")
@@ -20,6 +20,9 @@ def check_recipe(experiment: dict) -> None:
     method = experiment["method"]
     if method not in METHOD_NAMES:
         raise InputError(f"experiment {experiment['id']!r}: unknown method {method!r} (built: {list(METHOD_NAMES)})")
+    if method in PARSE_METHODS and experiment.get("boxes", False):
+        raise InputError(f"experiment {experiment['id']!r}: {method} trains on whole image-caption pairs with their "
+                         "parses; it takes no boxes (set boxes: false)")
     ignored = sorted(set(experiment.get("overrides") or {}) - supported_overrides(method))
     if ignored:
         raise InputError(f"experiment {experiment['id']!r}: method {method!r} does not support the overrides "

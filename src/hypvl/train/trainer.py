@@ -46,9 +46,6 @@ def train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path]
     torch.manual_seed(experiment.get("seed", 0))
     torch.use_deterministic_algorithms(device.type == "cpu")
     overrides = experiment.get("overrides") or {}
-    if experiment["method"] in PARSE_METHODS and experiment.get("boxes", False):
-        raise InputError(f"experiment {experiment['id']!r}: {experiment['method']} trains on whole image-caption "
-                         "pairs with their parses; it takes no boxes (set boxes: false)")
     schedule = resolve_schedule(overrides, train_cfg)
     try:
         model = build_model(experiment["method"], experiment["backbone"], model_cfg, overrides)
