@@ -12,16 +12,21 @@ import torch
 
 from hypvl.evaluate.features import text_embeddings
 from hypvl.evaluate.metrics import check_finite
-from hypvl.geometry import lorentz, poincare
+from hypvl.geometry import lorentz, poincare, radial
 
 # a hyperbolic model's `geometry` -> the module of its space (both give dist_to_origin and oxy_angle)
 HYPERBOLIC = {"lorentz": lorentz, "poincare": poincare}
 
 
 def entailment_root(model, tokenizer) -> torch.Tensor | None:
-    """(D,) empty-string text embedding for Euclidean models; None (the origin) for hyperbolic ones."""
+    """(D,) root of a Euclidean model: the one its radial fine-tuning fixed or learned (`radial_root`, set by
+    `load_checkpoint`) where there is one, else the empty-string text embedding; None (the origin) for hyperbolic
+    models."""
     if model.geometry in HYPERBOLIC:
         return None
+    stored = getattr(model, "radial_root", None)
+    if stored is not None:
+        return stored
     return text_embeddings(model, tokenizer, [""], 1, "empty-string root")[0]
 
 
@@ -30,7 +35,7 @@ def radii(model, embeddings: torch.Tensor, root: torch.Tensor | None) -> torch.T
     if root is None:
         out = HYPERBOLIC[model.geometry].dist_to_origin(embeddings, model.curvature)
     else:
-        out = torch.linalg.vector_norm(embeddings - root, dim=-1)
+        out = radial.radius(embeddings, root)
     check_finite("radii", out)
     return out
 
@@ -40,8 +45,7 @@ def exterior_angles(model, general: torch.Tensor, specific: torch.Tensor, root: 
     if root is None:
         out = HYPERBOLIC[model.geometry].oxy_angle(general, specific, model.curvature)
     else:
-        cosine = torch.nn.functional.cosine_similarity(general - root, specific - general, dim=-1)
-        out = torch.arccos(cosine.clamp(-1.0, 1.0))
+        out = radial.exterior_angle(general, specific, root)
     check_finite("exterior angles", out)
     return out
 

@@ -1,1 +1,2 @@
-"""Hyperbolic geometry: the Lorentz model (MERU/HyCoCLIP) and the Poincaré ball (PoinCLIP)."""
+"""Geometry: the Lorentz model (MERU/HyCoCLIP), the Poincaré ball (PoinCLIP) and Euclidean radial embeddings
+(HierarCaps)."""
