@@ -4,13 +4,14 @@ Images arrive in [0, 1] and are normalised inside the model (ImageNet mean/std, 
 """
 
 import math
+from functools import cached_property
 
 import torch
 from torch import nn
 
 from hypvl.losses.contrastive import clip_logits, symmetric_contrastive
 
-from .encoders import ImageEncoder, TextEncoder
+from .encoders import ImageEncoder, TextEncoder, Tokenizer
 
 PIXEL_MEAN = (0.485, 0.456, 0.406)
 PIXEL_STD = (0.229, 0.224, 0.225)
@@ -22,6 +23,7 @@ class CLIP(nn.Module):
 
     geometry = "euclidean"
     scalar_names = ("logit_scale",)
+    text_scalar_names: tuple[str, ...] = ()  # learned scalars of the text side (MERU's text scale)
 
     def __init__(self, visual: ImageEncoder, textual: TextEncoder, embed_dim: int, temperature: float = 0.07):
         super().__init__()
@@ -33,6 +35,21 @@ class CLIP(nn.Module):
         self.logit_scale = nn.Parameter(torch.tensor(math.log(1.0 / temperature)))
         self.register_buffer("pixel_mean", torch.tensor(PIXEL_MEAN).view(3, 1, 1))
         self.register_buffer("pixel_std", torch.tensor(PIXEL_STD).view(3, 1, 1))
+
+    @cached_property
+    def tokenizer(self) -> Tokenizer:
+        """texts -> (B, L) token ids for this model's text tower."""
+        return Tokenizer(self.textual.context_length)
+
+    @property
+    def image_size(self) -> int:
+        """The (square) input size of the image tower, in pixels."""
+        return self.visual.image_size
+
+    def text_parameters(self) -> list[nn.Parameter]:
+        """The text tower, its projection and the text-side learned scalars: what text-only fine-tuning trains."""
+        return [*self.textual.parameters(), *self.textual_proj.parameters(),
+                *(getattr(self, name) for name in self.text_scalar_names)]
 
     def clamp_scalars(self) -> None:
         """Clamp learned log-space scalars to the papers' ranges (called before each forward)."""

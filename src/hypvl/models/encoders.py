@@ -76,6 +76,7 @@ class ImageEncoder(nn.Module):
                 self.vit.pos_embed.copy_(pos[None])
             self.vit.pos_embed.requires_grad_(False)
         self.width = cfg.width
+        self.image_size = cfg.image_size
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         return self.vit(images)
