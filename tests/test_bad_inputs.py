@@ -188,6 +188,29 @@ def zero_sample_corpus(tmp_path):
     return argv, shard.parent, "hold no samples", [out / "checkpoint.pt"]
 
 
+TRAIN_ROWS = "positive,negative\n" + "an animal => a dog => a small dog => a small dog on the beach,a vehicle => a cat" \
+    " => a large dog => a small dog in the snow\n"
+
+
+def finetune_case(overrides, rows, problem, named="csv"):
+    """`hypvl finetune` of a radial_ft experiment (the fixture spec's tiny_clip as base) with `overrides` on a train
+    CSV of `rows` (text after the header); `named`: the file the line must name (`csv` or `spec`)."""
+    def build(tmp_path):
+        shutil.copytree(FIXTURE, tmp_path, dirs_exist_ok=True)
+        spec = tmp_path / "replication" / "tiny.yaml"
+        document = yaml.safe_load(spec.read_text())
+        document["experiments"]["tiny_ft"] = {"method": "radial_ft", "backbone": "vit_s16", "data": "hierarcaps_train",
+                                              "source": "train", "overrides": {"base": "tiny_clip", **overrides}}
+        spec.write_text(yaml.safe_dump(document, sort_keys=False))
+        tiny_checkpoint(tmp_path / "base.pt")
+        csv = write(tmp_path / "train.csv", TRAIN_ROWS + rows)
+        out = tmp_path / "model"
+        argv = ["finetune", "--spec", str(spec), "--experiment", "tiny_ft", "--base-checkpoint",
+                str(tmp_path / "base.pt"), "--train-csv", str(csv), "--out", str(out), "--quiet"]
+        return argv, csv if named == "csv" else spec, problem, [out / "checkpoint.pt"]
+    return build
+
+
 def manifest_case(entry, problem):
     def build(tmp_path):
         path = write(tmp_path / "sources.yaml", yaml.safe_dump({"datasets": {"x": entry}}))
@@ -291,6 +314,14 @@ CASES = {
     "checkpoint_missing_recipe": checkpoint_case(without_recipe, "no 'recipe' entry"),
     "checkpoint_wrong_shape": checkpoint_case(wrong_shape, r"has shape \(3, 3\), the model expects"),
     "checkpoint_missing": checkpoint_case(lambda p: None, "checkpoint not found"),
+    # HierarCaps RE fine-tuning
+    "finetune_malformed_train_row": finetune_case({}, "an animal => a dog => a small dog,a vehicle => a cat\n",
+                                                  r"line 3: 'positive' should be 4 non-empty levels"),
+    "finetune_unknown_override": finetune_case({"rooot": "fixed_mean"}, "",
+                                               r"experiment 'tiny_ft': method 'radial_ft' does not support the "
+                                               r"overrides \['rooot'\]", named="spec"),
+    "finetune_bad_override_value": finetune_case({"objective": "clip_loss"}, "",
+                                                 r"override objective must be one of", named="spec"),
     # acquisition manifests
     "manifest_path_escapes": manifest_case({"files": [{"url": "https://x.invalid/a", "path": "../a",
                                                        "sha256": None}]}, "inside the destination folder"),

@@ -20,9 +20,10 @@ from hypvl.data.formats.coco_instances import (BANSAL_BASE_CATEGORIES, BANSAL_NO
                                                read_coco_instances, zero_shot_split)
 from hypvl.data.formats.flickr30k import read_flickr30k
 from hypvl.data.formats.grit import read_grit
-from hypvl.data.formats.hierarcaps import read_hierarcaps_test, read_hierarcaps_train
+from hypvl.data.formats.hierarcaps import read_hierarcaps_test, read_hierarcaps_train, train_images
 from hypvl.data.formats.hyperlex import read_hyperlex
 from hypvl.data.formats.imagefolder import load_image, read_imagefolder
+from hypvl.data.formats.images import decode_image
 from hypvl.data.formats.redcaps import read_redcaps
 from hypvl.data.formats.yfcc import read_yfcc
 from hypvl.data.formats.vg_attribution import read_vg_attribution
@@ -269,6 +270,8 @@ def test_hierarcaps_chains_entail_from_general_to_specific(tiny):
         assert PARENT[_noun(n[1])] == _noun(p[0])                   # ... and entails positive tier i-1
         assert PARENT[_noun(n[2])] == _noun(p[1]) and n[2].split()[1] == p[2].split()[1]
         assert n[3].startswith(" ".join(p[2].split()[:2])) and _noun(p[2]) in n[3].split()
+    images = train_images(pairs, tiny / DATASETS["hierarcaps_train_images"])  # cross-referenced by tier-4 caption
+    assert all(image is not None and decode_image(image, "row").size == (TINY.image_size,) * 2 for image in images)
 
 
 def test_wordnet_isa_and_hyperlex(tiny):

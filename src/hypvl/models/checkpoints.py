@@ -14,10 +14,14 @@ PICKLE_PROTOCOL = b"\x80"  # the legacy format: a bare pickle (protocol 2 and la
 RECIPE_KEYS = ("method", "backbone", "model_cfg")
 
 
-def save_checkpoint(path: Path, model, recipe: dict, step: int) -> None:
-    """Write ``{"model": state_dict, "recipe": {method, backbone, overrides, model_cfg}, "step"}`` atomically."""
+def save_checkpoint(path: Path, model, recipe: dict, step: int, radial_root: torch.Tensor | None = None) -> None:
+    """Write ``{"model": state_dict, "recipe": {method, backbone, overrides, model_cfg}, "step"}`` atomically, plus
+    the (D,) entailment root evaluation is to use where a radial fine-tuning gives one (`radial_root`)."""
+    blob = {"model": model.state_dict(), "recipe": recipe, "step": step}
+    if radial_root is not None:
+        blob["radial_root"] = radial_root.detach().cpu()
     with atomic_write(path, "wb") as handle:
-        torch.save({"model": model.state_dict(), "recipe": recipe, "step": step}, handle)
+        torch.save(blob, handle)
 
 
 def load_state(model, state: dict, source: str) -> None:
@@ -62,16 +66,25 @@ def read_checkpoint(path: Path, required=("model",)) -> dict:
     return blob
 
 
+def build_from_recipe(recipe, source) -> torch.nn.Module:
+    """A freshly initialised model of the architecture `recipe` describes (method, backbone, overrides, model_cfg);
+    InputError names `source` (the file the recipe came from) when it describes none."""
+    if not isinstance(recipe, dict) or any(key not in recipe for key in RECIPE_KEYS):
+        raise InputError(f"{source}: the checkpoint's recipe must be a mapping with {', '.join(RECIPE_KEYS)}")
+    try:
+        return build_model(recipe["method"], recipe["backbone"], recipe["model_cfg"], recipe.get("overrides"))
+    except (InputError, KeyError, TypeError) as exc:
+        raise InputError(f"{source}: the checkpoint's recipe does not build a model ({exc})") from None
+
+
 def load_checkpoint(path: Path):
     """Rebuild the model saved at `path` in eval mode; returns it and its recipe (method, backbone,
-    overrides, model_cfg, experiment)."""
+    overrides, model_cfg, experiment). A checkpoint holding a `radial_root` (a fine-tuning that learned or fixed
+    its entailment root, `hypvl.train.radial`) sets the model's `radial_root`, which evaluation uses as the root."""
     blob = read_checkpoint(path, ("model", "recipe"))
     recipe = blob["recipe"]
-    if not isinstance(recipe, dict) or any(key not in recipe for key in RECIPE_KEYS):
-        raise InputError(f"{path}: the checkpoint's recipe must be a mapping with {', '.join(RECIPE_KEYS)}")
-    try:
-        model = build_model(recipe["method"], recipe["backbone"], recipe["model_cfg"], recipe.get("overrides"))
-    except (InputError, KeyError, TypeError) as exc:
-        raise InputError(f"{path}: the checkpoint's recipe does not build a model ({exc})") from None
+    model = build_from_recipe(recipe, path)
     load_state(model, blob["model"], str(path))
+    if blob.get("radial_root") is not None:
+        model.radial_root = blob["radial_root"]
     return model.eval(), recipe

@@ -47,8 +47,27 @@ def _train(args) -> None:
              summary["corrupt_images_skipped"])
 
 
+def _finetune(args) -> None:
+    import torch
+
+    from .radial import finetune, radial_recipe
+
+    config = config_from_args(args)
+    torch.set_num_threads(args.threads)
+    experiment = experiment_from_spec(args.spec, args.experiment)
+    try:
+        radial_recipe(experiment)  # every override checked, naming the spec, before a weight or a row is read
+    except InputError as exc:
+        raise InputError(f"{args.spec}: {exc}") from None
+    summary = finetune(experiment, args.base_checkpoint, args.train_csv, config["radial_ft"], Path(args.out),
+                       progress=not args.quiet, images=args.train_images)
+    log.info("%s: %d steps (%d epochs of %d rows) in %s s, final loss %.4f", experiment["id"],
+             summary["schedule"]["steps"], summary["schedule"]["epochs"], summary["items"], summary["seconds"],
+             summary["final"]["loss"])
+
+
 def add_commands(subparsers) -> None:
-    """Register `train`."""
+    """Register `train` and `finetune`."""
     train = subparsers.add_parser("train", help="train one experiment of a replication spec")
     add_config_arguments(train)
     train.add_argument("--spec", required=True, help="replication/<paper>.yaml")
@@ -59,3 +78,17 @@ def add_commands(subparsers) -> None:
     train.add_argument("--threads", type=positive_int, default=1, help="torch threads")
     train.add_argument("--quiet", action="store_true", help="no progress bar")
     train.set_defaults(func=_train)
+
+    finetune = subparsers.add_parser("finetune", help="align the text tower of a model to HierarCaps (radial_ft)")
+    add_config_arguments(finetune)
+    finetune.add_argument("--spec", required=True, help="replication/<paper>.yaml")
+    finetune.add_argument("--experiment", required=True, help="a radial_ft experiment of the spec")
+    finetune.add_argument("--base-checkpoint", type=Path, required=True,
+                          help="checkpoint of the model the experiment's `base` override names")
+    finetune.add_argument("--train-csv", type=Path, required=True, help="HierarCaps hierarcaps_train.csv(.gz)")
+    finetune.add_argument("--train-images", type=Path, default=None,
+                          help="CC3M shards holding the train rows' images (the CLIP objective reads them)")
+    finetune.add_argument("--out", required=True, help="results/<scale>/models/<experiment>")
+    finetune.add_argument("--threads", type=positive_int, default=1, help="torch threads")
+    finetune.add_argument("--quiet", action="store_true", help="no progress bar")
+    finetune.set_defaults(func=_finetune)

@@ -8,18 +8,27 @@ from hypvl.models.methods import ARCHITECTURE_OVERRIDES, EVAL_OVERRIDES, METHOD_
 
 # experiment overrides the trainer itself reads (the schedule, and MERU Table 3's frozen-encoder runs)
 TRAINER_OVERRIDES = ("steps", "batch_size", "lr", "init_from", "freeze_encoders")
+# HierarCaps' text-only Radial Embedding alignment of the model of another experiment (`base`: its id or its
+# source), by `hypvl finetune` (hypvl.train.radial reads and checks these; the paper's values are the defaults)
+RADIAL_METHOD = "radial_ft"
+RADIAL_OVERRIDES = ("base", "epochs", "batch_size", "lr", "lambda_re", "lambda_reg", "regulariser", "objective",
+                    "negatives", "drop_tiers", "root", "train_only_root", "eval_root", "init", "ec_alpha",
+                    "ec_epsilon", "ec_margin")
 
 
 def supported_overrides(method: str) -> set[str]:
     """The experiment overrides something reads when training or evaluating `method` (a known method)."""
+    if method == RADIAL_METHOD:
+        return {*RADIAL_OVERRIDES, *EVAL_OVERRIDES}
     return {*TRAINER_OVERRIDES, *ARCHITECTURE_OVERRIDES, *MODEL_OVERRIDES[method], *EVAL_OVERRIDES}
 
 
 def check_recipe(experiment: dict) -> None:
     """InputError naming the experiment when its method is not built or an override would be ignored."""
     method = experiment["method"]
-    if method not in METHOD_NAMES:
-        raise InputError(f"experiment {experiment['id']!r}: unknown method {method!r} (built: {list(METHOD_NAMES)})")
+    if method not in (*METHOD_NAMES, RADIAL_METHOD):
+        raise InputError(f"experiment {experiment['id']!r}: unknown method {method!r} "
+                         f"(built: {[*METHOD_NAMES, RADIAL_METHOD]})")
     if method in PARSE_METHODS and experiment.get("boxes", False):
         raise InputError(f"experiment {experiment['id']!r}: {method} trains on whole image-caption pairs with their "
                          "parses; it takes no boxes (set boxes: false)")

@@ -18,7 +18,7 @@ from hypvl.models.methods import PARSE_METHODS
 
 from .data import TrainingStream
 from .optim import build_optimizer, build_scheduler
-from .recipe import check_recipe, resolve_schedule, stream_mode
+from .recipe import RADIAL_METHOD, check_recipe, resolve_schedule, stream_mode
 
 LOG_FIELDS = ("step", "loss", "contrastive", "entailment", "syntax", "lr", "curvature", "temperature")
 
@@ -40,6 +40,9 @@ def train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path]
     checkpoint.pt, train_log.csv and train_summary.json. Returns the summary. An experiment with
     `init_from` starts from the encoders of `init_checkpoint` (frozen with `freeze_encoders`)."""
     check_recipe(experiment)
+    if experiment["method"] == RADIAL_METHOD:
+        raise InputError(f"experiment {experiment['id']!r} aligns another experiment's model ({RADIAL_METHOD}): "
+                         "run `hypvl finetune`")
     out_dir = Path(out_dir)
     device = select_device(train_cfg["device"])
     amp = train_cfg["amp"] and device.type == "cuda"

@@ -6,7 +6,9 @@ repository as `assets/test_imgs/<basename of image_url>`, so the default image f
 `<csv folder>/../assets/test_imgs`. Several rows may share an image.
 `data/hierarcaps_train.csv.gz` (or an uncompressed .csv): columns `positive,negative`, each four
 levels joined by " => " (a caption chain and its contrasting chain). Levels are split on "=>" and
-stripped, as the upstream evaluator does.
+stripped, as the upstream evaluator does. The train rows carry no images: upstream's data README retrieves them
+"by cross-referencing captions in CC", i.e. the CC3M sample whose caption is the row's last positive level (the
+original CC caption): `train_images`.
 """
 
 import csv
@@ -19,6 +21,7 @@ from urllib.parse import urlparse
 
 from hypvl.io import atomic_write
 
+from .cc3m import iter_cc3m
 from .common import Where, read_csv_rows, resolve_image
 
 LEVELS = 4
@@ -94,6 +97,18 @@ def read_hierarcaps_train(path: Path) -> list[HierarCapsPair]:
         HierarCapsPair(*(split_levels(row[column], column, where) for column in columns))
         for where, row in read_csv_rows(Path(path), columns)
     ]
+
+
+def train_images(pairs: Sequence[HierarCapsPair], cc3m) -> list[bytes | None]:
+    """The encoded image of each train row: that of the first sample of the CC3M shards `cc3m` (a folder, a shard
+    or a list, the `cc3m` format) whose stripped caption is the row's last positive level; None where none is."""
+    wanted = {pair.positive[-1] for pair in pairs}
+    found: dict[str, bytes] = {}
+    for sample in iter_cc3m(cc3m):
+        caption = sample.caption.strip()
+        if caption in wanted and caption not in found:
+            found[caption] = sample.image
+    return [found.get(pair.positive[-1]) for pair in pairs]
 
 
 def _write_csv(path: Path, header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:

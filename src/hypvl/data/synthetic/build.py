@@ -23,7 +23,7 @@ __all__ = ["CLASSIFICATION_SETS", "MERU_EXTRA_SETS", "WorldSettings", "build_wor
            "write_raw_corpus"]
 
 EVAL_DATASETS = ("coco_captions", "coco_instances", "flickr30k", "imagenet_isa", "vlchecklist", "vg_attribution",
-                 "hierarcaps_test", "hierarcaps_train", "hyperlex", "breeds")
+                 "hierarcaps_test", "hierarcaps_train", "hierarcaps_train_images", "hyperlex", "breeds")
 
 
 CORPUS_SUMMARY = "corpus.json"  # beside a raw corpus's shards: what was written (format, samples, shards)
@@ -65,7 +65,8 @@ def write_evaluation_world(settings: WorldSettings, out: Path, datasets: dict[st
         "flickr30k": evalsets.write_flickr(settings, path["flickr30k"]),
         "vlchecklist": evalsets.write_vlchecklist_sets(settings, path["vlchecklist"]),
         "vg_attribution": evalsets.write_vg_attribution_set(settings, path["vg_attribution"]),
-        "hierarcaps": evalsets.write_hierarcaps_sets(settings, path["hierarcaps_test"], path["hierarcaps_train"]),
+        "hierarcaps": evalsets.write_hierarcaps_sets(settings, path["hierarcaps_test"], path["hierarcaps_train"],
+                                                     path["hierarcaps_train_images"]),
         "imagenet_isa": evalsets.write_wordnet(path["imagenet_isa"]),
         "hyperlex": evalsets.write_hyperlex_set(settings, path["hyperlex"]),
         "breeds": evalsets.write_breeds_sets(path["breeds"], CLASSIFICATION_SETS["imagenet"].classes),

@@ -30,6 +30,7 @@ from hypvl.data.formats.breeds import (
     write_breeds_hierarchy,
     write_breeds_split,
 )
+from hypvl.data.formats.cc3m import CC3MSample, write_cc3m
 from hypvl.data.formats.coco_captions import write_coco_captions
 from hypvl.data.formats.coco_instances import (
     BANSAL_BASE_CATEGORIES,
@@ -50,6 +51,7 @@ from hypvl.data.formats.hierarcaps import (
     write_hierarcaps_train,
 )
 from hypvl.data.formats.hyperlex import HyperLexPair, write_hyperlex
+from hypvl.data.formats.images import encode_image
 from hypvl.data.formats.vg_attribution import AttributionItem, write_vg_attribution
 from hypvl.data.formats.vlchecklist import (
     CheckListItem,
@@ -371,9 +373,11 @@ def _chain_negative(rng, obj: render.Placed, pic: render.Picture) -> tuple[str, 
             captions.with_article([obj.size, other_texture[rng.integers(len(other_texture))], leaf.name]) + " " + scene)
 
 
-def write_hierarcaps_sets(settings: WorldSettings, test_csv: Path, train_csv: Path) -> dict:
+def write_hierarcaps_sets(settings: WorldSettings, test_csv: Path, train_csv: Path, train_images: Path) -> dict:
     """HierarCaps-like test rows (one-object pictures, images at the reader's default folder) and
-    train positive/negative chains (concepts of superordinates with several basic categories)."""
+    train positive/negative chains (concepts of superordinates with several basic categories), plus the train
+    rows' pictures as a CC3M-style shard whose captions are their tier-4 captions (upstream's train images are
+    found by cross-referencing those captions in CC3M)."""
     image_root = Path(test_csv).parent.parent / "assets" / "test_imgs"
     leaves, items = leaf_concepts(), []
     for index in range(settings.hierarcaps_test):
@@ -386,13 +390,18 @@ def write_hierarcaps_sets(settings: WorldSettings, test_csv: Path, train_csv: Pa
                                     save_image(pic.image, image_root / name)))
     write_hierarcaps_test(test_csv, items)
     contrastable = [c for c in leaves if len(TAXONOMY[c.superordinate]) > 1]
-    pairs = []
+    pairs, samples = [], []
     for index in range(settings.hierarcaps_train):
         rng = rng_for(settings.seed, "hierarcaps/train", index)
         obj = random_object(rng, contrastable)
         pic = render.Picture(scene=str(rng.choice(list(SCENES))), objects=[obj])
         pairs.append(HierarCapsPair(captions.caption_chain(obj, pic), _chain_negative(rng, obj, pic)))
+        render.place(pic.objects, settings.image_size, rng)  # drawn after the captions: they keep their stream
+        render.draw(pic, settings.image_size, rng)
+        samples.append(CC3MSample(f"{index:09d}", encode_image(pic.image), pairs[-1].positive[-1]))
     write_hierarcaps_train(train_csv, pairs)
+    Path(train_images).mkdir(parents=True, exist_ok=True)
+    write_cc3m(Path(train_images) / "00000.tar", samples)
     return {"test": len(items), "train": len(pairs)}
 
 
