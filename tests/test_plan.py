@@ -105,11 +105,15 @@ def dry_run(target: str, tmp_path) -> dict[str, int]:
 
 def runnable_pairs(specs, needs) -> set[tuple[str, str]]:
     """(experiment, task) pairs the suite can produce, judged from the specs, registries and config directly."""
-    corpora = yaml.safe_load(DEFAULT_CONFIG.read_text())["corpora"]
+    config = yaml.safe_load(DEFAULT_CONFIG.read_text())
+    corpora, datasets = config["corpora"], config["eval"]["datasets"]
 
     experiments = {exp_id: e for spec in specs.values() for exp_id, e in spec.experiments.items()}
 
     def trained(e):
+        if e.method == "radial_ft":  # aligns the model of the experiment its `base` names, by id or by source
+            base = next((exp for exp in sorted(experiments) if e.overrides["base"] in (exp, experiments[exp].source)))
+            return e.source == "train" and e.data in datasets and trained(experiments[base])
         known = {"steps", "batch_size", "lr", "embed_dim", "pos_embed", "init_from", "freeze_encoders", "eval_prompts",
                  *MODEL_OVERRIDES.get(e.method, ())}
         start = e.overrides.get("init_from")
@@ -141,7 +145,7 @@ def test_index_plans_every_table_of_every_paper(tmp_path):
     recipes = {json.dumps([e.method, e.backbone, e.data, e.boxes, e.seed,  # evaluation overrides train no model
                            {k: v for k, v in e.overrides.items() if k != "eval_prompts"}], sort_keys=True): exp
                for exp, e in sorted(experiments.items(), reverse=True) if exp in trained}  # the first id remains
-    assert jobs["train"] == len(recipes) < len(trained)  # e.g. PoinCLIP's MERU rows repeat MERU's recipes
+    assert jobs["train"] + jobs.get("finetune", 0) == len(recipes) < len(trained)  # PoinCLIP's MERU rows: MERU's
     groups = {(exp, task_group(task, "smoke")) for exp, task in pairs} - {(exp, g) for exp in recipes.values()
                                                                             for g in WITH_TRAINING}
     evaluate = {job: count for job, count in jobs.items() if job.startswith("evaluate_")}

@@ -1,4 +1,5 @@
-# Models: one job per experiment of the replication specs: trained, or imported from released weights.
+# Models: one job per experiment of the replication specs: trained, fine-tuned from another experiment's model,
+# or imported from released weights.
 # A training job also evaluates its model on the `evaluate_with_training` groups, in the same process.
 
 
@@ -12,7 +13,7 @@ rule train:
         summary=f"{RESULTS}/models/{{experiment}}/train_summary.json",
         metrics=[path for group in PLAN.with_training for path in PLAN.group_outputs(group)],
     wildcard_constraints:
-        experiment=PLAN.trained_pattern(),  # one job per distinct recipe (Plan.model_of)
+        experiment=PLAN.trained_by("train"),  # one job per distinct recipe (Plan.model_of)
     params:
         spec=lambda w: PLAN.spec_path(w.experiment),
         cfg=PLAN.step_config("train"),
@@ -29,6 +30,36 @@ rule train:
     shell:
         "hypvl train --spec {params.spec:q} --experiment {wildcards.experiment} --config-json {params.cfg}"
         " --out {params.out:q} {params.init:q} --threads {threads} --quiet{params.then} > {log:q} 2>&1"
+
+
+rule finetune:
+    # HierarCaps' text-only Radial Embedding alignment (method radial_ft) of the model its `base` override names
+    input:
+        data_ready,
+        base=lambda w: PLAN.base_checkpoint(w.experiment),
+    output:
+        checkpoint=f"{RESULTS}/models/{{experiment}}/checkpoint.pt",
+        log=f"{RESULTS}/models/{{experiment}}/train_log.csv",
+        summary=f"{RESULTS}/models/{{experiment}}/train_summary.json",
+        metrics=[path for group in PLAN.with_training for path in PLAN.group_outputs(group)],
+    wildcard_constraints:
+        experiment=PLAN.trained_by("finetune"),  # one job per distinct recipe (Plan.model_of)
+    params:
+        spec=lambda w: PLAN.spec_path(w.experiment),
+        cfg=PLAN.step_config("finetune"),
+        data=lambda w: PLAN.finetune_data(w.experiment),
+        out=lambda w: f"{RESULTS}/models/{w.experiment}",
+        then=lambda w, threads: "".join(f" :: {PLAN.evaluate_args(group, w.experiment, threads)}"
+                                        for group in PLAN.with_training),
+    threads: THREADS
+    log:
+        f"{RESULTS}/logs/finetune/{{experiment}}.log",
+    conda:
+        ENV
+    shell:
+        "hypvl finetune --spec {params.spec:q} --experiment {wildcards.experiment} --config-json {params.cfg}"
+        " --base-checkpoint {input.base:q} {params.data:q} --out {params.out:q}"
+        " --threads {threads} --quiet{params.then} > {log:q} 2>&1"
 
 
 rule import_released:

@@ -17,13 +17,14 @@ from hypvl.errors import InputError
 from hypvl.models.methods import EVAL_OVERRIDES, METHOD_NAMES
 from hypvl.spec import Column, Experiment, load_all_specs, table_needs
 from hypvl.tasks import group_tasks, task_group
-from hypvl.train.recipe import resolve_schedule, stream_mode, supported_overrides
+from hypvl.train.recipe import RADIAL_METHOD, resolve_schedule, stream_mode, supported_overrides
 
 # config sections each step reads (a rule passes only these, so unrelated edits do not rerun it)
 STEP_SECTIONS = {
     "synthesize": ("smoke_world",),
     "ground": ("data_dir", "spacy_model", "corpora", "grounding"),
     "train": ("scale", "cpu_code_path", "data_dir", "corpora", "model", "train"),
+    "finetune": ("scale", "cpu_code_path", "radial_ft"),
     "evaluate": ("scale", "cpu_code_path", "data_dir", "eval"),
 }
 
@@ -75,14 +76,45 @@ class Plan:
     def runnable(self, experiment: str) -> bool:
         """True when the suite trains `experiment` itself (source `train`), with a method it implements,
         on a training corpus the config provides (`corpora`), honouring every override it declares
-        (an override nothing reads, e.g. an embedding width, would train some other model)."""
+        (an override nothing reads, e.g. an embedding width, would train some other model). A radial_ft
+        experiment is runnable when its training set is configured (`eval.datasets`) and its base is."""
         declared = self.experiment(experiment)
-        if (declared.source != "train" or declared.method not in METHOD_NAMES
-                or declared.data not in self.config["corpora"]):
+        if declared.source != "train" or declared.method not in (*METHOD_NAMES, RADIAL_METHOD):
             return False
-        start = declared.overrides.get("init_from")
         supported = set(declared.overrides) <= supported_overrides(declared.method)
-        return supported and (start is None or self.runnable(start))
+        if declared.method == RADIAL_METHOD:
+            return (supported and declared.data in self.config["eval"]["datasets"]
+                    and self.runnable(self.base_of(experiment)))
+        start = declared.overrides.get("init_from")
+        return supported and declared.data in self.config["corpora"] and (start is None or self.runnable(start))
+
+    def fine_tuned(self, experiment: str) -> bool:
+        """True for an experiment that aligns another experiment's model (method radial_ft, `hypvl finetune`)."""
+        return self.experiment(experiment).method == RADIAL_METHOD
+
+    def base_of(self, experiment: str) -> str:
+        """The experiment whose model radial_ft experiment `experiment` aligns: its `base` override names it, or
+        names its source (e.g. `pretrained:openai/clip-vit-base-patch32`; the first such experiment by id)."""
+        base = self.experiment(experiment).overrides.get("base")
+        named = [exp for exp in self.experiments() if base in (exp, self.experiment(exp).source)]
+        if not named:
+            raise InputError(f"{self.spec_path(experiment)}: experiments.{experiment}.overrides.base: {base!r} is "
+                             "neither a declared experiment nor the source of one")
+        return named[0]
+
+    def base_checkpoint(self, experiment: str) -> str:
+        """The checkpoint radial_ft experiment `experiment` starts from."""
+        return self.checkpoint(self.model_of(self.base_of(experiment)))
+
+    def finetune_data(self, experiment: str) -> list[str]:
+        """The `hypvl finetune` arguments naming what radial_ft experiment `experiment` aligns on: the HierarCaps train
+        CSV (its `data` in `eval.datasets`) and, for the CLIP objective, the CC3M shards with the rows' images."""
+        declared, data = self.experiment(experiment), Path(self.config["data_dir"])
+        datasets = self.config["eval"]["datasets"]
+        args = ["--train-csv", str(data / datasets[declared.data])]
+        if declared.overrides.get("objective") == "clip":
+            args += ["--train-images", str(data / datasets["hierarcaps_train_images"])]
+        return args
 
     def model_of(self, experiment: str) -> str:
         """The experiment whose model serves `experiment`: of the trained experiments with the same recipe
@@ -98,13 +130,16 @@ class Plan:
                 overrides = {k: v for k, v in declared.overrides.items() if k not in EVAL_OVERRIDES}
                 if "init_from" in overrides:
                     overrides["init_from"] = self.model_of(overrides["init_from"])
+                if declared.method == RADIAL_METHOD:
+                    overrides["base"] = self.model_of(self.base_of(experiment))
                 recipe = json.dumps([declared.method, declared.backbone, declared.data, declared.boxes,
                                      declared.seed, overrides], sort_keys=True)
                 self._model_of[experiment] = self._first_with_recipe.setdefault(recipe, experiment)
         return self._model_of[experiment]
 
     def trains(self, experiment: str) -> bool:
-        """True when the train rule makes the model of `experiment` (a trained experiment serving itself)."""
+        """True when a training job (the train or the finetune rule) makes the model of `experiment` (a trained
+        experiment serving itself)."""
         return self.experiment(experiment).source == "train" and self.model_of(experiment) == experiment
 
     @staticmethod
@@ -113,8 +148,14 @@ class Plan:
         return "|".join(map(re.escape, sorted(ids))) or "(?!)"
 
     def trained_pattern(self, trained: bool = True) -> str:
-        """The experiment ids the train rule makes (`trained`), or all the others."""
+        """The experiment ids whose model a training job makes (the train or the finetune rule: `trained`), or all
+        the others."""
         return self.pattern(exp for exp in self.experiments() if self.trains(exp) == trained)
+
+    def trained_by(self, rule: str) -> str:
+        """The experiment ids whose model rule `rule` makes: `train` (hypvl train) or `finetune` (hypvl finetune)."""
+        return self.pattern(exp for exp in self.experiments()
+                            if self.trains(exp) and self.fine_tuned(exp) == (rule == "finetune"))
 
     def source_pattern(self, prefix: str) -> str:
         """The experiment ids whose `source` starts with `prefix` (e.g. `released:`)."""

@@ -1,0 +1,146 @@
+"""How the workflow plans HierarCaps' RE alignment (method radial_ft): the base a fine-tuning starts from, the
+finetune rule and its command at smoke and at paper scale, with the paper's settings (App. B.4).
+
+Until pretrained weights load (`pretrained:` sources), CLIP^B itself is not runnable; the dry runs use a copy of the
+specs in which hcaps_clip_b is a CLIP the suite trains (and the fine-tunings name it by id), which is the same plan.
+"""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import REPO
+from test_plan import EXPECTED, TOY_SPEC
+
+from hypvl.config import load_config
+from hypvl.errors import InputError
+from hypvl.spec import load_spec
+from hypvl.train.radial import radial_recipe, radial_schedule
+from hypvl.workflow import Plan
+
+CLIP_B = "pretrained:openai/clip-vit-base-patch32"
+
+
+def toy_plan(tmp_path, experiments: dict) -> Plan:
+    replication = tmp_path / "replication"
+    replication.mkdir(exist_ok=True)
+    spec = {**TOY_SPEC, "experiments": {**TOY_SPEC["experiments"], **experiments}}
+    (replication / "toy.yaml").write_text(yaml.safe_dump(spec))
+    return Plan({**load_config(), "results_dir": str(tmp_path / "results"), "replication_dir": str(replication),
+                 "expected_dir": str(EXPECTED)})
+
+
+def radial(base, **overrides) -> dict:
+    return {"method": "radial_ft", "backbone": "vit_s16", "data": "hierarcaps_train", "source": "train",
+            "overrides": {"base": base, **overrides}}
+
+
+def test_a_fine_tuning_starts_from_the_model_its_base_names_by_id_or_by_source(tmp_path):
+    plan = toy_plan(tmp_path, {"toy_ft": radial("toy_clip"), "toy_ft_again": radial("toy_clip"),
+                               "toy_ft_origin": radial("toy_clip", root="fixed_origin"),
+                               "toy_ft_released": radial("released:meru_vit_s")})
+    assert plan.base_of("toy_ft") == "toy_clip" and plan.base_of("toy_ft_released") == "toy_released"
+    assert plan.runnable("toy_ft") and not plan.runnable("toy_ft_released")  # as runnable as its base
+    assert plan.base_checkpoint("toy_ft") == str(tmp_path / "results" / "models" / "toy_clip" / "checkpoint.pt")
+    # one model per recipe; a fine-tuning is made by the finetune rule, never the train rule
+    assert plan.model_of("toy_ft_again") == "toy_ft" != plan.model_of("toy_ft_origin")
+    finetuned, trained = (set(plan.trained_by(rule).split("|")) for rule in ("finetune", "train"))
+    assert finetuned == {"toy_ft", "toy_ft_origin", "toy_ft_released"} and "toy_clip" in trained
+    assert not finetuned & trained and re.fullmatch(plan.trained_pattern(), "toy_ft")
+    data = str(Path(plan.config["data_dir"]) / "eval" / "hierarcaps")
+    assert plan.finetune_data("toy_ft") == ["--train-csv", f"{data}/hierarcaps_train.csv"]
+
+
+def test_a_clip_objective_fine_tuning_also_reads_the_train_images(tmp_path):
+    plan = toy_plan(tmp_path, {"toy_ft": radial("toy_clip", objective="clip")})
+    data = Path(plan.config["data_dir"]) / "eval" / "hierarcaps"
+    assert plan.finetune_data("toy_ft")[2:] == ["--train-images", str(data / "train_images")]
+
+
+def test_a_base_that_names_nothing_is_refused_naming_the_spec(tmp_path):
+    with pytest.raises(InputError, match=r"toy\.yaml: experiments\.toy_ft\.overrides\.base: 'toy_clpi' is neither"):
+        toy_plan(tmp_path, {"toy_ft": radial("toy_clpi")})
+
+
+def test_every_hierarcaps_fine_tuning_aligns_clip_b_or_its_own_pretrained_model():
+    plan = Plan(load_config())
+    spec = plan.specs["hierarcaps"]
+    bases = {exp: plan.base_of(exp) for exp, e in spec.experiments.items() if e.method == "radial_ft"}
+    assert len(bases) == 22
+    assert {bases[f"hcaps_{m}_ft"] for m in ("clip_l", "openclip_b", "openclip_h", "align")} == {
+        "hcaps_clip_l", "hcaps_openclip_b", "hcaps_openclip_h", "hcaps_align"}
+    assert sum(base == "hcaps_clip_b" for base in bases.values()) == 18
+    for exp in bases:  # every override is one the fine-tuner reads, with a value it takes
+        radial_recipe({"id": exp, "method": "radial_ft", "overrides": spec.experiments[exp].overrides})
+
+
+@pytest.fixture
+def stand_in_specs(tmp_path):
+    """The specs, with CLIP^B a CLIP the suite trains and every fine-tuning of it naming it by id."""
+    replication = tmp_path / "replication"
+    replication.mkdir()
+    for path in (REPO / "replication").glob("*.yaml"):
+        text = path.read_text()
+        if path.stem == "hierarcaps":
+            document = yaml.safe_load(text)
+            experiments = document["experiments"]
+            experiments["hcaps_clip_b"] = {"method": "clip", "backbone": "vit_b16", "data": "grit", "source": "train"}
+            for experiment in experiments.values():
+                if experiment.get("overrides", {}).get("base") == CLIP_B:
+                    experiment["overrides"]["base"] = "hcaps_clip_b"
+            text = yaml.safe_dump(document, sort_keys=False)
+        (replication / path.name).write_text(text)
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({
+        "replication_dir": str(replication), "expected_dir": str(REPO / "expected"),
+        "data_dir": str(tmp_path / "data"), "results_dir": str(tmp_path / "results"),
+        "reports_dir": str(tmp_path / "reports")}))
+    return tmp_path, config
+
+
+def finetune_commands(tmp_path, config, *configfiles) -> dict[str, str]:
+    """Experiment -> the `hypvl finetune` command a dry run of HierarCaps Tables 1, 3 and 5 plans."""
+    exe = Path(sys.executable).parent / "snakemake"
+    targets = [str(tmp_path / "reports" / "hierarcaps" / f"table{n}.md") for n in (1, 3, 5)]
+    run = subprocess.run([str(exe), *targets, "-n", "-p", "--cores", "8", "--configfile", *configfiles, str(config)],
+                         cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    commands = [line[line.index("hypvl finetune "):] for line in run.stdout.splitlines() if "hypvl finetune " in line]
+    return {re.search(r"--experiment (\S+)", line).group(1): line for line in commands}
+
+
+def test_paper_scale_plans_each_fine_tuning_from_clip_b_with_the_papers_settings(stand_in_specs):
+    tmp_path, config = stand_in_specs
+    commands = finetune_commands(tmp_path, config, str(REPO / "workflows" / "config" / "full.yaml"))
+    # CLIP^B_FT, Table 3's nine ablations, Table 5's four EC margins
+    assert len(commands) == 14 and "hcaps_clip_b_ft" in commands
+    base = tmp_path / "results" / "models" / "hcaps_clip_b" / "checkpoint.pt"
+    csv = tmp_path / "data" / "eval" / "hierarcaps" / "hierarcaps_train.csv"
+    for command in commands.values():
+        assert f"--base-checkpoint {base} --train-csv {csv} " in command
+        assert ('"radial_ft": {"device": "auto", "epochs": null, "lr_scale": 1.0, "weight_decay": 0.01}'
+                in command) and " :: evaluate" not in command
+    assert f"--train-images {tmp_path / 'data' / 'train' / 'cc3m'} " in commands["hcaps_clip_b_ft_clip_objective"]
+    full = load_config([REPO / "workflows" / "config" / "full.yaml"])["radial_ft"]
+    spec = load_spec(tmp_path / "replication" / "hierarcaps.yaml", REPO / "expected")
+    recipes = {exp: radial_recipe({"id": exp, "method": "radial_ft", "overrides": spec.experiments[exp].overrides})
+               for exp in commands}
+    for recipe in recipes.values():  # App. B.4: one epoch, batch 8, AdamW at 1e-7, lambda_RE 1, lambda_reg 10
+        assert radial_schedule(recipe, full) == (1, 1e-7) and recipe.batch_size == 8 and recipe.lambda_re == 1.0
+    assert full["weight_decay"] == 0.01 and recipes["hcaps_clip_b_ft"].lambda_reg == 10.0
+    assert recipes["hcaps_clip_b_ft_no_reg"].lambda_reg == recipes["hcaps_clip_b_ft_from_scratch"].lambda_reg == 0.0
+    assert recipes["hcaps_clip_b_ft_three_tiers"].tiers == (1, 3, 4)
+    assert [recipes[f"hcaps_clip_b_ft_ec_alpha_{a}"].ec_alpha for a in ("0", "pi_8", "pi_4", "pi_2")] == pytest.approx(
+        [0.0, 3.14159265 / 8, 3.14159265 / 4, 3.14159265 / 2])
+
+
+def test_smoke_scale_maps_the_schedule_and_evaluates_inside_the_job(stand_in_specs):
+    tmp_path, config = stand_in_specs
+    commands = finetune_commands(tmp_path, config)
+    assert len(commands) == 14
+    command = commands["hcaps_clip_b_ft"]
+    assert '"radial_ft": {"device": "cpu", "epochs": 8, "lr_scale": 100.0, "weight_decay": 0.01}' in command
+    assert " :: evaluate zeroshot --experiment hcaps_clip_b_ft " in command
