@@ -126,6 +126,13 @@ def gpu_counts(batch_size: int, per_node: int, max_nodes: int) -> list[int]:
     return counts or [1]
 
 
+def runtime_minutes(run: Run, gpus: int, gpu: dict, margin: float) -> int:
+    """Minutes to ask for `run` on `gpus` of the config's GPUs (`resources.gpu`): its FLOPs at the assumed
+    utilisation of their peak, times `margin`."""
+    seconds = run.flops / (gpus * gpu["peak_tflops"] * 1e12 * gpu["utilisation"])
+    return math.ceil(seconds * margin / 60)
+
+
 def size_job(run: Run, gpu: dict, max_runtime: int, margin: float) -> Job:
     """The job of `run` on the config's GPU nodes (`resources.gpu`): the fewest GPUs that hold a rank's share of
     the batch and finish within `max_runtime` minutes (with the runtime estimate times `margin`); where no count
@@ -135,8 +142,7 @@ def size_job(run: Run, gpu: dict, max_runtime: int, margin: float) -> Job:
     counts = gpu_counts(run.batch_size, gpu["per_node"], gpu["max_nodes"])
 
     def minutes(gpus: int) -> int:
-        seconds = run.flops / (gpus * gpu["peak_tflops"] * 1e12 * gpu["utilisation"])
-        return math.ceil(seconds * margin / 60)
+        return runtime_minutes(run, gpus, gpu, margin)
 
     gpus = next((g for g in counts if run.gpu_bytes(g) <= usable and minutes(g) <= max_runtime), counts[-1])
     nodes = math.ceil(gpus / gpu["per_node"])
