@@ -51,13 +51,13 @@ def test_a_fine_tuning_starts_from_the_model_its_base_names_by_id_or_by_source(t
     assert finetuned == {"toy_ft", "toy_ft_origin", "toy_ft_released"} and "toy_clip" in trained
     assert not finetuned & trained and re.fullmatch(plan.trained_pattern(), "toy_ft")
     data = str(Path(plan.config["data_dir"]) / "eval" / "hierarcaps")
-    assert plan.finetune_data("toy_ft") == ["--train-csv", f"{data}/hierarcaps_train.csv"]
+    assert plan.finetune_data("toy_ft") == {"--train-csv": f"{data}/hierarcaps_train.csv"}
 
 
 def test_a_clip_objective_fine_tuning_also_reads_the_train_images(tmp_path):
     plan = toy_plan(tmp_path, {"toy_ft": radial("toy_clip", objective="clip")})
     data = Path(plan.config["data_dir"]) / "eval" / "hierarcaps"
-    assert plan.finetune_data("toy_ft")[2:] == ["--train-images", str(data / "train_images")]
+    assert plan.finetune_data("toy_ft")["--train-images"] == str(data / "train_images")
 
 
 def test_a_base_that_names_nothing_is_refused_naming_the_spec(tmp_path):
@@ -118,7 +118,7 @@ def test_paper_scale_plans_each_fine_tuning_from_clip_b_with_the_papers_settings
     # CLIP^B_FT, Table 3's nine ablations, Table 5's four EC margins
     assert len(commands) == 14 and "hcaps_clip_b_ft" in commands
     base = tmp_path / "results" / "models" / "hcaps_clip_b" / "checkpoint.pt"
-    csv = tmp_path / "data" / "eval" / "hierarcaps" / "hierarcaps_train.csv"
+    csv = tmp_path / "data" / "eval" / "hierarcaps" / "hierarcaps_train.csv.gz"  # as the acquisition fetches it
     for command in commands.values():
         assert f"--base-checkpoint {base} --train-csv {csv} " in command
         assert ('"radial_ft": {"device": "auto", "epochs": null, "lr_scale": 1.0, "weight_decay": 0.01}'
