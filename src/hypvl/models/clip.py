@@ -23,7 +23,6 @@ class CLIP(nn.Module):
 
     geometry = "euclidean"
     scalar_names = ("logit_scale",)
-    text_scalar_names: tuple[str, ...] = ()  # learned scalars of the text side (MERU's text scale)
 
     def __init__(self, visual: ImageEncoder, textual: TextEncoder, embed_dim: int, temperature: float = 0.07):
         super().__init__()
@@ -38,18 +37,19 @@ class CLIP(nn.Module):
 
     @cached_property
     def tokenizer(self) -> Tokenizer:
-        """texts -> (B, L) token ids for this model's text tower."""
+        """CLIP's BPE tokenizer at the text encoder's context length."""
         return Tokenizer(self.textual.context_length)
 
     @property
     def image_size(self) -> int:
-        """The (square) input size of the image tower, in pixels."""
+        """The ViT's input size (pixels, square)."""
         return self.visual.image_size
 
     def text_parameters(self) -> list[nn.Parameter]:
-        """The text tower, its projection and the text-side learned scalars: what text-only fine-tuning trains."""
-        return [*self.textual.parameters(), *self.textual_proj.parameters(),
-                *(getattr(self, name) for name in self.text_scalar_names)]
+        """The text tower, its projection and the text-side learned scalar where the model has one (what
+        text-only fine-tuning trains)."""
+        scalar = [self.textual_alpha] if hasattr(self, "textual_alpha") else []
+        return [*self.textual.parameters(), *self.textual_proj.parameters(), *scalar]
 
     def clamp_scalars(self) -> None:
         """Clamp learned log-space scalars to the papers' ranges (called before each forward)."""

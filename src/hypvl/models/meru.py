@@ -33,7 +33,6 @@ class MERU(CLIP):
 
     geometry = "lorentz"
     scalar_names = ("logit_scale", "curv", "visual_alpha", "textual_alpha")
-    text_scalar_names = ("textual_alpha",)
 
     def __init__(self, visual, textual, embed_dim: int, temperature: float = 0.07, curv_init: float = 1.0,
                  learn_curv: bool = True, entail_weight: float = 0.2, contrastive_similarity: str = "neg_distance"):
