@@ -24,6 +24,8 @@ if SCALE == "smoke":
     rule synthesize_evaluation:
         output:
             manifest=f"{DATA}/manifest.json",
+            # declared so that a smoke world written before it existed is drawn again (the other files predate it)
+            hierarcaps_train_images=f"{DATA}/{config['eval']['datasets']['hierarcaps_train_images']}",
         params:
             cfg=PLAN.step_config("synthesize"),
             out=lambda w, output: above(output.manifest),

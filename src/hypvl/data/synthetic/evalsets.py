@@ -376,8 +376,8 @@ def _chain_negative(rng, obj: render.Placed, pic: render.Picture) -> tuple[str, 
 def write_hierarcaps_sets(settings: WorldSettings, test_csv: Path, train_csv: Path, train_images: Path) -> dict:
     """HierarCaps-like test rows (one-object pictures, images at the reader's default folder) and
     train positive/negative chains (concepts of superordinates with several basic categories), plus the train
-    rows' pictures as a CC3M-style shard whose captions are their tier-4 captions (upstream's train images are
-    found by cross-referencing those captions in CC3M)."""
+    rows' pictures as one CC3M-format shard `train_images` whose captions are their tier-4 captions (upstream's
+    train images are found by cross-referencing those captions in CC3M)."""
     image_root = Path(test_csv).parent.parent / "assets" / "test_imgs"
     leaves, items = leaf_concepts(), []
     for index in range(settings.hierarcaps_test):
@@ -400,8 +400,7 @@ def write_hierarcaps_sets(settings: WorldSettings, test_csv: Path, train_csv: Pa
         render.draw(pic, settings.image_size, rng)
         samples.append(CC3MSample(f"{index:09d}", encode_image(pic.image), pairs[-1].positive[-1]))
     write_hierarcaps_train(train_csv, pairs)
-    Path(train_images).mkdir(parents=True, exist_ok=True)
-    write_cc3m(Path(train_images) / "00000.tar", samples)
+    write_cc3m(train_images, samples)
     return {"test": len(items), "train": len(pairs)}
 
 
