@@ -57,7 +57,10 @@ def test_a_fine_tuning_starts_from_the_model_its_base_names_by_id_or_by_source(t
 def test_a_clip_objective_fine_tuning_also_reads_the_train_images(tmp_path):
     plan = toy_plan(tmp_path, {"toy_ft": radial("toy_clip", objective="clip")})
     data = Path(plan.config["data_dir"]) / "eval" / "hierarcaps"
-    assert plan.finetune_data("toy_ft")["--train-images"] == str(data / "hierarcaps_train_images.tar")
+    images = str(data / "hierarcaps_train_images.tar")
+    assert plan.finetune_data("toy_ft")["--train-images"] == images
+    # the smoke world writes both files (synthesize_evaluation): the job waits for them
+    assert plan.finetune_inputs("toy_ft")[-2:] == [str(data / "hierarcaps_train.csv"), images]
 
 
 def test_a_base_that_names_nothing_is_refused_naming_the_spec(tmp_path):

@@ -24,7 +24,8 @@ if SCALE == "smoke":
     rule synthesize_evaluation:
         output:
             manifest=f"{DATA}/manifest.json",
-            # declared so that a smoke world written before it existed is drawn again (the other files predate it)
+            # what the finetune rule reads (Plan.finetune_inputs)
+            hierarcaps_train=f"{DATA}/{config['eval']['datasets']['hierarcaps_train']}",
             hierarcaps_train_images=f"{DATA}/{config['eval']['datasets']['hierarcaps_train_images']}",
         params:
             cfg=PLAN.step_config("synthesize"),

@@ -127,9 +127,10 @@ class Plan:
         return options
 
     def finetune_inputs(self, experiment: str) -> list[str]:
-        """What aligning `experiment` needs from the data stage: `data_inputs`, and at paper scale the acquisitions
-        holding its `finetune_data`."""
-        return [*self.data_inputs(experiment), *self.acquisitions(self.finetune_data(experiment).values())]
+        """What aligning `experiment` needs from the data stage: `data_inputs` and its `finetune_data`, which the smoke
+        world writes; at paper scale, the acquisitions holding them."""
+        data = list(self.finetune_data(experiment).values())
+        return [*self.data_inputs(experiment), *(data if self.scale == "smoke" else self.acquisitions(data))]
 
     def model_of(self, experiment: str) -> str:
         """The experiment whose model serves `experiment`: of the trained experiments with the same recipe
