@@ -15,6 +15,7 @@ from hypvl.evaluate.radial import entailment_root
 from hypvl.models.build import build_model
 from hypvl.models.checkpoints import load_checkpoint, save_checkpoint
 from hypvl.train.radial import Root, batch_losses, finetune, radial_recipe, radial_schedule
+from hypvl.train.trainer import train
 
 MODEL_CFG = load_config()["model"]
 CFG = {"epochs": 1, "lr_scale": 1e4, "weight_decay": 0.01, "device": "cpu"}  # LR 1e-3: every step moves
@@ -186,6 +187,12 @@ def test_the_fixed_mean_root_is_the_normalised_mean_of_every_train_text():
     recipe = radial_recipe({"id": "x", "method": "radial_ft", "overrides": {"base": "b", "root": "fixed_mean"}})
     mean = sum(vectors[text] / np.linalg.norm(vectors[text]) for text in texts)  # repeats counted ("an animal" x5)
     np.testing.assert_allclose(Root(recipe, model, ROWS, torch.device("cpu"))().numpy(), mean / np.linalg.norm(mean))
+
+
+def test_hypvl_train_sends_an_alignment_to_hypvl_finetune(tmp_path):
+    with pytest.raises(InputError, match=r"experiment 'x' aligns another experiment's model .*hypvl finetune"):
+        train({"id": "x", "method": "radial_ft", "overrides": {"base": "b"}}, MODEL_CFG, load_config()["train"], [],
+              tmp_path)
 
 
 def test_the_paper_schedule_and_its_smoke_mapping():

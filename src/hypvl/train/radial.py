@@ -296,7 +296,7 @@ def finetune(experiment: dict, base_checkpoint: Path, train_csv: Path, radial_cf
     save_checkpoint(out_dir / "checkpoint.pt", model.cpu(),
                     {**base_recipe, "experiment": experiment["id"], "fine_tuning": fine_tuning}, len(rows), stored)
     with atomic_write(out_dir / "train_log.csv") as handle:
-        writer = csv.DictWriter(handle, LOG_FIELDS, restval="")  # empty: no regulariser
+        writer = csv.DictWriter(handle, LOG_FIELDS, restval="")  # empty: a term this run does not have
         writer.writeheader()
         writer.writerows(rows)
     summary = {"experiment": experiment["id"], "base_checkpoint": str(base_checkpoint), "items": len(pairs),
