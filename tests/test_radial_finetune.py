@@ -198,7 +198,7 @@ def test_hypvl_train_sends_an_alignment_to_hypvl_finetune(tmp_path):
 def test_the_paper_schedule_and_its_smoke_mapping():
     paper = radial_recipe({"id": "x", "method": "radial_ft", "overrides": {"base": "b"}})
     assert (paper.epochs, paper.batch_size, paper.lr, paper.lambda_re, paper.lambda_reg) == (1, 8, 1e-7, 1.0, 10.0)
-    assert (paper.regulariser, paper.root, paper.objective, paper.ec_margin) == ("code", "learned", "radial", "inside")
+    assert (paper.regulariser, paper.root, paper.objective, paper.ec_margin) == ("code", "learned", "radial", "outside")
     assert radial_schedule(paper, {"epochs": None, "lr_scale": 1.0}) == (1, 1e-7)
     assert radial_schedule(paper, load_config()["radial_ft"]) == (8, pytest.approx(1e-5))
 

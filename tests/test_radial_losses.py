@@ -129,6 +129,30 @@ def test_ec_with_a_large_outside_margin_is_the_re_loss(cone_triplet):
     torch.testing.assert_close(inside_negative, t([0.0]))
 
 
+def test_only_the_outside_margin_trains_differently_as_alpha_grows():
+    """Why Table 5 needs App. B.2's reading: with C.5's printed formula a positive hinge that is open stays open for
+    every alpha > 0 and a negative hinge past the cone stays shut, so the gradient does not depend on alpha."""
+    root, e = [0.0, 0.0], [0.1, 0.0]  # theta = pi/6; Xi(e, e') = pi/3, Xi(e, e'') = 2 pi/3 (pi/2 past the cone)
+
+    def gradients(loss):
+        points = [t([e]), t([along(e, root, PI / 3, 0.1)]), t([along(e, root, 2 * PI / 3, 0.1)])]
+        for point in points:
+            point.requires_grad_()
+        positive, negative = loss(*points, t(root))
+        (positive + negative).sum().backward()
+        return torch.cat([point.grad for point in points])
+
+    def ec(alpha, margin):
+        return gradients(lambda *args: ec_terms(*args, alpha, 0.05, margin))
+
+    inside = [ec(alpha, "inside") for alpha in (PI / 8, PI / 4, 3 * PI / 4)]
+    torch.testing.assert_close(inside[0], inside[1])
+    torch.testing.assert_close(inside[0], inside[2])
+    torch.testing.assert_close(ec(PI / 8, "outside"), inside[0])  # below pi/2 both shut the negative hinge
+    torch.testing.assert_close(ec(3 * PI / 4, "outside"), gradients(re_terms))  # past it: L_RE's gradient
+    assert not torch.allclose(gradients(re_terms), inside[0])
+
+
 def test_regulariser_readings_share_their_optimum_and_differ_by_half_the_gradient():
     frozen = t([[1.0, 0.0], [1.0, 0.0]])
     current = t([[1.0, 0.0], [0.0, 1.0]])  # cosines 1 and 0

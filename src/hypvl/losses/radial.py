@@ -6,10 +6,10 @@ A triplet (e, e', e'') is a general caption e, a caption e' that entails it and 
 term* for (e, e''), both shaped (T, B) (tier-major, as the authors' train.py ravels them); a triplet's loss is their
 sum. RE: Xi_r(e, e') and -Xi_r(e, e''). Entailment cones (EC, Table 5): margin hinges around the half-aperture
 theta_eps(e), in one of two readings of the margin alpha:
-- `inside` (App. C.5, the formula stated for Table 5): [+-(Xi - theta + alpha)]^+;
-- `outside` (App. B.2, the form whose alpha -> infinity limit is RE): max(-alpha, +-(Xi - theta)).
-They agree on positive pairs up to the constant alpha and differ on negative pairs (hinge at theta - alpha or
-theta + alpha); at alpha = 0 both are Sec. 6.3's [+-(Xi - theta)]^+.
+- `outside` (App. B.2, the form whose alpha -> infinity limit is RE): max(-alpha, +-(Xi - theta));
+- `inside` (App. C.5's printed formula): [+-(Xi - theta + alpha)]^+.
+They agree on positive pairs up to the constant alpha and differ on negative pairs (hinge at theta + alpha or
+theta - alpha); at alpha = 0 both are Sec. 6.3's [+-(Xi - theta)]^+.
 """
 
 import torch
@@ -17,7 +17,7 @@ from torch import Tensor
 
 from hypvl.geometry import radial
 
-EC_MARGINS = ("inside", "outside")
+EC_MARGINS = ("outside", "inside")
 REGULARISERS = ("code", "paper")
 ANGLE_EPS = 1e-6  # keeps arccos's gradient finite when two caption embeddings are (numerically) collinear
 
@@ -29,7 +29,7 @@ def re_terms(general: Tensor, specific: Tensor, negative: Tensor, root: Tensor) 
 
 
 def ec_terms(general: Tensor, specific: Tensor, negative: Tensor, root: Tensor, alpha: float, epsilon: float,
-             margin: str = "inside") -> tuple[Tensor, Tensor]:
+             margin: str = "outside") -> tuple[Tensor, Tensor]:
     """EC margin-loss terms of the positive and the negative pair (module docstring), theta = theta_eps(e)."""
     if margin not in EC_MARGINS:
         raise ValueError(f"EC margin reading must be one of {list(EC_MARGINS)}; got {margin!r}")

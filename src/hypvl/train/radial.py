@@ -72,7 +72,7 @@ class RadialRecipe:
     init: str = "pretrained"  # random: the base's architecture, freshly initialised (Table 3 "from scratch")
     ec_alpha: float = 0.0
     ec_epsilon: float = 0.05
-    ec_margin: str = "inside"
+    ec_margin: str = "outside"  # App. B.2's reading of the margin (hypvl.losses.radial), which Table 5 needs
 
     @property
     def tiers(self) -> tuple[int, ...]:
