@@ -1,6 +1,8 @@
 """Text-only Radial Embedding alignment (`hypvl.train.radial`): what trains and what stays bitwise, the triplets and
 mining of a batch against a numpy oracle, the roots of Table 3's ablations, and the overrides it refuses."""
 
+from dataclasses import fields
+
 import numpy as np
 import pytest
 import torch
@@ -14,7 +16,9 @@ from hypvl.errors import InputError
 from hypvl.evaluate.radial import entailment_root
 from hypvl.models.build import build_model
 from hypvl.models.checkpoints import load_checkpoint, save_checkpoint
-from hypvl.train.radial import Root, batch_losses, finetune, radial_recipe, radial_schedule
+from hypvl.train.radial import Root, batch_losses, finetune
+from hypvl.train.radial_recipe import RadialRecipe, radial_recipe, radial_schedule
+from hypvl.train.recipe import RADIAL_OVERRIDES
 from hypvl.train.trainer import train
 
 MODEL_CFG = load_config()["model"]
@@ -193,6 +197,10 @@ def test_hypvl_train_sends_an_alignment_to_hypvl_finetune(tmp_path):
     with pytest.raises(InputError, match=r"experiment 'x' aligns another experiment's model .*hypvl finetune"):
         train({"id": "x", "method": "radial_ft", "overrides": {"base": "b"}}, MODEL_CFG, load_config()["train"], [],
               tmp_path)
+
+
+def test_planning_knows_every_override_the_fine_tuner_reads():
+    assert set(RADIAL_OVERRIDES) == {field.name for field in fields(RadialRecipe)}
 
 
 def test_the_paper_schedule_and_its_smoke_mapping():

@@ -50,7 +50,8 @@ def _train(args) -> None:
 def _finetune(args) -> None:
     import torch
 
-    from .radial import finetune, radial_recipe
+    from .radial import finetune
+    from .radial_recipe import radial_recipe
 
     config = config_from_args(args)
     torch.set_num_threads(args.threads)

@@ -19,126 +19,26 @@ import csv
 import json
 import math
 import time
-from dataclasses import dataclass, fields
 from pathlib import Path
 
 import torch
 from tqdm import tqdm
 
-from hypvl.data.formats.hierarcaps import LEVELS, read_hierarcaps_train, train_images
+from hypvl.data.formats.hierarcaps import read_hierarcaps_train, train_images
 from hypvl.data.formats.images import decode_image
 from hypvl.data.transforms import resize_center_crop, to_tensor_batch
 from hypvl.devices import select_device
 from hypvl.errors import InputError
 from hypvl.io import atomic_write
 from hypvl.losses.contrastive import symmetric_contrastive
-from hypvl.losses.radial import EC_MARGINS, REGULARISERS, ec_terms, mined_loss, re_terms, regulariser
+from hypvl.losses.radial import ec_terms, mined_loss, re_terms, regulariser
 from hypvl.models.checkpoints import build_from_recipe, load_checkpoint, save_checkpoint
 
-from .recipe import RADIAL_METHOD, check_recipe
+from .radial_recipe import RadialRecipe, radial_recipe, radial_schedule
+from .recipe import RADIAL_METHOD
 
-# Table 3: where the root is (learned: e_empty of the current text tower; fixed at the train texts' normalised mean
-# e-bar, at the origin, or at the pretrained e_empty); which loss replaces L_RE (Table 5: entailment cones; Table 3:
-# CLIP's contrastive loss); the weights the text tower starts from; the root evaluation uses after a fixed-root run
-# (`empty`: the aligned model's e_empty, as the authors' eval.py computes it; `training`: the fixed root itself)
-ROOTS = ("learned", "fixed_mean", "fixed_origin", "fixed_empty")
-OBJECTIVES = ("radial", "entailment_cone", "clip")
-INITS = ("pretrained", "random")
-EVAL_ROOTS = ("empty", "training")
-CHOICES = {"regulariser": REGULARISERS, "objective": OBJECTIVES, "root": ROOTS, "eval_root": EVAL_ROOTS,
-           "init": INITS, "ec_margin": EC_MARGINS}
-POSITIVE = ("epochs", "batch_size", "lr", "ec_epsilon")  # numeric overrides that must be > 0 (the rest >= 0)
 EMBED_BATCH = 256  # texts or images per forward pass when embedding the whole train set
 LOG_FIELDS = ("step", "loss", "re_mean", "re_minimax", "contrastive", "regulariser", "lr")
-
-
-@dataclass(frozen=True)
-class RadialRecipe:
-    """One RE alignment: the paper's settings (App. B.4) unless an experiment override says otherwise."""
-
-    base: str
-    epochs: int = 1
-    batch_size: int = 8
-    lr: float = 1e-7
-    lambda_re: float = 1.0
-    lambda_reg: float = 10.0
-    regulariser: str = "code"  # (1 - mean cos) / 2 as the authors' code, or the paper's -mean cos
-    objective: str = "radial"
-    negatives: bool = True  # False: every negative term is 0 (Table 3 "no negative examples")
-    drop_tiers: tuple[int, ...] = ()  # tiers (1-4) removed from the training data (Table 3 "3 tiers": (2,))
-    root: str = "learned"
-    train_only_root: bool = False  # learn a free root vector (initialised at e_empty) and nothing else
-    eval_root: str = "empty"
-    init: str = "pretrained"  # random: the base's architecture, freshly initialised (Table 3 "from scratch")
-    ec_alpha: float = 0.0
-    ec_epsilon: float = 0.05
-    ec_margin: str = "outside"  # App. B.2's reading of the margin (hypvl.losses.radial), which Table 5 needs
-
-    @property
-    def tiers(self) -> tuple[int, ...]:
-        """The tiers (1-4) the training data keeps, general to specific."""
-        return tuple(t for t in range(1, LEVELS + 1) if t not in self.drop_tiers)
-
-    @property
-    def stores_root(self) -> bool:
-        """True when evaluation uses the root training used rather than the aligned model's e_empty."""
-        return self.train_only_root or (self.root != "learned" and self.eval_root == "training")
-
-
-def _problem(name: str, value, default) -> str | None:
-    """Why `value` cannot be override `name` (whose default is `default`), or None."""
-    if name in CHOICES:
-        return None if value in CHOICES[name] else f"must be one of {list(CHOICES[name])}, got {value!r}"
-    if name == "base":
-        return None if isinstance(value, str) and value else f"must name an experiment or a source, got {value!r}"
-    if name == "drop_tiers":
-        tiers = value if isinstance(value, list) else [value]
-        if not all(type(t) is int and 1 <= t <= LEVELS for t in tiers) or len(set(tiers)) != len(tiers):
-            return f"must be a list of distinct tiers 1-{LEVELS}, got {value!r}"
-        return None if LEVELS - len(tiers) >= 2 else f"must keep at least 2 tiers to form a triplet, got {value!r}"
-    if isinstance(default, bool):
-        return None if isinstance(value, bool) else f"must be true or false, got {value!r}"
-    kind = int if isinstance(default, int) else (int, float)
-    if isinstance(value, bool) or not isinstance(value, kind) or not math.isfinite(value):
-        return f"must be a {'whole' if kind is int else 'finite'} number, got {value!r}"
-    if value < 0 or (value == 0 and name in POSITIVE):
-        return f"must be {'positive' if name in POSITIVE else 'non-negative'}, got {value!r}"
-    return None
-
-
-def radial_recipe(experiment: dict) -> RadialRecipe:
-    """The RadialRecipe of a `radial_ft` experiment ({id, method, overrides}); InputError names the experiment and
-    the override that is unknown, mistyped, out of range or inconsistent with the others."""
-    check_recipe(experiment)
-    where = f"experiment {experiment['id']!r}"
-    if experiment["method"] != RADIAL_METHOD:
-        raise InputError(f"{where}: method {experiment['method']!r} is not {RADIAL_METHOD!r}")
-    overrides = dict(experiment.get("overrides") or {})
-    if "base" not in overrides:
-        raise InputError(f"{where}: {RADIAL_METHOD} needs the override `base` (the experiment, or the source, whose "
-                         "model it aligns)")
-    defaults = {field.name: field.default for field in fields(RadialRecipe)}
-    values = {name: value for name, value in overrides.items() if name in defaults}
-    for name, value in values.items():
-        problem = _problem(name, value, defaults[name])
-        if problem:
-            raise InputError(f"{where}: override {name} {problem}")
-    values["drop_tiers"] = tuple(sorted(values.get("drop_tiers", ())))
-    recipe = RadialRecipe(**values)
-    if recipe.objective != "entailment_cone" and any(name.startswith("ec_") for name in values):
-        raise InputError(f"{where}: overrides ec_alpha, ec_epsilon and ec_margin apply only to objective "
-                         "entailment_cone")
-    if recipe.train_only_root and recipe.root != "learned":
-        raise InputError(f"{where}: train_only_root learns the root, it cannot also be {recipe.root}")
-    if "eval_root" in values and recipe.root == "learned":
-        raise InputError(f"{where}: eval_root applies only to a fixed root (root: {', '.join(ROOTS[1:])})")
-    return recipe
-
-
-def radial_schedule(recipe: RadialRecipe, radial_cfg: dict) -> tuple[int, float]:
-    """(epochs, lr) at the running scale: config `radial_ft.epochs` replaces the experiment's epochs where set, and
-    its learning rate is multiplied by `radial_ft.lr_scale` (the smoke scale's mapping; 1 at paper scale)."""
-    return radial_cfg["epochs"] or recipe.epochs, recipe.lr * radial_cfg["lr_scale"]
 
 
 def embed(model, texts: list[str], device: torch.device) -> torch.Tensor:
@@ -237,6 +137,19 @@ def with_images(pairs, cc3m: Path | None) -> tuple[list, list[bytes]]:
     return [pair for pair, _ in found], [image for _, image in found]
 
 
+def load_base(recipe: RadialRecipe, base_checkpoint: Path, seed: int, device: torch.device):
+    """The model to align, frozen on `device` (Table 3 "from scratch": its architecture freshly initialised from
+    `seed`), and its checkpoint's recipe."""
+    model, base_recipe = load_checkpoint(base_checkpoint)
+    if model.geometry != "euclidean":
+        raise InputError(f"{base_checkpoint}: {RADIAL_METHOD} aligns Euclidean dual encoders (the paper's), "
+                         f"this checkpoint holds a {model.geometry} model")
+    if recipe.init == "random":
+        torch.manual_seed(seed)
+        model = build_from_recipe(base_recipe, base_checkpoint).eval()
+    return model.to(device).requires_grad_(False), base_recipe
+
+
 def finetune(experiment: dict, base_checkpoint: Path, train_csv: Path, radial_cfg: dict, out_dir: Path,
              progress: bool = True, images: Path | None = None) -> dict:
     """Align the model of `base_checkpoint` as `experiment` ({id, method, seed, overrides}) on the HierarCaps train
@@ -254,14 +167,7 @@ def finetune(experiment: dict, base_checkpoint: Path, train_csv: Path, radial_cf
     listed = len(pairs)
     if recipe.objective == "clip":
         pairs, encoded = with_images(pairs, images)
-    model, base_recipe = load_checkpoint(base_checkpoint)
-    if model.geometry != "euclidean":
-        raise InputError(f"{base_checkpoint}: {RADIAL_METHOD} aligns Euclidean dual encoders (the paper's), "
-                         f"this checkpoint holds a {model.geometry} model")
-    if recipe.init == "random":
-        torch.manual_seed(seed)
-        model = build_from_recipe(base_recipe, base_checkpoint).eval()
-    model = model.to(device).requires_grad_(False)
+    model, base_recipe = load_base(recipe, base_checkpoint, seed, device)
     frozen = copy.deepcopy(model) if recipe.lambda_reg > 0 and not recipe.train_only_root else None
     root = Root(recipe, model, pairs, device)
     row_images = image_embeddings(model, encoded, device) if recipe.objective == "clip" else None
