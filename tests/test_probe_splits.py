@@ -1,6 +1,6 @@
-"""Linear-probe splits: the catalog's slices equal MERU's catalog, slice arithmetic as TFDS, and the data
-preparation builds exactly those splits from a CLIP_benchmark webdataset, a torchvision image folder and the
-smoke world."""
+"""Linear-probe splits: the catalog's slices equal MERU's catalog, slice arithmetic as TFDS (and on a scaled-down
+stand-in), and the data preparation builds exactly those splits from a CLIP_benchmark webdataset, a torchvision
+image folder and a TFDS split materialised as an image folder in record order."""
 
 import numpy as np
 import pytest
@@ -13,12 +13,10 @@ from hypvl.data.formats.clip_benchmark_wds import (
     LabelledImage,
     write_clip_benchmark_wds,
 )
-from hypvl.data.formats.imagefolder import load_image, read_imagefolder
+from hypvl.data.formats.imagefolder import load_image, read_imagefolder, write_imagefolder
 from hypvl.data.formats.images import encode_image
 from hypvl.data.probe_splits import build_probe_splits
-from hypvl.data.splits import parse_split
-from hypvl.data.synthetic.classification import write_classification_set
-from hypvl.data.synthetic.settings import WorldSettings
+from hypvl.data.splits import count_extents, parse_split
 from hypvl.errors import InputError
 from hypvl.tasks import linear_probe_datasets
 
@@ -71,6 +69,22 @@ def test_slice_indices_round_percentages_to_the_closest_record_as_tfds():
             parse_split(bad).indices(100)
 
 
+def test_a_scaled_down_split_takes_record_counts_as_fractions_of_what_the_slices_read():
+    clevr = [parse_split("train[:4500]"), parse_split("train[4500:5000]"), parse_split("validation[:5000]")]
+    assert count_extents(clevr, "clevr") == {"train": 5000, "validation": 5000}
+    assert count_extents([parse_split("train[:90%]"), parse_split("train[90%:]")], "cifar10") == {}
+    # 89 records stand for CLEVR's first 5000: 4500 * 89 / 5000 = 80.1 -> 80
+    assert clevr[0].indices(89, extent=5000) == range(80) and clevr[1].indices(89, extent=5000) == range(80, 89)
+    # EuroSAT's train[5000:10000] of 119 standing for 10000: 59.5 -> 60 (half to even, as the percentages)
+    assert parse_split("train[5000:10000]").indices(119, extent=10_000) == range(60, 119)
+    assert parse_split("train[:90%]").indices(111, extent=5000) == range(100)  # a percentage stays one
+    with pytest.raises(InputError, match="beyond the 89 records"):  # EuroSAT's test slice is not in a probe stand-in
+        parse_split("train[10000:15000]").indices(89, extent=10_000)
+    for mixed in (["train[:4500]", "train[90%:]"], ["train[:4500]", "train[4500:]"], ["train[:4500]", "train"]):
+        with pytest.raises(InputError, match="bounded by record counts and by train"):
+            count_extents(map(parse_split, mixed), "x")
+
+
 def _picture(i: int) -> Image.Image:
     return Image.new("RGB", (8, 8), (17 * i % 256, 5 * i % 256, 200))
 
@@ -87,7 +101,7 @@ def test_builds_merus_mnist_splits_from_a_clip_benchmark_webdataset(tmp_path):
         samples = tuple(LabelledImage(f"s{i:04d}", encode_image(_picture(i), "PNG"), label) for i, label in rows)
         write_clip_benchmark_wds(source, ClipBenchmarkDataset(info.class_names, ("a photo of {c}.",), samples), split,
                                  samples_per_shard=7, image_extension="png")
-    sizes = build_probe_splits(info, source, tmp_path / "out" / "mnist")
+    sizes = build_probe_splits(info, source, tmp_path / "out" / "mnist", ("train", "val", "test"))
     # train[:80%] of 52: round(41.6) = 42 records; train[80%:] the other 10; test whole.
     assert sizes == {"train": 42, "val": 10, "test": 20}
     expected = {"train": splits["train"][:42], "val": splits["train"][42:], "test": splits["test"]}
@@ -107,7 +121,8 @@ def test_builds_sst2_splits_from_torchvisions_image_folder_layout(tmp_path, caps
             folder = source / split / info.class_names[i % 2]
             folder.mkdir(parents=True, exist_ok=True)
             _picture(i + 10 * len(split)).save(folder / f"{i:03d}.png")
-    assert main(["probe-splits", "sst2", "--source", str(source), "--dest", str(tmp_path / "sst2")]) == 0
+    assert main(["probe-splits", "sst2", "--source", str(source), "--dest", str(tmp_path / "sst2"),
+                 "--splits", "train", "val", "test"]) == 0
     assert capsys.readouterr().out == "train\t6\nval\t4\ntest\t5\n"
     for split in ("train", "val", "test"):
         original = read_imagefolder(source, split)
@@ -116,37 +131,27 @@ def test_builds_sst2_splits_from_torchvisions_image_folder_layout(tmp_path, caps
             (label, _pixels(load_image(p))) for p, label in original.samples]
 
 
-def test_builds_the_catalog_slices_from_the_smoke_world(tmp_path):
-    settings = WorldSettings(per_class=2, probe_train_per_class=10, probe_val_per_class=1, image_size=16)
-    world = tmp_path / "world"
-    for name in ("aircraft", "cifar10"):
-        write_classification_set(settings, name, world)
-    # aircraft: MERU's splits are whole (train, val, test), which the smoke world's image folders hold.
-    info = load_dataset_info("aircraft")
-    sizes = build_probe_splits(info, world / "aircraft", tmp_path / "aircraft")
-    for split in ("train", "val", "test"):
-        source = read_imagefolder(world / "aircraft", split).samples
-        built = read_imagefolder(tmp_path / "aircraft", split).samples
-        assert sizes[split] == len(source) and [(label, _pixels(load_image(p))) for p, label in built] == [
-            (label, _pixels(load_image(p))) for p, label in source]
-    # cifar10 slices train[:90%] / train[90%:]: an image folder keeps no record order and is refused; the
-    # smoke world's images in a record order (classes interleaved) as a webdataset give exactly the slices.
-    info = load_dataset_info("cifar10")
-    with pytest.raises(InputError, match="keeps no record order.*train\\[:90%\\]"):
-        build_probe_splits(info, world / "cifar10", tmp_path / "cifar10")
-    source = tmp_path / "wds_cifar10"
-    rows = {}
-    for split in ("train", "test"):
-        samples = read_imagefolder(world / "cifar10", split).samples
-        rows[split] = sorted(samples, key=lambda s: (s[0].stem, s[1]))  # image 0 of every class, then 1, ...
-        records = tuple(LabelledImage(f"{n:04d}", path.read_bytes(), label) for n, (path, label) in enumerate(rows[split]))
-        write_clip_benchmark_wds(source, ClipBenchmarkDataset(info.class_names, ("{c}",), records), split,
-                                 image_extension="png")
-    assert build_probe_splits(info, source, tmp_path / "cifar10") == {"train": 90, "val": 10, "test": 20}
-    for split, chosen in (("train", rows["train"][:90]), ("val", rows["train"][90:]), ("test", rows["test"])):
-        built = read_imagefolder(tmp_path / "cifar10", split).samples
-        assert sorted((label, _pixels(load_image(p))) for p, label in built) == sorted(
-            (label, _pixels(load_image(p))) for p, label in chosen)
+def test_cuts_a_tfds_split_materialised_as_an_image_folder_in_record_order(tmp_path):
+    """SUN397 (catalog layout imagefolder) slices train[:80%] / train[80%:] of TFDS' record order: an image folder
+    naming each image by its record number keeps that order; one numbering images per class does not."""
+    info = load_dataset_info("sun397")
+    labels = [int(v) for v in np.random.default_rng(5).integers(0, 3, 30)]
+    labels[:3] = [0, 1, 2]
+    names = ["a", "b", "c"]
+    for record, label in enumerate(labels):  # `<label>/<record>.png`, unpadded: 10 sorts before 9 as text
+        folder = tmp_path / "tfds_sun397" / "train" / f"{label:03d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        _picture(record).save(folder / f"{record}.png")
+    (tmp_path / "tfds_sun397" / "classnames.txt").write_text("a\nb\nc\n")
+    assert build_probe_splits(info, tmp_path / "tfds_sun397", tmp_path / "sun397") == {"train": 24, "val": 6}
+    for split, records in (("train", range(24)), ("val", range(24, 30))):  # round(0.8 * 30) = 24
+        built = read_imagefolder(tmp_path / "sun397", split)
+        assert built.class_names == names
+        assert [(label, _pixels(load_image(p))) for p, label in built.samples] == sorted(
+            ((labels[r], _pixels(_picture(r))) for r in records), key=lambda row: row[0])
+    write_imagefolder(tmp_path / "per_class", "train", names, [(label, _picture(r)) for r, label in enumerate(labels)])
+    with pytest.raises(InputError, match="not named by record number keeps no record order.*train\\[:80%\\]"):
+        build_probe_splits(info, tmp_path / "per_class", tmp_path / "sun397_2")
 
 
 def test_a_split_missing_a_class_or_a_source_split_is_an_error(tmp_path):
@@ -160,6 +165,6 @@ def test_a_split_missing_a_class_or_a_source_split_is_an_error(tmp_path):
         build_probe_splits(info, source, tmp_path / "out")
     (source / "train" / "positive").mkdir()
     _picture(2).save(source / "train" / "positive" / "0.png")
-    with pytest.raises(InputError, match="split folder not found"):
+    with pytest.raises(InputError, match="src/validation: source split not found"):
         build_probe_splits(load_dataset_info("pcam"), source, tmp_path / "out")  # pcam's val is `validation`
     assert not (tmp_path / "out").exists()
