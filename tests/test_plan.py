@@ -15,6 +15,7 @@ import yaml
 from conftest import REPO
 
 from hypvl.config import DEFAULT_CONFIG, load_config
+from hypvl.data.synthetic.probe_sources import probe_source_sets
 from hypvl.errors import InputError
 from hypvl.models.methods import METHOD_NAMES, MODEL_OVERRIDES
 from hypvl.spec import Column, load_all_specs
@@ -57,7 +58,8 @@ def toy_plan(tmp_path):
     replication.mkdir()
     (replication / "toy.yaml").write_text(yaml.safe_dump(TOY_SPEC))
     config = {"scale": "smoke", "results_dir": str(tmp_path / "results"), "reports_dir": str(tmp_path / "reports"),
-              "replication_dir": str(replication), "expected_dir": str(EXPECTED), "corpora": {"grit": "train/grit"}}
+              "replication_dir": str(replication), "expected_dir": str(EXPECTED), "corpora": {"grit": "train/grit"},
+              "eval": load_config()["eval"]}
     return Plan(config), tmp_path
 
 
@@ -187,6 +189,26 @@ def test_unknown_task_groups_in_the_config_are_named(tmp_path):
         Plan({**config, "evaluate_with_training": ["zeroshots"]})
     with pytest.raises(InputError, match=r"regression_extras.hyco_clip_vits_grit names unknown task groups"):
         Plan({**config, "regression_extras": {"hyco_clip_vits_grit": ["lexicon"]}})
+
+
+def test_the_linear_probe_waits_for_the_probe_step_on_the_smoke_worlds_sources():
+    plan, full = Plan(load_config()), Plan(load_config([REPO / "workflows" / "config" / "full.yaml"]))
+    assert plan.probe_datasets() == probe_source_sets()  # the smoke world writes what the probe step reads
+    data = Path(plan.config["data_dir"])
+    assert plan.group_data_inputs(["linprobe"]) == [str(data / "eval" / "linear_probe" / name)
+                                                    for name in plan.probe_datasets()]
+    assert plan.probe_source("clevr") == str(data / "eval" / "probe_sources" / "clevr")
+    assert plan.group_data_inputs(["zeroshot", "retrieval"]) == plan.group_data_inputs(plan.with_training) == []
+    assert plan.probe_splits_options() == ["--scaled-source"] and full.probe_splits_options() == []
+    assert full.probe_folder("eurosat") == str(Path(full.config["data_dir"]) / "eval" / "linear_probe" / "eurosat")
+
+
+def test_linear_probe_folders_overlapping_the_other_data_folders_are_refused():
+    config = load_config()
+    for key, value in (("linear_probe_dir", config["eval"]["classification_dir"]),
+                       ("probe_source_dir", "eval/linear_probe/sources")):
+        with pytest.raises(InputError, match=r"config: eval\.\w+ \(.*\) and eval\.\w+ \(.*\) overlap"):
+            Plan({**config, "eval": {**config["eval"], key: value}})
 
 
 def test_training_jobs_chain_their_evaluations_in_one_process():

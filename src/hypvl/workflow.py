@@ -8,6 +8,7 @@ other cell renders as missing, so every report target works now and fills in as 
 Planning imports no torch (every `snakemake` call pays for what this module imports).
 """
 
+import itertools
 import json
 import re
 import shlex
@@ -20,6 +21,7 @@ from hypvl.spec import Column, Experiment, load_all_specs, table_needs
 from hypvl.tasks import GROUP_DATA, group_tasks, linear_probe_datasets, task_group, zero_shot_datasets
 from hypvl.train.recipe import resolve_schedule, stream_mode, supported_overrides
 
+PROBE_FOLDERS = ("classification_dir", "probe_source_dir", "linear_probe_dir")  # eval keys: apart from each other
 # config sections each step reads (a rule passes only these, so unrelated edits do not rerun it)
 STEP_SECTIONS = {
     "synthesize": ("smoke_world",),
@@ -59,6 +61,11 @@ class Plan:
         if self.with_training and config["resources"]["gpu"] is not None:
             raise InputError("config: evaluate_with_training must be empty where training runs on GPUs (resources.gpu):"
                              " a data-parallel training job would evaluate once per rank")
+        folders = [(key, Path(config["eval"][key])) for key in PROBE_FOLDERS]
+        for (key, folder), (other_key, other) in itertools.combinations(folders, 2):
+            if folder == other or folder in other.parents or other in folder.parents:
+                raise InputError(f"config: eval.{key} ({folder}) and eval.{other_key} ({other}) overlap; the "
+                                 "linear-probe step replaces its folders, so each needs its own")
 
     def step_config(self, step: str) -> str:
         """The shell-quoted JSON of the config sections `step` reads."""
@@ -173,11 +180,11 @@ class Plan:
         return [str(path) for path in paths]
 
     def evaluation_inputs(self, group: str, experiment: str) -> list[str]:
-        """What evaluating `group` on `experiment` needs from the data stage: `data_inputs`, and at paper scale the
-        acquisitions of the data the group reads."""
+        """What evaluating `group` on `experiment` needs from the data stage: `data_inputs`, the linear-probe splits
+        the group reads (`group_data_inputs`), and at paper scale the acquisitions of the data the group reads."""
         if group not in self._group_acquisitions:
             self._group_acquisitions[group] = self.acquisitions(self.group_data(group))
-        return [*self.data_inputs(experiment), *self._group_acquisitions[group]]
+        return [*self.data_inputs(experiment), *self.group_data_inputs([group]), *self._group_acquisitions[group]]
 
     def acquisition_folder(self, dataset: str) -> str:
         """The folder dataset `dataset` of the acquisition manifest is fetched into (config `acquire`)."""
@@ -210,6 +217,36 @@ class Plan:
         needs = [str(Path(self.config["data_dir"]) / "manifest.json")] if self.scale == "smoke" else []
         corpus = None if experiment is None else self.trained_corpus(experiment)
         return needs if corpus is None else [*needs, self.grounded_summary(corpus)]
+
+    def probe_datasets(self) -> list[str]:
+        """The linear-probe sets (MERU Table 7) of this scale."""
+        return linear_probe_datasets(self.scale)
+
+    def probe_source(self, name: str) -> str:
+        """The folder of linear-probe set `name`'s source splits (the smoke world writes it; at paper scale the user
+        puts CLIP_benchmark's webdataset or an image folder there)."""
+        return str(Path(self.config["data_dir"]) / self.config["eval"]["probe_source_dir"] / name)
+
+    def probe_source_inputs(self, name: str) -> list[str]:
+        """What cutting set `name`'s probe splits needs: at smoke scale its sources (the smoke world's); at paper scale
+        the acquisitions whose folders hold them (config `acquire`), or where none does the user's folder itself."""
+        source = self.probe_source(name)
+        return [source] if self.scale == "smoke" else self.acquisitions([source]) or [source]
+
+    def probe_folder(self, name: str) -> str:
+        """The folder of linear-probe set `name`'s train and val splits (`hypvl probe-splits`)."""
+        return str(Path(self.config["data_dir"]) / self.config["eval"]["linear_probe_dir"] / name)
+
+    def probe_splits_options(self) -> list[str]:
+        """`hypvl probe-splits` options beyond name, source and dest: at smoke scale the sources are the smoke world's
+        scaled-down stand-ins."""
+        return ["--scaled-source"] if self.scale == "smoke" else []
+
+    def group_data_inputs(self, groups) -> list[str]:
+        """Data folders the task `groups` read beyond the data stage's: the linear-probe splits of their
+        `linprobe_<set>` tasks."""
+        tasks = {task for group in groups for task in self.groups[group]}
+        return [self.probe_folder(name) for name in self.probe_datasets() if f"linprobe_{name}" in tasks]
 
     def training_run(self, experiment: str) -> Run:
         """The training run of `experiment` at this scale: its towers, global batch, steps, encodings per sample

@@ -53,3 +53,8 @@ class EvalContext:
     def classification_root(self, name: str) -> Path:
         """Image-folder root of classification set `name` (`<data_dir>/<classification_dir>/<name>`)."""
         return Path(self.config["data_dir"]) / self.config["eval"]["classification_dir"] / name
+
+    def linear_probe_root(self, name: str) -> Path:
+        """Image-folder root of set `name`'s linear-probe train and val splits (`<data_dir>/<linear_probe_dir>/<name>`,
+        built by `hypvl probe-splits`)."""
+        return Path(self.config["data_dir"]) / self.config["eval"]["linear_probe_dir"] / name
