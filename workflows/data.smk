@@ -2,7 +2,7 @@
 # corpus is grounded while the evaluation sets are drawn); paper-scale data is acquired (`hypvl acquire`).
 # Raw training corpora are then grounded (workflows/grounding.smk), and each linear-probe set's train and val
 # folders are cut from its source splits by the catalog's slices, at either scale (at paper scale from the
-# sources the user placed, or an acquisition whose folder holds them).
+# sources the user placed, or an acquisition whose folder holds them; a missing split fails that job, first).
 
 if SCALE == "smoke":
 
@@ -51,6 +51,7 @@ rule probe_splits:
         options=PLAN.probe_splits_options(),
     resources:
         **PLAN.step_resources("acquire"),  # data preparation: no GPU, the data stage's memory and time
+    priority: PLAN.first_priority()  # before training: missing sources are named at the start of a run
     log:
         f"{RESULTS}/logs/probe_splits/{{name}}.log",
     conda:

@@ -229,9 +229,10 @@ class Plan:
 
     def probe_source_inputs(self, name: str) -> list[str]:
         """What cutting set `name`'s probe splits needs: at smoke scale its sources (the smoke world's); at paper scale
-        the acquisitions whose folders hold them (config `acquire`), or where none does the user's folder itself."""
+        the acquisitions whose folders hold them (config `acquire`), if any: sources the user placed by hand are
+        checked by the job, which names a missing split, so that a run without them still plans."""
         source = self.probe_source(name)
-        return [source] if self.scale == "smoke" else self.acquisitions([source]) or [source]
+        return [source] if self.scale == "smoke" else self.acquisitions([source])
 
     def probe_folder(self, name: str) -> str:
         """The folder of linear-probe set `name`'s train and val splits (`hypvl probe-splits`)."""
@@ -263,7 +264,8 @@ class Plan:
         return self.training_run(experiment).flops / 1e12
 
     def first_priority(self) -> float:
-        """A job priority above every training job's (`train_cost`): what the data acquisition jobs take."""
+        """A job priority above every training job's (`train_cost`): what the data acquisition and probe_splits jobs
+        take."""
         return 1 + max((self.train_cost(exp) for exp in self.experiments() if self.trains(exp) and self.runnable(exp)),
                        default=0)
 
