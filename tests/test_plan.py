@@ -195,10 +195,10 @@ def test_the_linear_probe_waits_for_the_probe_step_on_the_smoke_worlds_sources()
     plan, full = Plan(load_config()), Plan(load_config([REPO / "workflows" / "config" / "full.yaml"]))
     assert plan.probe_datasets() == probe_source_sets()  # the smoke world writes what the probe step reads
     data = Path(plan.config["data_dir"])
-    assert plan.group_data_inputs(["linprobe"]) == [str(data / "eval" / "linear_probe" / name)
+    assert plan.probe_inputs(["linprobe"]) == [str(data / "eval" / "linear_probe" / name)
                                                     for name in plan.probe_datasets()]
     assert plan.probe_source("clevr") == str(data / "eval" / "probe_sources" / "clevr")
-    assert plan.group_data_inputs(["zeroshot", "retrieval"]) == plan.group_data_inputs(plan.with_training) == []
+    assert plan.probe_inputs(["zeroshot", "retrieval"]) == plan.probe_inputs(plan.with_training) == []
     assert plan.probe_splits_options() == ["--scaled-source"] and full.probe_splits_options() == []
     assert full.probe_folder("eurosat") == str(Path(full.config["data_dir"]) / "eval" / "linear_probe" / "eurosat")
     assert plan.probe_source_inputs("dtd") == [plan.probe_source("dtd")]  # synthesize_evaluation's output

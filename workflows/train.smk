@@ -7,7 +7,7 @@
 rule train:
     input:
         data_ready,
-        PLAN.group_data_inputs(PLAN.with_training),
+        PLAN.probe_inputs(PLAN.with_training),
         init=lambda w: PLAN.init_checkpoint(w.experiment),
     output:
         checkpoint=f"{RESULTS}/models/{{experiment}}/checkpoint.pt",

@@ -181,10 +181,10 @@ class Plan:
 
     def evaluation_inputs(self, group: str, experiment: str) -> list[str]:
         """What evaluating `group` on `experiment` needs from the data stage: `data_inputs`, the linear-probe splits
-        the group reads (`group_data_inputs`), and at paper scale the acquisitions of the data the group reads."""
+        the group reads (`probe_inputs`), and at paper scale the acquisitions of the data the group reads."""
         if group not in self._group_acquisitions:
             self._group_acquisitions[group] = self.acquisitions(self.group_data(group))
-        return [*self.data_inputs(experiment), *self.group_data_inputs([group]), *self._group_acquisitions[group]]
+        return [*self.data_inputs(experiment), *self.probe_inputs([group]), *self._group_acquisitions[group]]
 
     def acquisition_folder(self, dataset: str) -> str:
         """The folder dataset `dataset` of the acquisition manifest is fetched into (config `acquire`)."""
@@ -243,9 +243,8 @@ class Plan:
         scaled-down stand-ins."""
         return ["--scaled-source"] if self.scale == "smoke" else []
 
-    def group_data_inputs(self, groups) -> list[str]:
-        """Data folders the task `groups` read beyond the data stage's: the linear-probe splits of their
-        `linprobe_<set>` tasks."""
+    def probe_inputs(self, groups) -> list[str]:
+        """The linear-probe splits (rule probe_splits) the `linprobe_<set>` tasks of the task `groups` read."""
         tasks = {task for group in groups for task in self.groups[group]}
         return [self.probe_folder(name) for name in self.probe_datasets() if f"linprobe_{name}" in tasks]
 
