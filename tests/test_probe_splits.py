@@ -264,11 +264,12 @@ def test_the_smoke_world_writes_each_probe_sets_source_splits_in_its_catalog_lay
                 assert size == classes * (SMOKE.probe_train_per_class if role == "train" else SMOKE.probe_val_per_class)
                 continue
 
-            def enough(n):
-                return all(len(slice_records(slices, role, n)) >= classes * (
-                    SMOKE.probe_train_per_class if role == "train" else 1) for role in cut)
+            def enough(n):  # every slice balanced, the train slice with probe_train_per_class per class
+                counts = {role: len(slice_records(slices, role, n)) for role in cut}
+                return all(count % classes == 0 and count >= classes * (
+                    SMOKE.probe_train_per_class if role == "train" else 1) for role, count in counts.items())
 
-            assert enough(size) and not enough(size - 1), name  # the fewest records that serve every slice
+            assert enough(size) and not any(map(enough, range(classes, size))), name  # the fewest such records
 
 
 @pytest.mark.parametrize("name", sorted(probe_source_sets()))

@@ -318,8 +318,9 @@ def test_manifest_records_paths_and_counts(tiny):
     assert grit["samples"] == TINY.grit_samples and grit["settings"] == TINY.as_dict()
     assert sorted(grit["shards"]) == sorted(str(p.relative_to(tiny)) for p in (tiny / RAW["grit"]).glob("*.tar"))
     assert manifest["classification"]["mnist"] == {"test": 20}
-    # mnist's val slice train[80%:] must hold each of 10 classes: 48 - round(38.4) = 10, while 47 - round(37.6) = 9
-    assert manifest["probe_sources"]["mnist"] == {"layout": "clip_benchmark_wds", "splits": {"train": 48}}
+    # mnist's train[:80%] and train[80%:] must each hold every one of 10 classes equally often: 40 and 10 of 50
+    # (48 gives 38 and 10, 49 gives 39 and 10)
+    assert manifest["probe_sources"]["mnist"] == {"layout": "clip_benchmark_wds", "splits": {"train": 50}}
     assert manifest["paths"]["probe_sources"] == CONFIG["eval"]["probe_source_dir"]
     assert manifest["eval"]["coco"]["images"] == TINY.retrieval_images
 

@@ -10,9 +10,11 @@ cuts into the probe's train and val folders by the catalog's slices, as it cuts 
 - Size: a split the probe reads whole holds `probe_train_per_class` images per class (the train slice's split)
   or `probe_val_per_class` (a split apart for val). A split the slices cut is a scaled-down stand-in
   (`hypvl.data.splits`: a percentage stays a percentage, a record count becomes the same fraction of what
-  the slices read) with the fewest records at which its train slice holds `probe_train_per_class` images per
-  class and every slice at least C; the slices keep the real proportions between them (CIFAR-10's val is a
-  tenth of its train split, RESISC45's train and val a tenth each, the other 80% its test slice).
+  the slices read) with the fewest records at which every slice holds the same number of images of each class
+  (a multiple of C records), at least `probe_train_per_class` in the train slice and one in the others. The
+  slices keep the real proportions between them (CIFAR-10's val is a tenth of its train split, RESISC45's train
+  and val a tenth each, the other 80% its test slice); balanced, the probe's refit on train + val learns no
+  class prior from the smoke world's rounding.
 - Pictures: image i of class c of the split the train slice reads comes from stream (set/train/c, i), of a
   split apart for val from (set/val/c, i). The test split is the set's own image folder (`classification`),
   which the probe reads beside its train and val folders.
@@ -51,8 +53,9 @@ def source_sizes(info: DatasetInfo, classes: int, train_per_class: int, val_per_
         if any(not s.indices(10**9, extent=extents.get(split)) for s in cut):
             raise InputError(f"{info.path}: linear_probe slice of {split!r} takes no record")
         needed = {s: classes * train_per_class if s == train else classes for s in cut}
-        sizes[split] = next(size for size in itertools.count(classes)
-                            if all(len(s.indices(size, extent=extents.get(split))) >= needed[s] for s in cut))
+        sizes[split] = next(size for size in itertools.count(classes) if all(
+            (count := len(s.indices(size, extent=extents.get(split)))) >= needed[s] and count % classes == 0
+            for s in cut))
     return sizes
 
 
