@@ -19,6 +19,7 @@ wildcard_constraints:
 include: "workflows/data.smk"
 include: "workflows/grounding.smk"
 include: "workflows/train.smk"
+include: "workflows/outside.smk"
 include: "workflows/evaluate.smk"
 include: "workflows/report.smk"
 
