@@ -70,7 +70,7 @@ def transformers_folder(tmp_path, architecture):
             text_config={**TEXT_TOWER, "vocab_size": len(vocab)}, projection_dim=16,
             vision_config={"image_size": 32, "hidden_dim": 16, "kernel_sizes": [3], "in_channels": [32],
                            "out_channels": [16], "strides": [2], "num_block_repeats": [1], "expand_ratios": [1],
-                           "depthwise_padding": []}))
+                           "depthwise_padding": [], "depth_coefficient": 1.0}))
         tokenizer = BertTokenizer(vocab=vocab, model_max_length=12)
         processor = EfficientNetImageProcessor(size={"height": 32, "width": 32}, do_center_crop=False,
                                                rescale_factor=1 / 127.5, rescale_offset=True)

@@ -159,38 +159,32 @@ def refused(capsys, code, source, problem, *outputs):
     assert not any(path.exists() for path in outputs)
 
 
-def test_an_unrecognised_file_is_refused(tmp_path, tiny_config, capsys):
-    _, folder = released_folder(tmp_path)
-    (folder / "extra.pkl").write_bytes(b"\x80\x04 not in the manifest")
-    out = tmp_path / "checkpoint.pt"
-    refused(capsys, import_weights("meru_released_meru_vits", folder, out, tiny_config), "released:meru_vit_s",
-            r"holds files the manifest does not list .*: extra\.pkl", out)
-
-
-def test_a_file_differing_from_its_first_fetch_record_is_refused(tmp_path, tiny_config, capsys):
-    _, folder = released_folder(tmp_path)
-    (folder / "SHA256SUMS").write_text(f"{'1' * 64}  meru_vit_s.pth\n")
-    out = tmp_path / "checkpoint.pt"
-    refused(capsys, import_weights("meru_released_meru_vits", folder, out, tiny_config), "released:meru_vit_s",
-            r"meru_vit_s\.pth: sha256 is [0-9a-f]{64}, expected 1{64}", out)
-
-
-def test_a_checkpoint_of_another_architecture_is_refused(tmp_path, tiny_config, capsys):
-    wider = {**TINY, "backbones": {"vit_s16": {"patch": 8, "width": 32, "depth": 1, "heads": 2}}}
-    _, folder = released_folder(tmp_path, config=wider)
-    out = tmp_path / "checkpoint.pt"
-    refused(capsys, import_weights("meru_released_meru_vits", folder, out, tiny_config), "released:meru_vit_s",
-            r"meru_vit_s\.pth: checkpoint does not fit the model: visual\.vit\.cls_token has shape \(1, 1, 32\), "
-            r"the model expects \(1, 1, 16\)", out)
-
-
-def test_a_truncated_checkpoint_is_refused(tmp_path, tiny_config, capsys):
-    _, folder = released_folder(tmp_path)
+def truncate(folder):
     checkpoint = folder / "meru_vit_s.pth"
     checkpoint.write_bytes(checkpoint.read_bytes()[: checkpoint.stat().st_size // 2])
+
+
+WIDER = {**TINY, "backbones": {"vit_s16": {"patch": 8, "width": 32, "depth": 1, "heads": 2}}}
+SPOILED = {  # case -> (the stand-in's architecture, what spoils its folder, the problem named)
+    "unrecognised_file": (TINY, lambda folder: (folder / "extra.pkl").write_bytes(b"\x80\x04 not listed"),
+                          r"holds files the manifest does not list .*: extra\.pkl"),
+    "differs_from_record": (TINY, lambda folder: (folder / "SHA256SUMS").write_text(f"{'1' * 64}  meru_vit_s.pth\n"),
+                            r"meru_vit_s\.pth: sha256 is [0-9a-f]{64}, expected 1{64}"),
+    "another_architecture": (WIDER, lambda folder: None,
+                             r"meru_vit_s\.pth: checkpoint does not fit the model: visual\.vit\.cls_token has shape "
+                             r"\(1, 1, 32\), the model expects \(1, 1, 16\)"),
+    "truncated_checkpoint": (TINY, truncate, r"meru_vit_s\.pth: not a readable checkpoint"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SPOILED))
+def test_a_spoiled_released_folder_is_refused_with_nothing_written(tmp_path, tiny_config, capsys, case):
+    config, spoil, problem = SPOILED[case]
+    _, folder = released_folder(tmp_path, config=config)
+    spoil(folder)
     out = tmp_path / "checkpoint.pt"
     refused(capsys, import_weights("meru_released_meru_vits", folder, out, tiny_config), "released:meru_vit_s",
-            r"meru_vit_s\.pth: not a readable checkpoint", out)
+            problem, out)
 
 
 def test_a_folder_holding_another_architecture_is_refused(tmp_path, tiny_config, capsys):

@@ -130,12 +130,13 @@ def standin_model(architecture: str, model_cfg: dict, backbone: str, texts: Iter
         return wrap_transformers(CLIPModel(config), _clip_tokenizer(text["context_length"]), processor)
     if architecture == "align":
         vocab = wordpiece_vocabulary(texts)
-        # two MBConv stages (ALIGN's EfficientNet-B7 has seven) ending in the embedding width, as ALIGN's does
+        # two single-block MBConv stages (ALIGN's EfficientNet-B7 has seven, each repeated 3.1 times as deep)
+        # ending in the embedding width, as ALIGN's does; CLIP's initial temperature, as our CLIP trains from
         vision = {"image_size": size, "hidden_dim": embed_dim, "kernel_sizes": [3, 3], "in_channels": [32, 24],
                   "out_channels": [24, 32], "strides": [2, 2], "num_block_repeats": [1, 1], "expand_ratios": [1, 4],
-                  "depthwise_padding": []}
+                  "depthwise_padding": [], "width_coefficient": 1.0, "depth_coefficient": 1.0}
         config = AlignConfig(text_config={**text_tower, "vocab_size": len(vocab)}, vision_config=vision,
-                             projection_dim=embed_dim)
+                             projection_dim=embed_dim, temperature_init_value=0.07)
         processor = EfficientNetImageProcessor(size={"height": size, "width": size}, do_center_crop=False,
                                                rescale_factor=1 / 127.5, rescale_offset=True, do_normalize=False)
         tokenizer = BertTokenizer(vocab=vocab, model_max_length=text["context_length"])
