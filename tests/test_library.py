@@ -70,7 +70,7 @@ def transformers_folder(tmp_path, architecture):
             text_config={**TEXT_TOWER, "vocab_size": len(vocab)}, projection_dim=16,
             vision_config={"image_size": 32, "hidden_dim": 16, "kernel_sizes": [3], "in_channels": [32],
                            "out_channels": [16], "strides": [2], "num_block_repeats": [1], "expand_ratios": [1],
-                           "depthwise_padding": [], "depth_coefficient": 1.0}))
+                           "depthwise_padding": [], "width_coefficient": 1.0, "depth_coefficient": 1.0}))
         tokenizer = BertTokenizer(vocab=vocab, model_max_length=12)
         processor = EfficientNetImageProcessor(size={"height": 32, "width": 32}, do_center_crop=False,
                                                rescale_factor=1 / 127.5, rescale_offset=True)
@@ -106,7 +106,8 @@ def test_a_transformers_folder_gives_the_models_own_embeddings(tmp_path, archite
         assert torch.equal(wrapped.tokenizer(TEXTS), inputs["input_ids"])
         assert torch.allclose(wrapped.text_features(wrapped.tokenizer(TEXTS)), expected_text, atol=1e-6)
         assert torch.allclose(wrapped.image_features(images()), expected_image, atol=1e-6)
-    assert wrapped.image_size == 32
+        scores = wrapped.similarity(wrapped.encode_image(images()), wrapped.encode_text(wrapped.tokenizer(TEXTS)))
+    assert scores.shape == (3, len(TEXTS)) and wrapped.image_size == 32
 
 
 @pytest.mark.parametrize("library", ["open_clip", "transformers"])

@@ -94,6 +94,7 @@ def test_a_transformers_stand_in_is_written_and_read_as_transformers_does(tmp_pa
     with torch.no_grad():
         assert torch.equal(imported.encode_image(batch(32)), model.encode_image(batch(32)))
         assert torch.equal(imported.encode_text(tokens), model.encode_text(tokens))
+        assert model.loss({"images": batch(32)[:2], "tokens": tokens[:2]})["loss"].isfinite()  # one embedding width
     with pytest.raises(InputError, match="written from a transformers model, not a CLIP"):
         write_transformers(ours("clip", tmp_path)[1], tmp_path / "other")
 

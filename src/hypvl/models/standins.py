@@ -130,11 +130,12 @@ def standin_model(architecture: str, model_cfg: dict, backbone: str, texts: Iter
         return wrap_transformers(CLIPModel(config), _clip_tokenizer(text["context_length"]), processor)
     if architecture == "align":
         vocab = wordpiece_vocabulary(texts)
-        # two single-block MBConv stages (ALIGN's EfficientNet-B7 has seven, each repeated 3.1 times as deep)
-        # ending in the embedding width, as ALIGN's does; CLIP's initial temperature, as our CLIP trains from
+        # two single-block MBConv stages (ALIGN's EfficientNet-B7 has seven, 2x as wide, 3.1x as deep), the last
+        # one's channels the embedding width (ALIGN pools them as its image embedding); CLIP's initial temperature,
+        # as our CLIP trains from
         vision = {"image_size": size, "hidden_dim": embed_dim, "kernel_sizes": [3, 3], "in_channels": [32, 24],
-                  "out_channels": [24, 32], "strides": [2, 2], "num_block_repeats": [1, 1], "expand_ratios": [1, 4],
-                  "depthwise_padding": [], "width_coefficient": 1.0, "depth_coefficient": 1.0}
+                  "out_channels": [24, embed_dim], "strides": [2, 2], "num_block_repeats": [1, 1],
+                  "expand_ratios": [1, 4], "depthwise_padding": [], "width_coefficient": 1.0, "depth_coefficient": 1.0}
         config = AlignConfig(text_config={**text_tower, "vocab_size": len(vocab)}, vision_config=vision,
                              projection_dim=embed_dim, temperature_init_value=0.07)
         processor = EfficientNetImageProcessor(size={"height": size, "width": size}, do_center_crop=False,
