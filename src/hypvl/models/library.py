@@ -21,18 +21,13 @@ from torch import nn
 from hypvl.errors import InputError
 
 from .clip import DualEncoder
+from .sources import LIBRARIES
 
-LIBRARIES = ("open_clip", "transformers")
 OPEN_CLIP_CONFIG = "open_clip_config.json"
 # transformers model types wrapped here -> whether the text tower needs the padding mask (BERT attends both
 # ways; CLIP's causal text tower never lets the tokens after the end-of-text token reach its features)
 TEXT_PADDING_MASK = {"clip": False, "align": True}
 MIN_TEMPERATURE = 0.01  # ALIGN's learned temperature, kept at CLIP's bound while a stand-in trains
-
-
-def _pooled(output) -> torch.Tensor:
-    """A transformers feature call's tensor: the call itself (transformers 4) or its pooler output (5)."""
-    return output if isinstance(output, torch.Tensor) else output.pooler_output
 
 
 class LibraryModel(DualEncoder):
@@ -127,11 +122,11 @@ class TransformersModel(LibraryModel):
         return {"library": "transformers", "config": self.model.config.to_dict(), "files": self.files}
 
     def image_features(self, images):
-        return _pooled(self.model.get_image_features(pixel_values=self.pixels(images)))
+        return self.model.get_image_features(pixel_values=self.pixels(images)).pooler_output  # the projection
 
     def text_features(self, tokens):
         mask = None if self._pad_id is None else (tokens != self._pad_id).long()
-        return _pooled(self.model.get_text_features(input_ids=tokens, attention_mask=mask))
+        return self.model.get_text_features(input_ids=tokens, attention_mask=mask).pooler_output
 
     def trunk_features(self, images):
         """The vision tower's pooled output, before any projection."""

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import yaml
 
+from hypvl.data.acquire import CHECKSUM_RECORD, load_sources
 from hypvl.errors import InputError
 
 WEIGHTS_MANIFEST = Path(__file__).with_name("weights.yaml")
 KINDS = ("train", "released", "pretrained")
 LIBRARIES = ("open_clip", "transformers")
 ARCHITECTURES = ("clip", "align")  # transformers' model types of the public dual encoders
-CHECKSUM_RECORD = "SHA256SUMS"  # hypvl.data.acquire's first-fetch record, kept beside the files
 
 
 def source_kind(source: str) -> str:
@@ -59,8 +59,6 @@ class OutsideWeights:
 def _manifest(path: Path) -> tuple[dict, dict]:
     """(pretrained, entries) of the weights manifest at `path`: {hub id: {library, architecture}} and the
     acquire entries."""
-    from hypvl.data.acquire import load_sources
-
     entries = load_sources(path)
     pretrained = yaml.safe_load(Path(path).read_text()).get("pretrained") or {}
     for hub_id, declared in pretrained.items():
