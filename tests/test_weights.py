@@ -9,6 +9,7 @@ import io
 import json
 import logging
 import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -107,6 +108,22 @@ def test_a_truncated_download_is_never_a_finished_file(tmp_path):
                                          rf"{len(PAYLOAD)} bytes\)"):
         fetch("released:fixture", dest, opener=lambda request: ShortResponse(), sources=manifest(tmp_path))
     assert not (dest / "fixture.pth").exists() and not (dest / "SHA256SUMS").exists()
+
+
+def test_a_hub_model_repository_is_fetched_as_a_model_and_every_file_recorded(tmp_path, caplog):
+    entry = weights_manifest()["open_clip:laion/CLIP-ViT-B-32-laion2B-s34B-b79K"]
+    calls = []
+
+    def snapshot(**kwargs):  # huggingface_hub.snapshot_download's part, served locally
+        calls.append(kwargs)
+        for name in kwargs["allow_patterns"]:
+            (Path(kwargs["local_dir"]) / name).write_text(name)
+
+    with caplog.at_level(logging.WARNING, logger="hypvl"):
+        paths = fetch("laion", tmp_path, sources={"laion": entry}, hub_download=snapshot)
+    assert calls[0]["repo_type"] == "model" and calls[0]["repo_id"] == "laion/CLIP-ViT-B-32-laion2B-s34B-b79K"
+    assert sorted(path.name for path in paths) == ["open_clip_config.json", "open_clip_pytorch_model.bin"]
+    assert len((tmp_path / "SHA256SUMS").read_text().splitlines()) == 2 and caplog.text.count("unverified") == 2
 
 
 # --------------------------------------------------------------------------- hypvl import-weights
