@@ -261,15 +261,15 @@ def test_paper_scale_fetches_every_model_of_hierarcaps_table1_unless_held_locall
     held = tmp_path / "align-base"
     held.mkdir()
     config = tmp_path / "full.yaml"
-    config.write_text(yaml.safe_dump({**{f"{name}_dir": str(tmp_path / name) for name in ("data", "results", "reports")},
-                                      "weights": {"local": {"pretrained:kakaobrain/align-base": str(held)}}}))
+    folders = {f"{name}_dir": str(tmp_path / name) for name in ("data", "results", "reports")}
+    config.write_text(yaml.safe_dump({**folders, "weights": {"local": {"pretrained:kakaobrain/align-base": str(held)}}}))
     exe = Path(sys.executable).parent / "snakemake"
     run = subprocess.run([str(exe), str(tmp_path / "reports" / "hierarcaps" / "table1.md"), "-n", "-p", "--cores",
                           "1", "--configfile", str(REPO / "workflows" / "config" / "full.yaml"), str(config)],
                          cwd=REPO, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
     commands = [line.removeprefix("Shell command: ") for line in run.stdout.splitlines() if line.startswith("Shell")]
-    fetched = sorted(c.split()[2] for c in commands if c.startswith("hypvl acquire "))
+    fetched = sorted(c.split()[2] for c in commands if c.startswith("hypvl acquire ") and "weights.yaml" in c)
     assert fetched == ["open_clip:laion/CLIP-ViT-B-32-laion2B-s34B-b79K",
                        "open_clip:laion/CLIP-ViT-H-14-laion2B-s32B-b79K",
                        "transformers:openai/clip-vit-base-patch32", "transformers:openai/clip-vit-large-patch14"]

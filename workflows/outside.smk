@@ -11,6 +11,9 @@ WEIGHTS_PATTERN = PLAN.pattern(str(Path(folder).relative_to(f"{DATA}/weights")) 
 
 if PLAN.standins is None:
 
+    localrules:
+        fetch_weights,  # downloads need the network, which cluster nodes often lack (as workflows/acquire.smk)
+
     rule fetch_weights:
         output:
             folder=directory(f"{DATA}/weights/{{weights}}"),
@@ -19,6 +22,9 @@ if PLAN.standins is None:
         params:
             entry=lambda w, output: PLAN.outside(WEIGHTS_FOLDERS[output.folder]).entry,
             manifest=str(WEIGHTS_MANIFEST),
+        resources:
+            **PLAN.step_resources("acquire"),
+        priority: PLAN.first_priority()  # before any other job: a download that fails is named at the start
         log:
             f"{RESULTS}/logs/fetch_weights/{{weights}}.log",
         conda:
@@ -43,6 +49,8 @@ else:
             cfg=PLAN.step_config("standin"),
             out=lambda w, output: above(output.checkpoint),
         threads: THREADS
+        resources:
+            **PLAN.step_resources("train"),
         log:
             f"{RESULTS}/logs/train_standin/{{experiment}}.log",
         conda:
@@ -60,6 +68,8 @@ else:
             weights=WEIGHTS_PATTERN,
         params:
             layout=lambda w, output: PLAN.standin_args(output.folder),
+        resources:
+            **PLAN.step_resources("import"),
         log:
             f"{RESULTS}/logs/write_standin/{{weights}}.log",
         conda:
@@ -79,6 +89,8 @@ rule import_weights:
     params:
         spec=lambda w: PLAN.spec_path(w.experiment),
         cfg=PLAN.step_config("import"),
+    resources:
+        **PLAN.step_resources("import"),
     log:
         f"{RESULTS}/logs/import_weights/{{experiment}}.log",
     conda:
