@@ -18,8 +18,8 @@ class TaskResult:
 class EvalContext:
     """One model under evaluation plus the config sections the tasks read.
 
-    model: a CLIP/MERU/HyCoCLIP module in eval mode; tokenizer: texts -> (B, L) token ids; image_size:
-    the model's input size; config: the workflow config (`scale`, `data_dir`, `eval`); prompts: the
+    model: one of ours or a wrapped library model (`hypvl.models.clip.DualEncoder`) in eval mode; tokenizer:
+    the model's own, texts -> (B, L) token ids; image_size: the model's input size; config: the workflow config (`scale`, `data_dir`, `eval`); prompts: the
     catalog's prompt set zero-shot classifiers are built from (the experiment's `eval_prompts`).
     """
 
