@@ -1,9 +1,6 @@
 """How the workflow plans HierarCaps' RE alignment (method radial_ft): the base a fine-tuning starts from, the
-finetune rule and its command at smoke and at paper scale, with the paper's settings (App. B.4).
-
-Until pretrained weights load (`pretrained:` sources), CLIP^B itself is not runnable; the dry runs use a copy of the
-specs in which hcaps_clip_b is a CLIP the suite trains (and the fine-tunings name it by id), which is the same plan.
-"""
+finetune rule and its command at smoke scale (stand-in bases) and at paper scale, with the paper's settings
+(App. B.4)."""
 
 import re
 import subprocess
@@ -20,9 +17,6 @@ from hypvl.errors import InputError
 from hypvl.spec import load_spec
 from hypvl.train.radial_recipe import radial_recipe, radial_schedule
 from hypvl.workflow import Plan
-
-CLIP_B = "pretrained:openai/clip-vit-base-patch32"
-
 
 def toy_plan(tmp_path, experiments: dict) -> Plan:
     replication = tmp_path / "replication"
@@ -80,32 +74,11 @@ def test_every_hierarcaps_fine_tuning_aligns_clip_b_or_its_own_pretrained_model(
         radial_recipe({"id": exp, "method": "radial_ft", "overrides": spec.experiments[exp].overrides})
 
 
-@pytest.fixture
-def stand_in_specs(tmp_path):
-    """The specs, with CLIP^B a CLIP the suite trains and every fine-tuning of it naming it by id."""
-    replication = tmp_path / "replication"
-    replication.mkdir()
-    for path in (REPO / "replication").glob("*.yaml"):
-        text = path.read_text()
-        if path.stem == "hierarcaps":
-            document = yaml.safe_load(text)
-            experiments = document["experiments"]
-            experiments["hcaps_clip_b"] = {"method": "clip", "backbone": "vit_b16", "data": "grit", "source": "train"}
-            for experiment in experiments.values():
-                if experiment.get("overrides", {}).get("base") == CLIP_B:
-                    experiment["overrides"]["base"] = "hcaps_clip_b"
-            text = yaml.safe_dump(document, sort_keys=False)
-        (replication / path.name).write_text(text)
+def finetune_commands(tmp_path, *configfiles) -> dict[str, str]:
+    """Experiment -> the `hypvl finetune` command a dry run of HierarCaps Tables 1, 3 and 5 plans (data, results
+    and reports under tmp_path)."""
     config = tmp_path / "config.yaml"
-    config.write_text(yaml.safe_dump({
-        "replication_dir": str(replication), "expected_dir": str(REPO / "expected"),
-        "data_dir": str(tmp_path / "data"), "results_dir": str(tmp_path / "results"),
-        "reports_dir": str(tmp_path / "reports")}))
-    return tmp_path, config
-
-
-def finetune_commands(tmp_path, config, *configfiles) -> dict[str, str]:
-    """Experiment -> the `hypvl finetune` command a dry run of HierarCaps Tables 1, 3 and 5 plans."""
+    config.write_text(yaml.safe_dump({f"{name}_dir": str(tmp_path / name) for name in ("data", "results", "reports")}))
     exe = Path(sys.executable).parent / "snakemake"
     targets = [str(tmp_path / "reports" / "hierarcaps" / f"table{n}.md") for n in (1, 3, 5)]
     run = subprocess.run([str(exe), *targets, "-n", "-p", "--cores", "8", "--configfile", *configfiles, str(config)],
@@ -115,20 +88,19 @@ def finetune_commands(tmp_path, config, *configfiles) -> dict[str, str]:
     return {re.search(r"--experiment (\S+)", line).group(1): line for line in commands}
 
 
-def test_paper_scale_plans_each_fine_tuning_from_clip_b_with_the_papers_settings(stand_in_specs):
-    tmp_path, config = stand_in_specs
-    commands = finetune_commands(tmp_path, config, str(REPO / "workflows" / "config" / "full.yaml"))
-    # CLIP^B_FT, Table 3's nine ablations, Table 5's four EC margins
-    assert len(commands) == 14 and "hcaps_clip_b_ft" in commands
-    base = tmp_path / "results" / "models" / "hcaps_clip_b" / "checkpoint.pt"
-    csv = tmp_path / "data" / "eval" / "hierarcaps" / "hierarcaps_train.csv.gz"  # as the acquisition fetches it
-    for command in commands.values():
-        assert f"--base-checkpoint {base} --train-csv {csv} " in command
+def test_paper_scale_plans_each_fine_tuning_from_its_pretrained_model_with_the_papers_settings(tmp_path):
+    commands = finetune_commands(tmp_path, str(REPO / "workflows" / "config" / "full.yaml"))
+    # Table 1's five alignments, Table 3's nine ablations and Table 5's four EC margins of CLIP^B
+    assert len(commands) == 18
+    models, csv = tmp_path / "results" / "models", tmp_path / "data" / "eval" / "hierarcaps" / "hierarcaps_train.csv.gz"
+    for experiment, command in commands.items():
+        base = "hcaps_clip_b" if experiment.startswith("hcaps_clip_b_ft") else experiment.removesuffix("_ft")
+        assert f"--base-checkpoint {models / base / 'checkpoint.pt'} --train-csv {csv} " in command  # as acquired
         assert ('"radial_ft": {"device": "auto", "epochs": null, "lr_scale": 1.0, "weight_decay": 0.01}'
                 in command) and " :: evaluate" not in command
     assert f"--train-images {tmp_path / 'data' / 'train' / 'cc3m'} " in commands["hcaps_clip_b_ft_clip_objective"]
     full = load_config([REPO / "workflows" / "config" / "full.yaml"])["radial_ft"]
-    spec = load_spec(tmp_path / "replication" / "hierarcaps.yaml", REPO / "expected")
+    spec = load_spec(REPO / "replication" / "hierarcaps.yaml", REPO / "expected")
     recipes = {exp: radial_recipe({"id": exp, "method": "radial_ft", "overrides": spec.experiments[exp].overrides})
                for exp in commands}
     for recipe in recipes.values():  # App. B.4: one epoch, batch 8, AdamW at 1e-7, lambda_RE 1, lambda_reg 10
@@ -140,10 +112,9 @@ def test_paper_scale_plans_each_fine_tuning_from_clip_b_with_the_papers_settings
         [0.0, 3.14159265 / 8, 3.14159265 / 4, 3.14159265 / 2])
 
 
-def test_smoke_scale_maps_the_schedule_and_evaluates_inside_the_job(stand_in_specs):
-    tmp_path, config = stand_in_specs
-    commands = finetune_commands(tmp_path, config)
-    assert len(commands) == 14
+def test_smoke_scale_maps_the_schedule_and_evaluates_inside_the_job(tmp_path):
+    commands = finetune_commands(tmp_path)
+    assert len(commands) == 18
     command = commands["hcaps_clip_b_ft"]
     assert '"radial_ft": {"device": "cpu", "epochs": 8, "lr_scale": 100.0, "weight_decay": 0.01}' in command
     assert " :: evaluate zeroshot --experiment hcaps_clip_b_ft " in command

@@ -13,7 +13,6 @@ from hypvl.errors import InputError
 from hypvl.io import atomic_write
 from hypvl.models.build import build_model
 from hypvl.models.checkpoints import load_state, read_checkpoint, save_checkpoint
-from hypvl.models.encoders import Tokenizer
 from hypvl.models.methods import PARSE_METHODS
 
 from .data import TrainingStream
@@ -35,10 +34,12 @@ def init_encoders(model, checkpoint: Path, freeze: bool) -> None:
 
 
 def train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path], out_dir: Path,
-          progress: bool = True, init_checkpoint: Path | None = None) -> dict:
+          progress: bool = True, init_checkpoint: Path | None = None, build=None) -> dict:
     """Train `experiment` ({id, method, backbone, boxes, seed, overrides}) and write into `out_dir`:
     checkpoint.pt, train_log.csv and train_summary.json. Returns the summary. An experiment with
-    `init_from` starts from the encoders of `init_checkpoint` (frozen with `freeze_encoders`)."""
+    `init_from` starts from the encoders of `init_checkpoint` (frozen with `freeze_encoders`). `build`, when
+    given, makes the model instead (after seeding): a smoke stand-in of a library's architecture
+    (`hypvl.models.standins`), whose checkpoint recipe is its own."""
     check_recipe(experiment)
     if experiment["method"] == RADIAL_METHOD:
         raise InputError(f"experiment {experiment['id']!r} aligns another experiment's model ({RADIAL_METHOD}): "
@@ -51,7 +52,7 @@ def train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path]
     overrides = experiment.get("overrides") or {}
     schedule = resolve_schedule(overrides, train_cfg)
     try:
-        model = build_model(experiment["method"], experiment["backbone"], model_cfg, overrides)
+        model = build() if build else build_model(experiment["method"], experiment["backbone"], model_cfg, overrides)
     except (TypeError, ValueError) as exc:  # an override value the model rejects
         raise InputError(f"experiment {experiment['id']!r}: {exc}") from exc
     if "init_from" in overrides:
@@ -62,8 +63,8 @@ def train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path]
     model = model.to(device)
     optimizer = build_optimizer(model, schedule.lr, train_cfg["weight_decay"], train_cfg["betas"])
     scheduler = build_scheduler(optimizer, schedule.warmup, schedule.steps)
-    stream = TrainingStream(shards, Tokenizer(model_cfg["text"]["context_length"]), model_cfg["image_size"],
-                            schedule.batch_size, stream_mode(experiment["method"], experiment.get("boxes", False)),
+    stream = TrainingStream(shards, model.tokenizer, model.image_size, schedule.batch_size,
+                            stream_mode(experiment["method"], experiment.get("boxes", False)),
                             seed=experiment.get("seed", 0), shuffle_buffer=train_cfg["shuffle_buffer"],
                             max_corrupt_fraction=train_cfg["max_corrupt_fraction"], cache=train_cfg["cache_decoded"],
                             syntax=experiment["method"] in PARSE_METHODS)
@@ -86,8 +87,9 @@ def train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path]
         bar.set_postfix(loss=f"{rows[-1]['loss']:.3f}", refresh=False)
     bar.close()
     model.clamp_scalars()
-    recipe = {"method": experiment["method"], "backbone": experiment["backbone"], "overrides": overrides,
-              "model_cfg": model_cfg, "experiment": experiment["id"]}
+    recipe = {**model.recipe(), "experiment": experiment["id"]} if build else {
+        "method": experiment["method"], "backbone": experiment["backbone"], "overrides": overrides,
+        "model_cfg": model_cfg, "experiment": experiment["id"]}
     save_checkpoint(out_dir / "checkpoint.pt", model, recipe, schedule.steps)
     with atomic_write(out_dir / "train_log.csv") as handle:
         writer = csv.DictWriter(handle, LOG_FIELDS, restval="")  # empty: a term the method does not have
