@@ -15,9 +15,11 @@ from hypvl.errors import InputError
 from hypvl.models.encoders import Tokenizer
 from hypvl.train.data import TrainingStream
 from hypvl.train.optim import param_groups, warmup_cosine
-from hypvl.train.recipe import resolve_schedule
+from hypvl.spec import load_spec
+from hypvl.train.recipe import check_recipe, resolve_schedule
 from hypvl.train.trainer import train
 
+from conftest import REPO
 from test_models import TINY, _model
 
 TRAIN_CFG = {"steps": 3, "batch_size_scale": 4 / 768, "paper_steps": 500000, "paper_batch_size": 768,
@@ -34,23 +36,41 @@ def _shards(tmp_path, n=12, corrupt=(), boxes=lambda i: i % 3):
     return write_grounded_shards(records, tmp_path, shard_size=5)
 
 
-def test_no_weight_decay_for_gains_biases_and_scalars():
-    model = _model("hycoclip")
-    decay, no_decay = param_groups(model, 0.2)
-    assert decay["weight_decay"] == 0.2 and no_decay["weight_decay"] == 0.0
-    no_decay_ids = {id(p) for p in no_decay["params"]}
-    for name in ("logit_scale", "curv", "visual_alpha", "textual_alpha"):
-        assert id(getattr(model, name)) in no_decay_ids
+@pytest.mark.parametrize("method", ["clip", "meru", "hycoclip", "poinclip", "syntax_meru"])
+def test_weight_decay_spares_the_scalars_or_also_gains_and_biases(method):
+    model = _model(method)
+    trainable = {id(p) for p in model.parameters() if p.requires_grad}
+    for no_weight_decay, spared in [
+        ("scalars", {id(getattr(model, name)) for name in model.scalar_names}),  # the public MERU/HyCoCLIP code
+        ("gains_biases_scalars", {id(p) for p in model.parameters() if p.requires_grad and p.ndim <= 1}),  # the text
+    ]:
+        decay, no_decay = param_groups(model, 0.2, no_weight_decay)
+        assert decay["weight_decay"] == 0.2 and no_decay["weight_decay"] == 0.0
+        decayed, not_decayed = [{id(p) for p in group["params"]} for group in (decay, no_decay)]
+        assert not_decayed == spared and decayed == trainable - spared
+        assert len(decay["params"]) + len(no_decay["params"]) == len(trainable)  # each parameter once
     named = dict(model.named_parameters())
-    assert id(named["visual.vit.blocks.0.norm1.weight"]) in no_decay_ids  # a gain
-    assert id(named["visual_proj.weight"]) not in no_decay_ids
+    decayed = {id(p) for p in param_groups(model, 0.2)[0]["params"]}
+    assert id(named["visual.vit.blocks.0.norm1.weight"]) in decayed and id(named["visual_proj.weight"]) in decayed
+    with pytest.raises(ValueError, match="no_weight_decay must be one of"):
+        param_groups(model, 0.2, "biases")
 
 
-def test_warmup_then_cosine_to_zero():
-    assert warmup_cosine(0, 10, 100) == pytest.approx(0.1)
-    assert warmup_cosine(9, 10, 100) == pytest.approx(1.0)
-    assert warmup_cosine(55, 10, 100) == pytest.approx(0.5 * (1 + math.cos(math.pi * 0.5)))
-    assert warmup_cosine(100, 10, 100) == pytest.approx(0.0)
+def _meru_lr_multiplier(step: int, warmup: int, total: int) -> float:
+    """MERU's LinearWarmupCosineDecayLR (meru/optim.py) as written there: step / warmup, then cos^2."""
+    if step < warmup:
+        return step / max(1, warmup)
+    return max(0.0, math.cos((step - warmup) / (total - warmup) * math.pi / 2) ** 2)
+
+
+def test_warmup_from_zero_then_cosine_to_zero_as_meru():
+    assert warmup_cosine(0, 10, 100) == 0.0  # the first step trains at learning rate 0
+    assert warmup_cosine(5, 10, 100) == pytest.approx(0.5) and warmup_cosine(10, 10, 100) == pytest.approx(1.0)
+    assert warmup_cosine(100, 10, 100) == pytest.approx(0.0, abs=1e-12)
+    for warmup, total in [(10, 100), (4, 500), (4000, 120000), (1, 3)]:
+        for step in {*range(0, total + 1, max(1, total // 97)), warmup - 1, warmup, total}:
+            assert warmup_cosine(step, warmup, total) == pytest.approx(_meru_lr_multiplier(step, warmup, total),
+                                                                      abs=1e-12)
 
 
 def test_schedule_maps_paper_settings_to_the_scale():
@@ -172,3 +192,15 @@ def _read_for(shards, count: int) -> int:
     for _ in zip(range(count), stream):
         pass
     return stream.counts.read
+
+
+def test_each_paper_trains_with_the_weight_decay_reading_that_produced_its_numbers():
+    """PoinCLIP's models take its text (gains, biases and scalars spared; no code was released); every other trained
+    model takes the public MERU/HyCoCLIP code (scalars only), PoinCLIP's copies of MERU's rows included."""
+    for path in sorted((REPO / "replication").glob("*.yaml")):
+        for exp in load_spec(path).experiments.values():
+            if exp.source == "train":
+                reading = exp.overrides.get("no_weight_decay", "scalars")
+                assert reading == ("gains_biases_scalars" if exp.method == "poinclip" else "scalars"), exp.id
+    with pytest.raises(InputError, match="no_weight_decay 'biases' is not one of scalars, gains_biases_scalars"):
+        check_recipe({"id": "x", "method": "clip", "overrides": {"no_weight_decay": "biases"}})

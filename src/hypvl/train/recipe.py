@@ -6,8 +6,12 @@ from dataclasses import dataclass
 from hypvl.errors import InputError
 from hypvl.models.methods import ARCHITECTURE_OVERRIDES, EVAL_OVERRIDES, METHOD_NAMES, MODEL_OVERRIDES, PARSE_METHODS
 
-# experiment overrides the trainer itself reads (the schedule, and MERU Table 3's frozen-encoder runs)
-TRAINER_OVERRIDES = ("steps", "batch_size", "lr", "init_from", "freeze_encoders")
+# experiment overrides the trainer itself reads (the schedule, MERU Table 3's frozen-encoder runs, which parameters
+# escape weight decay)
+TRAINER_OVERRIDES = ("steps", "batch_size", "lr", "init_from", "freeze_encoders", "no_weight_decay")
+# `no_weight_decay`: the learned scalars only (the public MERU and HyCoCLIP code; the default), or also every gain
+# and bias (MERU's and PoinCLIP's text); see hypvl.train.optim.param_groups
+NO_WEIGHT_DECAY = ("scalars", "gains_biases_scalars")
 
 
 def supported_overrides(method: str) -> set[str]:
@@ -23,7 +27,11 @@ def check_recipe(experiment: dict) -> None:
     if method in PARSE_METHODS and experiment.get("boxes", False):
         raise InputError(f"experiment {experiment['id']!r}: {method} trains on whole image-caption pairs with their "
                          "parses; it takes no boxes (set boxes: false)")
-    ignored = sorted(set(experiment.get("overrides") or {}) - supported_overrides(method))
+    overrides = experiment.get("overrides") or {}
+    if overrides.get("no_weight_decay", "scalars") not in NO_WEIGHT_DECAY:
+        raise InputError(f"experiment {experiment['id']!r}: no_weight_decay {overrides['no_weight_decay']!r} is not "
+                         f"one of {', '.join(NO_WEIGHT_DECAY)}")
+    ignored = sorted(set(overrides) - supported_overrides(method))
     if ignored:
         raise InputError(f"experiment {experiment['id']!r}: method {method!r} does not support the overrides "
                          f"{ignored} (supported: {sorted(supported_overrides(method))})")

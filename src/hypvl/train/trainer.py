@@ -57,7 +57,8 @@ def train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path]
                              "give that experiment's checkpoint")
         init_encoders(model, init_checkpoint, overrides.get("freeze_encoders", False))
     model = model.to(device)
-    optimizer = build_optimizer(model, schedule.lr, train_cfg["weight_decay"], train_cfg["betas"])
+    optimizer = build_optimizer(model, schedule.lr, train_cfg["weight_decay"], train_cfg["betas"],
+                                overrides.get("no_weight_decay", "scalars"))
     scheduler = build_scheduler(optimizer, schedule.warmup, schedule.steps)
     stream = TrainingStream(shards, Tokenizer(model_cfg["text"]["context_length"]), model_cfg["image_size"],
                             schedule.batch_size, stream_mode(experiment["method"], experiment.get("boxes", False)),
