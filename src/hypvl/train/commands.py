@@ -42,6 +42,8 @@ def _train(args) -> None:
     experiment = experiment_from_spec(args.spec, args.experiment)
     summary = train(experiment, config["model"], config["train"], corpus_shards(config, experiment["data"]),
                     Path(args.out), progress=not args.quiet, init_checkpoint=args.init_checkpoint)
+    if not summary:  # a data-parallel process other than the main one
+        return
     log.info("%s: %d steps in %s s, final loss %.4f, %d samples read, %d corrupt images skipped", experiment["id"],
              summary["schedule"]["steps"], summary["seconds"], summary["final"]["loss"], summary["samples_read"],
              summary["corrupt_images_skipped"])
@@ -49,7 +51,8 @@ def _train(args) -> None:
 
 def add_commands(subparsers) -> None:
     """Register `train`."""
-    train = subparsers.add_parser("train", help="train one experiment of a replication spec")
+    train = subparsers.add_parser("train", help="train one experiment of a replication spec (data-parallel under "
+                                  "`torchrun --nproc-per-node N -m hypvl.cli train ...`; resumes from --out/resume.pt)")
     add_config_arguments(train)
     train.add_argument("--spec", required=True, help="replication/<paper>.yaml")
     train.add_argument("--experiment", required=True, help="experiment id in the spec")
