@@ -1,6 +1,7 @@
 """The training input pipeline: the three views, MERU's subreddit prefix, corrupt images, caching, readers across
 ranks and loader workers, and streams restarted from a saved position."""
 
+import io
 import tarfile
 
 import pytest
@@ -156,4 +157,12 @@ def test_truncated_shards_are_errors_naming_the_file(tmp_path):
         shard.write_bytes(data[:cut])
         with pytest.raises(InputError, match=f"{shard.name}: truncated"):
             list(read_shard(shard))
+    incomplete = tmp_path / "incomplete.tar"
+    with tarfile.open(incomplete, "w") as archive:
+        for name, payload in [("k0.child.jpg", b"x"), ("k0.numparents.txt", b"0")]:
+            info = tarfile.TarInfo(name)
+            info.size = len(payload)
+            archive.addfile(info, io.BytesIO(payload))
+    with pytest.raises(InputError, match="incomplete.tar: sample 'k0': missing child.txt"):
+        list(read_shard(incomplete))
 

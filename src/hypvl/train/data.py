@@ -105,7 +105,9 @@ def read_shard(path: Path) -> Iterator[GroundedRecord]:
         for sample in pipeline:
             yield grounded_record(path, sample["__key__"],
                                   {name: data for name, data in sample.items() if not name.startswith("__")})
-    except (tarfile.TarError, EOFError, OSError, ValueError) as exc:
+    except InputError:
+        raise
+    except (tarfile.TarError, EOFError, OSError, ValueError) as exc:  # webdataset's and tarfile's read errors
         raise InputError(f"{path}: truncated or corrupt tar shard ({type(exc).__name__}: {exc})") from None
 
 
