@@ -117,8 +117,8 @@ def test_ranks_come_from_torchruns_environment():
 
 @pytest.mark.slow
 def test_hypvl_train_runs_under_torchrun(tmp_path):
-    """The contract with the workflow: `torchrun --nproc-per-node N -m hypvl.cli train ...` trains one model, written
-    once, on the global batch split over the processes."""
+    """The contract with the workflow: `torchrun --nproc-per-node N -m hypvl.cli train ... :: ...` trains one model,
+    written once, on the global batch split over the processes; the commands after `train` run on rank 0 only."""
     data = tmp_path / "data"
     _shards(data / "train", n=24, boxes=lambda i: 1 + i % 2)
     config = {"data_dir": str(data), "corpora": {"grit": "train"}, "cpu_code_path": "native",
@@ -130,8 +130,10 @@ def test_hypvl_train_runs_under_torchrun(tmp_path):
                           "--master-port", str(_free_port()), "-m", "hypvl.cli", "train",
                           "--spec", str(REPO / "replication" / "hycoclip.yaml"), "--experiment",
                           "hyco_hycoclip_vits_grit", "--configfile", str(tmp_path / "config.yaml"), "--out", str(out),
-                          "--quiet"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+                          "--quiet", "::", "data", "check", "grounded", str(data / "train")],
+                         capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.count("24 records") == 1  # the command after `train` runs once, on rank 0
     summary = json.loads((out / "train_summary.json").read_text())
     assert summary["processes"] == 2 and summary["schedule"]["batch_size"] == 8 and summary["samples_read"] >= 24
     assert sorted(p.name for p in out.iterdir()) == ["checkpoint.pt", "train_log.csv", "train_summary.json"]
