@@ -1,12 +1,15 @@
 """Paper-scale data acquisition from the manifest `sources.yaml`.
 
-Each dataset lists HTTP files (`files`), a Hugging Face Hub dataset snapshot (`hf_snapshot`:
-repo, revision, allow_patterns), or is `manual: true` with instructions for a human and the
+Each dataset lists HTTP files (`files`), a Hugging Face Hub snapshot (`hf_snapshot`: repo,
+revision, allow_patterns, and `repo_type: model` for a model repository, e.g. the weights of
+`hypvl/models/weights.yaml`), or is `manual: true` with instructions for a human and the
 files the human step must leave. HTTP downloads go to
 `<file>.part`, resume with an HTTP Range request after an interruption, are checked against the
 manifest's sha256 (or md5) and renamed into place atomically. Where the manifest has no public
-checksum (`sha256: null`, and every file of a Hub snapshot) the first fetch computes one and
-records it in `<dest>/SHA256SUMS` (`sha256sum -c` format); later fetches verify against it.
+checksum (`sha256: null`, and every file of a Hub snapshot) the first fetch computes one,
+records it in `<dest>/SHA256SUMS` (`sha256sum -c` format) and says the file is unverified;
+later fetches verify against it. A response shorter than its Content-Length is an interrupted
+download (resumed), never a finished file.
 """
 
 import hashlib
@@ -127,7 +130,9 @@ def read_checksum_record(dest):
 
 
 def _record_checksum(dest, relative, digest):
-    """Add (or replace) `relative`'s sha256 in `dest`/SHA256SUMS, atomically."""
+    """Add (or replace) `relative`'s sha256 in `dest`/SHA256SUMS, atomically, saying it is unverified."""
+    log.warning("%s: no published checksum; sha256 %s recorded in %s on first fetch (unverified: later fetches "
+                "are checked against this record only)", Path(dest) / relative, digest, Path(dest) / CHECKSUM_RECORD)
     sums = read_checksum_record(dest)
     sums[relative] = digest
     with atomic_write(Path(dest) / CHECKSUM_RECORD) as handle:
@@ -152,9 +157,14 @@ def _download_to_part(url, part, opener, chunk_size):
         raise InputError(f"{url}: HTTP {error.code} {error.reason}") from error
     with response:
         resumed = offset and _status(response) == 206
+        expected = response.headers.get("Content-Length") if getattr(response, "headers", None) else None
+        received = 0
         with open(part, "ab" if resumed else "wb") as handle:
             while chunk := response.read(chunk_size):
                 handle.write(chunk)
+                received += len(chunk)
+        if expected is not None and received < int(expected):
+            raise ConnectionError(f"connection closed after {received} of {expected} bytes")
 
 
 def fetch_file(url, path, sha256=None, md5=None, opener=urllib.request.urlopen, retries=2,
@@ -218,8 +228,8 @@ def _hub_snapshot(snapshot, dest, hub_download):
     if hub_download is None:
         from huggingface_hub import snapshot_download as hub_download
     local = dest / snapshot["path"]
-    hub_download(repo_id=snapshot["repo"], repo_type="dataset", revision=snapshot["revision"],
-                 allow_patterns=snapshot.get("allow_patterns"), local_dir=local)
+    hub_download(repo_id=snapshot["repo"], repo_type=snapshot.get("repo_type", "dataset"),
+                 revision=snapshot["revision"], allow_patterns=snapshot.get("allow_patterns"), local_dir=local)
     return sorted(p for p in local.rglob("*") if p.is_file() and ".cache" not in p.parts)
 
 

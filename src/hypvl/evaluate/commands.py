@@ -18,7 +18,6 @@ def evaluate_group(args) -> None:
     from hypvl.evaluate.context import EvalContext
     from hypvl.evaluate.results import write_metrics
     from hypvl.models.checkpoints import load_checkpoint
-    from hypvl.models.encoders import Tokenizer
     from hypvl.provenance import config_hash
 
     config = config_from_args(args)
@@ -33,9 +32,7 @@ def evaluate_group(args) -> None:
     torch.set_num_threads(args.threads)
     model, recipe = load_checkpoint(args.checkpoint)
     model = on_device(model, select_device(config["eval"]["device"]))
-    model_cfg = recipe["model_cfg"]
-    ctx = EvalContext(model, Tokenizer(model_cfg["text"]["context_length"]), model_cfg["image_size"], config,
-                      args.prompts)
+    ctx = EvalContext(model, model.tokenizer, model.image_size, config, args.prompts)
     digest = config_hash({"recipe": recipe, "eval": config["eval"], "data_dir": config["data_dir"],
                           "prompts": args.prompts})
     module = importlib.import_module(GROUP_MODULES[args.group])

@@ -79,7 +79,7 @@ class ImageEncoder(nn.Module):
             with torch.no_grad():
                 self.vit.pos_embed.copy_(pos[None])
             self.vit.pos_embed.requires_grad_(False)
-        self.width = cfg.width
+        self.width, self.image_size = cfg.width, cfg.image_size
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         return self.vit(images)

@@ -105,7 +105,8 @@ def _verdict(paper: float | None, ours: float | None, scale: str, tolerance: flo
 
 
 def compare_table(spec: PaperSpec, table_name: str, metrics_dir, scale: str) -> pd.DataFrame:
-    """One line per printed cell (rows, then columns, in printed order); see COLUMNS and VERDICTS.
+    """One line per printed cell (rows, then columns, in printed order), then one per cell of each released
+    checkpoint's row (`<row>__released`, against the row's printed numbers); see COLUMNS and VERDICTS.
 
     paper/ours/delta are NaN where absent; delta = ours - paper.
     """
@@ -120,9 +121,9 @@ def compare_table(spec: PaperSpec, table_name: str, metrics_dir, scale: str) -> 
         return cache[(path, metric)]
 
     lines = []
-    for row, experiment in table.rows.items():
+    for row, (printed, experiment) in table.compared_rows().items():
         for column, mapped in table.columns.items():
-            cell = expected.cells[(row, column)]
+            cell = expected.cells[(printed, column)]
             line = {
                 "row": row, "column": column, "experiment": experiment if isinstance(experiment, str) else "",
                 "task": "", "metric": "", "tolerance": table.tolerance_for(column),

@@ -15,15 +15,14 @@ NORM_LAYERS = (nn.LayerNorm, nn.GroupNorm, nn.LocalResponseNorm, nn.modules.batc
 def param_groups(model: nn.Module, weight_decay: float, no_weight_decay: str = "scalars") -> list[dict]:
     """Two groups of the trainable parameters: decayed, and not decayed.
 
-    `scalars`: only the learned scalars (`model.scalar_names`) are not decayed. This is what MERU's and HyCoCLIP's
-    public code do (their configs' `gain_bias_decay=0.0` becomes the full decay through `0.0 or weight_decay`),
-    and what HyCoCLIP App. B says. `gains_biases_scalars`: normalisation gains and every bias are not decayed
+    `scalars`: only the learned scalars (the 0-dimensional parameters: temperature, curvature, scales) are not
+    decayed. This is what MERU's and HyCoCLIP's public code do (their configs' `gain_bias_decay=0.0` becomes the
+    full decay through `0.0 or weight_decay`), and what HyCoCLIP App. B says. `gains_biases_scalars`: normalisation gains and every bias are not decayed
     either, as MERU Sec. 4.1 and PoinCLIP Sec. 5 say ("We disable weight decay for all gains, biases, and
     learnable scalars").
     """
     if no_weight_decay not in NO_WEIGHT_DECAY:
         raise ValueError(f"no_weight_decay must be one of {list(NO_WEIGHT_DECAY)}; got {no_weight_decay!r}")
-    scalars = {id(getattr(model, name)) for name in model.scalar_names}
     decay, no_decay, seen = [], [], set()
     for module in model.modules():
         for name, param in module.named_parameters(recurse=False):
@@ -31,7 +30,7 @@ def param_groups(model: nn.Module, weight_decay: float, no_weight_decay: str = "
                 continue
             seen.add(id(param))
             gain_or_bias = isinstance(module, NORM_LAYERS) or "bias" in name
-            excluded = id(param) in scalars or (no_weight_decay == "gains_biases_scalars" and gain_or_bias)
+            excluded = param.ndim == 0 or (no_weight_decay == "gains_biases_scalars" and gain_or_bias)
             (no_decay if excluded else decay).append(param)
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
 

@@ -20,7 +20,6 @@ from hypvl.errors import InputError
 from hypvl.io import atomic_write
 from hypvl.models.build import build_model
 from hypvl.models.checkpoints import load_state, read_checkpoint, save_checkpoint
-from hypvl.models.encoders import Tokenizer
 from hypvl.models.methods import PARSE_METHODS
 
 from . import distributed
@@ -45,22 +44,25 @@ def init_encoders(model, checkpoint: Path, freeze: bool) -> None:
 
 
 def train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path], out_dir: Path,
-          progress: bool = True, init_checkpoint: Path | None = None) -> dict:
+          progress: bool = True, init_checkpoint: Path | None = None, build=None) -> dict:
     """Train `experiment` ({id, method, backbone, data, boxes, seed, overrides}) and write into `out_dir`:
     checkpoint.pt, train_log.csv and train_summary.json. Returns the summary. An experiment with `init_from` starts
-    from the encoders of `init_checkpoint` (frozen with `freeze_encoders`). Under torchrun every process calls it."""
+    from the encoders of `init_checkpoint` (frozen with `freeze_encoders`). `build`, when given, makes the model
+    instead (after seeding): a smoke stand-in of a library's architecture (`hypvl.models.standins`), whose
+    checkpoint recipe is its own. Under torchrun every process calls it."""
     check_recipe(experiment)
     ranks = distributed.from_environment()
     device = distributed.start(ranks, select_device(train_cfg["device"]))
     try:
         return _train(experiment, model_cfg, train_cfg, shards, Path(out_dir), ranks, device, progress,
-                      init_checkpoint)
+                      init_checkpoint, build)
     finally:
         distributed.stop(ranks)
 
 
 def _train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path], out_dir: Path,
-           ranks: distributed.Ranks, device: torch.device, progress: bool, init_checkpoint: Path | None) -> dict:
+           ranks: distributed.Ranks, device: torch.device, progress: bool, init_checkpoint: Path | None,
+           build) -> dict:
     amp = train_cfg["amp"] and device.type == "cuda"
     seed = experiment.get("seed", 0)
     torch.manual_seed(seed)
@@ -71,7 +73,7 @@ def _train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path
         raise InputError(f"experiment {experiment['id']!r}: batch size {schedule.batch_size} does not split over "
                          f"{ranks.world} processes")
     try:
-        model = build_model(experiment["method"], experiment["backbone"], model_cfg, overrides)
+        model = build() if build else build_model(experiment["method"], experiment["backbone"], model_cfg, overrides)
     except (TypeError, ValueError) as exc:  # an override value the model rejects
         raise InputError(f"experiment {experiment['id']!r}: {exc}") from exc
     if "init_from" in overrides:
@@ -79,7 +81,8 @@ def _train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path
             raise InputError(f"experiment {experiment['id']!r} starts from {overrides['init_from']!r}: "
                              "give that experiment's checkpoint")
         init_encoders(model, init_checkpoint, overrides.get("freeze_encoders", False))
-    model.set_grad_checkpointing(experiment["backbone"] in train_cfg["activation_checkpointing"])
+    if experiment["backbone"] in train_cfg["activation_checkpointing"]:
+        model.set_grad_checkpointing(True)
     model = model.to(device)
     optimizer = build_optimizer(model, schedule.lr, train_cfg["weight_decay"], train_cfg["betas"],
                                 overrides.get("no_weight_decay", "scalars"))
@@ -90,8 +93,7 @@ def _train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path
     resumed = load_resume(out_dir / RESUME, run.digest, run.layout)
     if resumed is not None:
         run.restore(resumed, model, optimizer, scheduler, scaler, ranks)
-    stream = TrainingStream(shards, Tokenizer(model_cfg["text"]["context_length"]), model_cfg["image_size"],
-                            schedule.batch_size // ranks.world,
+    stream = TrainingStream(shards, model.tokenizer, model.image_size, schedule.batch_size // ranks.world,
                             stream_mode(experiment["method"], experiment.get("boxes", False)), seed=seed,
                             shuffle_buffer=train_cfg["shuffle_buffer"],
                             max_corrupt_fraction=train_cfg["max_corrupt_fraction"], cache=train_cfg["cache_decoded"],
@@ -129,8 +131,9 @@ def _train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path
               for state in states.values()]
     if not ranks.main:
         return {}
-    recipe = {"method": experiment["method"], "backbone": experiment["backbone"], "overrides": overrides,
-              "model_cfg": model_cfg, "experiment": experiment["id"]}
+    recipe = {**model.recipe(), "experiment": experiment["id"]} if build else {
+        "method": experiment["method"], "backbone": experiment["backbone"], "overrides": overrides,
+        "model_cfg": model_cfg, "experiment": experiment["id"]}
     save_checkpoint(out_dir / "checkpoint.pt", model, recipe, schedule.steps)
     with atomic_write(out_dir / "train_log.csv") as handle:
         writer = csv.DictWriter(handle, LOG_FIELDS, restval="")  # empty: a term the method does not have
