@@ -121,6 +121,7 @@ def runnable_pairs(specs, needs) -> set[tuple[str, str]]:
             base = next((exp for exp in sorted(experiments) if e.overrides["base"] in (exp, experiments[exp].source)))
             return e.source == "train" and e.data in datasets and runnable(experiments[base])
         known = {"steps", "batch_size", "lr", "embed_dim", "pos_embed", "init_from", "freeze_encoders", "eval_prompts",
+                 "no_weight_decay",
                  *MODEL_OVERRIDES.get(e.method, ())}
         start = e.overrides.get("init_from")
         return (e.source == "train" and e.method in METHOD_NAMES and e.data in corpora and set(e.overrides) <= known

@@ -88,6 +88,8 @@ def _train(args) -> None:
         shards = corpus_shards(config, experiment["data"])
     summary = train(experiment, config["model"], config["train"], shards, Path(args.out), progress=not args.quiet,
                     init_checkpoint=args.init_checkpoint, build=build)
+    if not summary:  # a data-parallel process other than the main one
+        return
     log.info("%s: %d steps in %s s, final loss %.4f, %d samples read, %d corrupt images skipped", experiment["id"],
              summary["schedule"]["steps"], summary["seconds"], summary["final"]["loss"], summary["samples_read"],
              summary["corrupt_images_skipped"])
@@ -115,7 +117,8 @@ def _finetune(args) -> None:
 
 def add_commands(subparsers) -> None:
     """Register `train` and `finetune`."""
-    train = subparsers.add_parser("train", help="train one experiment of a replication spec")
+    train = subparsers.add_parser("train", help="train one experiment of a replication spec (data-parallel under "
+                                  "`torchrun --nproc-per-node N -m hypvl.cli train ...`; resumes from --out/resume.pt)")
     add_config_arguments(train)
     train.add_argument("--spec", required=True, help="replication/<paper>.yaml")
     train.add_argument("--experiment", required=True, help="experiment id in the spec")
