@@ -28,22 +28,6 @@ class DualEncoder(nn.Module):
 
     geometry = "euclidean"
 
-    @cached_property
-    def tokenizer(self) -> Tokenizer:
-        """CLIP's BPE tokenizer at the text encoder's context length."""
-        return Tokenizer(self.textual.context_length)
-
-    @property
-    def image_size(self) -> int:
-        """The ViT's input size (pixels, square)."""
-        return self.visual.image_size
-
-    def text_parameters(self) -> list[nn.Parameter]:
-        """The text tower, its projection and the text-side learned scalar where the model has one (what
-        text-only fine-tuning trains)."""
-        scalar = [self.textual_alpha] if hasattr(self, "textual_alpha") else []
-        return [*self.textual.parameters(), *self.textual_proj.parameters(), *scalar]
-
     def clamp_scalars(self) -> None:
         """Clamp learned log-space scalars to the papers' ranges (called before each forward)."""
         with torch.no_grad():
