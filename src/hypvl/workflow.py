@@ -21,7 +21,7 @@ from hypvl.models.methods import EVAL_OVERRIDES, METHOD_NAMES
 from hypvl.models.sources import OutsideWeights, outside_weights
 from hypvl.spec import Column, Experiment, load_all_specs, table_needs
 from hypvl.tasks import GROUP_DATA, group_tasks, linear_probe_datasets, task_group, zero_shot_datasets
-from hypvl.train.recipe import resolve_schedule, stream_mode, supported_overrides
+from hypvl.train.recipe import resolve_schedule, steps_for, stream_mode, supported_overrides, train_section_for
 
 PROBE_FOLDERS = ("classification_dir", "probe_source_dir", "linear_probe_dir")  # eval keys: apart from each other
 # config sections each step reads (a rule passes only these, so unrelated edits do not rerun it)
@@ -86,6 +86,15 @@ class Plan:
     def step_config(self, step: str) -> str:
         """The shell-quoted JSON of the config sections `step` reads."""
         return shlex.quote(json.dumps({k: self.config[k] for k in STEP_SECTIONS[step]}, sort_keys=True))
+
+    def train_step_config(self, experiment: str, step: str = "train") -> str:
+        """The shell-quoted JSON of the config sections training `experiment` reads (`step`: train, or standin): of
+        `train.steps_for`, only the entries matching it (so editing another experiment's entry does not retrain it)."""
+        sections = {k: self.config[k] for k in STEP_SECTIONS[step]}
+        own = steps_for(experiment, self.config["train"])
+        sections["train"] = {k: v for k, v in self.config["train"].items() if k != "steps_for"}
+        sections["train"].update({"steps_for": own} if own else {})
+        return shlex.quote(json.dumps(sections, sort_keys=True))
 
     def spec_path(self, experiment: str) -> str:
         """The replication spec declaring `experiment`."""
@@ -165,8 +174,8 @@ class Plan:
 
     def model_of(self, experiment: str) -> str:
         """The experiment whose model serves `experiment`: of the trained experiments with the same recipe
-        (method, backbone, data, boxes, seed and overrides, `init_from` by the model it names; evaluation-only
-        overrides such as `eval_prompts` are not part of a recipe), the first by id.
+        (method, backbone, data, boxes, seed, overrides and `train.steps_for`'s step count, `init_from` by the model it
+        names; evaluation-only overrides such as `eval_prompts` are not part of a recipe), the first by id.
         PoinCLIP's CLIP and MERU rows repeat MERU's recipes and syntax-VSE's MERU row HyCoCLIP's: each such model
         is trained once and evaluated under every id. An experiment with weights from outside serves itself."""
         if experiment not in self._model_of:
@@ -177,8 +186,9 @@ class Plan:
                 overrides = {k: v for k, v in declared.overrides.items() if k not in EVAL_OVERRIDES}
                 if "init_from" in overrides:
                     overrides["init_from"] = self.model_of(overrides["init_from"])
+                steps = train_section_for(experiment, self.config["train"]).get("steps")  # steps_for: per id
                 recipe = json.dumps([declared.method, declared.backbone, declared.data, declared.boxes,
-                                     declared.seed, overrides], sort_keys=True)
+                                     declared.seed, overrides, steps], sort_keys=True)
                 self._model_of[experiment] = self._first_with_recipe.setdefault(recipe, experiment)
         return self._model_of[experiment]
 
@@ -381,7 +391,7 @@ class Plan:
         """The training run of `experiment` at this scale: its towers, global batch, steps, encodings per sample
         (2 for a method that also encodes a box image and text per sample) and whether its encoders are frozen."""
         declared = self.experiment(experiment)
-        schedule = resolve_schedule(declared.overrides, self.config["train"])
+        schedule = resolve_schedule(declared.overrides, train_section_for(experiment, self.config["train"]))
         encodings = 2 if stream_mode(declared.method, declared.boxes) == "compositional" else 1
         return Run(model_towers(self.config["model"], declared.backbone), schedule.batch_size, schedule.steps,
                    encodings, bool(declared.overrides.get("freeze_encoders")))
