@@ -143,7 +143,8 @@ def test_index_plans_every_table_of_every_paper(tmp_path):
     jobs = dry_run("{tmp}/reports/index.md", tmp_path)
     n_tables = sum(len(spec.tables) for spec in specs.values())
     assert n_tables == 31
-    assert (jobs["compare"], jobs["report"], jobs["claims"], jobs["index"]) == (n_tables, n_tables, 1, 1)
+    assert (jobs["compare"], jobs["report"], jobs["claims"], jobs["coverage"], jobs["index"]) == (
+        n_tables, n_tables, 1, 1, 1)
     pairs = runnable_pairs(specs, mapped_cells)
     experiments = {exp: e for spec in specs.values() for exp, e in spec.experiments.items()}
     trained = {exp for exp, _ in pairs}
@@ -169,8 +170,8 @@ def test_regression_target_plans_every_table_input_and_the_extras(tmp_path):
     lexical = index["evaluate_lexical"] + 3  # the extras' three; the HierarCaps models' for their tables
     assert jobs.pop("regress") == 1 and jobs.pop("evaluate_lexical") == lexical and jobs.pop("evaluate_stats") == 3
     assert jobs.pop("evaluate_linprobe") == index["evaluate_linprobe"] + 1  # hyco_meru_vits_grit's
-    assert jobs == {job: n for job, n in index.items() if job not in ("compare", "report", "claims", "index",
-                                                                       "evaluate_linprobe", "evaluate_lexical")}
+    assert jobs == {job: n for job, n in index.items() if job not in ("compare", "report", "claims", "coverage",
+                                                                       "index", "evaluate_linprobe", "evaluate_lexical")}
 
 
 def test_a_row_target_plans_only_that_rows_jobs(tmp_path):

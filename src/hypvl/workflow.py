@@ -5,7 +5,8 @@ specs, the task registry and the config. Only jobs the suite can run are planned
 trains with a method it implements, on a corpus the config provides, with overrides it honours, or
 whose weights come from outside and can be obtained (fetched, held locally, or stood in for at smoke
 scale); and a task some evaluation group computes at the scale. Every
-other cell renders as missing, so every report target works now and fills in as the suite grows.
+other cell renders as missing with the plan's reason (`blockers`), so every report target works now and
+fills in as the suite grows.
 Planning imports no torch (every `snakemake` call pays for what this module imports).
 """
 
@@ -19,6 +20,7 @@ from hypvl.cost import Job, Run, model_towers, size_job
 from hypvl.errors import InputError
 from hypvl.models.methods import EVAL_OVERRIDES, METHOD_NAMES
 from hypvl.models.sources import OutsideWeights, outside_weights
+from hypvl.replication.coverage import NEEDS_DATA, NEEDS_WEIGHTS, NOT_BUILT, Blockers
 from hypvl.spec import Column, Experiment, load_all_specs, table_needs
 from hypvl.tasks import GROUP_DATA, group_tasks, linear_probe_datasets, task_group, zero_shot_datasets
 from hypvl.train.recipe import resolve_schedule, steps_for, stream_mode, supported_overrides, train_section_for
@@ -32,6 +34,7 @@ STEP_SECTIONS = {
     "evaluate": ("scale", "cpu_code_path", "data_dir", "eval"),
     "import": ("scale", "cpu_code_path", "model", "weights"),
     "standin": ("scale", "cpu_code_path", "data_dir", "corpora", "model", "train", "weights"),
+    "coverage": ("scale", "results_dir", "reports_dir", "replication_dir", "expected_dir", "corpora", "train"),
 }
 NO_WEIGHTS = {"local": {}, "library": {}, "standins": None}  # a config without a `weights` section (schema-checked
 # configs always have one): weights from outside are fetched as the manifest says
@@ -171,6 +174,35 @@ class Plan:
         declared = self.experiment(experiment)
         return (declared.source == "train" and declared.method == "clip" and declared.backbone == backbone
                 and not declared.boxes and set(declared.overrides) <= set(SCHEDULE_OVERRIDES))
+
+    def blocker(self, experiment: str) -> str | None:
+        """Why the plan makes no model for `experiment` (a reason of hypvl.replication.coverage), None where it does:
+        weights from outside; a method or override not built; a training corpus the config lacks; a start
+        (`init_from`) with one of these."""
+        if self.runnable(experiment):
+            return None
+        declared = self.experiment(experiment)
+        if declared.source != "train":
+            return NEEDS_WEIGHTS
+        if declared.method not in METHOD_NAMES or not set(declared.overrides) <= supported_overrides(declared.method):
+            return NOT_BUILT
+        if declared.data not in self.config["corpora"]:
+            return NEEDS_DATA
+        start = declared.overrides.get("init_from")
+        return NOT_BUILT if start is None else self.blocker(start) or NOT_BUILT
+
+    def blockers(self, paper: str, table: str) -> Blockers:
+        """The experiments and tasks of a table the plan produces no metric for, with the reason."""
+        table_spec = self.specs[paper].table(table)
+        experiments = {exp for _, exp in table_spec.compared_rows().values() if isinstance(exp, str)}
+        tasks = {task for column in table_spec.columns.values() if isinstance(column, Column) for task in column.tasks}
+        blocked = {exp: self.blocker(exp) for exp in sorted(experiments)}
+        return Blockers({exp: reason for exp, reason in blocked.items() if reason},
+                        {task: NEEDS_DATA for task in sorted(tasks) if not self.computable(task)})
+
+    def blockers_arg(self, paper: str, table: str) -> str:
+        """`hypvl compare`'s shell-quoted `--blockers` JSON for a table."""
+        return shlex.quote(self.blockers(paper, table).to_json())
 
     def model_of(self, experiment: str) -> str:
         """The experiment whose model serves `experiment`: of the trained experiments with the same recipe
