@@ -149,8 +149,9 @@ def test_coverage_at_another_scale_than_the_config_is_refused(toy, capsys):
 
 def test_hypvl_coverage_imports_no_torch(toy):
     config, _ = toy
+    out = config.parent / "c.md"
     code = ("import sys; from hypvl.cli import main; "
-            f"assert main(['coverage', '--configfile', {str(config)!r}, '--out', {str(config.parent / 'c.md')!r}]) == 0; "
+            f"assert main(['coverage', '--configfile', {str(config)!r}, '--out', {str(out)!r}]) == 0; "
             "print(sorted(m for m in ('torch', 'timm', 'open_clip') if m in sys.modules))")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert run.stdout.strip().splitlines()[-1] == "[]"
