@@ -236,7 +236,7 @@ class Column:
     term: Term
     tolerance: float | None = None
     scale: float = 1.0
-    readings: dict[str, Term] = field(default_factory=dict)
+    readings: dict[str, Term] = field(default_factory=dict, hash=False)
     reading: str = ""
 
     @property

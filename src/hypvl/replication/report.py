@@ -20,7 +20,6 @@ from hypvl.replication.compare import (
 from hypvl.replication.coverage import REASONS
 from hypvl.replication.markdown import escape
 from hypvl.replication.markdown import table as markdown_table
-from hypvl.replication.plots import plot_table
 from hypvl.spec import Column, External, PaperSpec, common_metric, term_label
 
 SMOKE_BANNER = "SMOKE SCALE: synthetic world, tiny models; numbers are not comparable to the paper"
@@ -274,6 +273,8 @@ def report_markdown(spec: PaperSpec, table_name: str, frame: pd.DataFrame, plot_
 
 def write_report(spec: PaperSpec, table_name: str, frame: pd.DataFrame, out, also=(), source="compare table") -> None:
     """Write the report to `out` (and each path in `also`) and its plot beside `out` as a PNG, atomically."""
+    from hypvl.replication.plots import plot_table  # matplotlib: only where a plot is drawn
+
     _check_frame(frame, spec, table_name, source)
     out = Path(out)
     plot_path = out.with_suffix(".png")
