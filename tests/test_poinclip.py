@@ -237,3 +237,15 @@ def test_table4_defaults_to_the_captions_reading_and_declares_the_texts():
     assert column.readings == {"caption": Mean((recalls, Measure("zs_cifar100", "mean_per_class_accuracy"))),
                                "text": recalls}
     assert column.reading == "caption" and column.term == column.readings["caption"]
+
+
+def test_without_the_entailment_term_lambda_reg_is_inert(tmp_path):
+    """Table 4's lambda = 0 column prints one score for every lambda_reg: those runs train the same bits here too."""
+    shards = _shards(tmp_path / "data")
+    states = []
+    for lambda_reg in (0.0, 1.0):
+        exp = {"id": f"g{lambda_reg}", "method": "poinclip", "backbone": "vit_s16", "seed": 0,
+               "overrides": {"entail_weight": 0, "lambda_reg": lambda_reg}}
+        train(exp, TINY, TRAIN_CFG, shards, tmp_path / exp["id"], progress=False)
+        states.append(torch.load(tmp_path / exp["id"] / "checkpoint.pt", weights_only=True)["model"])
+    assert all(torch.equal(states[0][key], states[1][key]) for key in states[0])
