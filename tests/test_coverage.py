@@ -40,6 +40,7 @@ SPEC = {
         "cov_unread": _exp("meru", patch_dropout=0.5),
         "cov_nodata": _exp(data="laion2b"),
         "cov_start": _exp("meru", init_from="cov_released", freeze_encoders=True),
+        "cov_beside": _exp("meru", source="released:meru_vit_b"),
     },
     "tables": {"table1": {
         "title": "Coverage", "expected": "table1.csv", "tolerance": 1.0,
@@ -50,6 +51,7 @@ SPEC = {
                     "b": {"task": "vlc_object", "metric": "size_small"},
                     "c": {"mean_of": ["zs_cifar10", "zs_cifar100"], "metric": "top1"},
                     "d": {"external": "not an evaluation"}},
+        "released": {"unbuilt": "cov_beside"},  # a released checkpoint beside a row we cannot train: no stand-in
     }},
 }
 # row -> the kind of its cells a, b, c (d is an external column)
@@ -62,6 +64,7 @@ KINDS = {
     "nodata": (NEEDS_DATA,) * 3,  # a training corpus the config lacks
     "start": (NEEDS_WEIGHTS,) * 3,  # starts from released weights
     "quoted": ("external",) * 3,
+    "unbuilt__released": (NEEDS_WEIGHTS,) * 3,
 }
 
 
@@ -101,7 +104,7 @@ def test_each_missing_cell_has_the_plans_reason(toy):
     plan = Plan(load_config([config]))
     assert plan.blockers("cov", "table1") == Blockers(
         {"cov_released": NEEDS_WEIGHTS, "cov_start": NEEDS_WEIGHTS, "cov_unbuilt": NOT_BUILT,
-         "cov_unread": NOT_BUILT, "cov_nodata": NEEDS_DATA}, {})
+         "cov_unread": NOT_BUILT, "cov_nodata": NEEDS_DATA, "cov_beside": NEEDS_WEIGHTS}, {})
     frame = coverage_frames(plan, metrics)[("cov", "table1")]
     assert kinds(frame) == KINDS
     done = frame.set_index(["row", "column"]).loc[("done", "c")]
@@ -131,9 +134,10 @@ def test_hypvl_coverage_lists_every_table_with_counts_and_reasons(toy, capsys):
     out = config.parent / "reports" / "coverage.md"
     assert main(["coverage", "--configfile", str(config), "--scale", "smoke", "--out", str(out)]) == 0
     text = " ".join(out.read_text().split())  # markdown tables with their padding collapsed
-    assert ("**All tables**: 32 cells: 2 computed, 11 external, 19 missing (3 not run yet, 6 needs weights from "
+    assert ("**All tables**: 36 cells: 2 computed, 12 external, 22 missing (3 not run yet, 9 needs weights from "
             "outside, 4 needs data the scale lacks, 6 not built).") in text
-    assert "| cov | [table1](cov/table1.md) | 32 | 2 | 11 | 3 | 6 | 4 | 6 |" in text  # links from reports/
+    assert "| cov | [table1](cov/table1.md) | 36 | 2 | 12 | 3 | 9 | 4 | 6 |" in text  # links from reports/
+    assert "`unbuilt__released` (`cov_beside`)" in text
     assert "| not built | `unbuilt` (`cov_unbuilt`), `unread` (`cov_unread`) | all 3 |" in text
     assert "| needs data the scale lacks | `done` (`cov_done`) | `b` |" in text
     assert "External: row `quoted`: numbers quoted from another paper; column `d`: not an evaluation." in text

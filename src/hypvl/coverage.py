@@ -53,7 +53,7 @@ def _missing_section(spec, table_name: str, frame) -> list[str]:
     missing = frame[frame["verdict"] == "missing"]
     for (reason, row), cells in missing.groupby(["reason", "row"], sort=False):
         columns = tuple(cells["column"])
-        label = f"`{row}` (`{table.rows[row]}`)"
+        label = f"`{row}` (`{table.compared_rows()[row][1]}`)"
         groups.setdefault((reason, columns), []).append(label)
     body = []
     for reason in REASONS:
