@@ -6,6 +6,7 @@ of MERU, HyCoCLIP, PoinCLIP or syntax-VSE "not built".
 """
 
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -177,3 +178,13 @@ def test_no_cell_of_the_four_built_papers_is_not_built_and_every_trained_experim
         assert all(plan.runnable(exp) for exp, e in spec.experiments.items() if e.source == "train"), paper
         for table in spec.tables:
             assert NOT_BUILT not in plan.blockers(paper, table).experiments.values(), (paper, table)
+
+
+def test_the_coverage_job_plans_with_the_workflows_whole_config(toy):
+    """reports/coverage.md judges with the plan of the workflow's config (weights held locally, stand-ins...)."""
+    config, _ = toy
+    fetched = config.parent / "fetched.yaml"  # no smoke stand-ins: outside weights are fetched
+    fetched.write_text(yaml.safe_dump({"weights": {"standins": None}}))
+    plan = Plan(load_config([config, fetched]))
+    assert plan.blocker("cov_released") is None  # obtainable now
+    assert load_config(config_json=shlex.split(plan.step_config("coverage"))[0]) == plan.config

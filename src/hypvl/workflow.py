@@ -34,7 +34,7 @@ STEP_SECTIONS = {
     "evaluate": ("scale", "cpu_code_path", "data_dir", "eval"),
     "import": ("scale", "cpu_code_path", "model", "weights"),
     "standin": ("scale", "cpu_code_path", "data_dir", "corpora", "model", "train", "weights"),
-    "coverage": ("scale", "results_dir", "reports_dir", "replication_dir", "expected_dir", "corpora", "train"),
+    "coverage": None,  # the whole config: `hypvl coverage` plans as the workflow does
 }
 NO_WEIGHTS = {"local": {}, "library": {}, "standins": None}  # a config without a `weights` section (schema-checked
 # configs always have one): weights from outside are fetched as the manifest says
@@ -88,7 +88,8 @@ class Plan:
 
     def step_config(self, step: str) -> str:
         """The shell-quoted JSON of the config sections `step` reads."""
-        return shlex.quote(json.dumps({k: self.config[k] for k in STEP_SECTIONS[step]}, sort_keys=True))
+        sections = STEP_SECTIONS[step] or self.config
+        return shlex.quote(json.dumps({k: self.config[k] for k in sections}, sort_keys=True))
 
     def train_step_config(self, experiment: str, step: str = "train") -> str:
         """The shell-quoted JSON of the config sections training `experiment` reads (`step`: train, or standin): of
