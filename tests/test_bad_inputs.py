@@ -272,6 +272,15 @@ CASES = {
     "spec_misspelled_metric": spec_case(
         lambda d: d["tables"]["table1"]["columns"]["acc_a"].update(metric="top_1"),
         r"tables\.table1\.columns\.acc_a: unknown metric of task 'zs_cifar10' 'top_1'"),
+    "spec_reading_unknown": spec_case(lambda d: d["tables"]["table1"]["columns"].update(avg={
+        "reading": "caption", "readings": {"captoin": {"task": "zs_cifar10", "metric": "top1"},
+                                           "text": {"task": "zs_cifar100", "metric": "top1"}}}),
+        r"columns\.avg\.reading: unknown reading 'caption' \(did you mean 'captoin'"),
+    "spec_mean_without_metric": spec_case(lambda d: d["tables"]["table1"]["columns"]["avg"].pop("metric"),
+                                          r"columns\.avg: mean_of item 'zs_cifar10' names no metric"),
+    "compare_blockers_unknown_reason": lambda tmp_path: (
+        [*compare(tmp_path)[0], "--blockers", '{"experiments": {"tiny_clip": "not bulit"}}'], "--blockers",
+        "experiments must map ids to reasons", compare(tmp_path)[1]),
     "spec_expected_escapes": spec_case(lambda d: d["tables"]["table1"].update(expected="../../x.csv"),
                                        r"tables\.table1\.expected"),
     # expected CSVs

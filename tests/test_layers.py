@@ -26,7 +26,7 @@ LAYERS = {
     "models": 9,
     "train": 10, "evaluate": 10,
     "replication": 11,
-    "workflow": 12, "cli": 13,
+    "workflow": 12, "coverage": 13, "cli": 14,
 }
 
 

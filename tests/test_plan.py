@@ -6,6 +6,7 @@ depend on what an earlier run left in results/. Targets come before `--configfil
 
 import json
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +21,7 @@ from hypvl.errors import InputError
 from hypvl.models.methods import METHOD_NAMES, MODEL_OVERRIDES
 from hypvl.spec import Column, load_all_specs
 from hypvl.tasks import task_group
+from hypvl.train.recipe import resolve_schedule, steps_for, train_section_for
 from hypvl.workflow import Plan
 
 WITH_TRAINING = set(load_config()["evaluate_with_training"])  # computed by the training job
@@ -60,7 +62,8 @@ def toy_plan(tmp_path):
     config = {"scale": "smoke", "results_dir": str(tmp_path / "results"), "reports_dir": str(tmp_path / "reports"),
               "replication_dir": str(replication), "expected_dir": str(EXPECTED), "corpora": {"grit": "train/grit"},
               "eval": load_config()["eval"],
-              "weights": load_config()["weights"]}  # smoke stand-ins: toy_released is mapped beside no trained row
+              "weights": load_config()["weights"],  # smoke stand-ins: toy_released is mapped beside no trained row
+              "train": {"steps": 10}}
     return Plan(config), tmp_path
 
 
@@ -145,7 +148,8 @@ def test_index_plans_every_table_of_every_paper(tmp_path):
     jobs = dry_run("{tmp}/reports/index.md", tmp_path)
     n_tables = sum(len(spec.tables) for spec in specs.values())
     assert n_tables == 31
-    assert (jobs["compare"], jobs["report"], jobs["claims"], jobs["index"]) == (n_tables, n_tables, 1, 1)
+    assert (jobs["compare"], jobs["report"], jobs["claims"], jobs["coverage"], jobs["index"]) == (
+        n_tables, n_tables, 1, 1, 1)
     pairs = runnable_pairs(specs, mapped_cells)
     experiments = {exp: e for spec in specs.values() for exp, e in spec.experiments.items()}
     trained = {exp for exp, _ in pairs}
@@ -174,8 +178,8 @@ def test_regression_target_plans_every_table_input_and_the_extras(tmp_path):
     lexical = index["evaluate_lexical"] + 3  # the extras' three; the HierarCaps models' for their tables
     assert jobs.pop("regress") == 1 and jobs.pop("evaluate_lexical") == lexical and jobs.pop("evaluate_stats") == 3
     assert jobs.pop("evaluate_linprobe") == index["evaluate_linprobe"] + 1  # hyco_meru_vits_grit's
-    assert jobs == {job: n for job, n in index.items() if job not in ("compare", "report", "claims", "index",
-                                                                       "evaluate_linprobe", "evaluate_lexical")}
+    assert jobs == {job: n for job, n in index.items() if job not in ("compare", "report", "claims", "coverage",
+                                                                       "index", "evaluate_linprobe", "evaluate_lexical")}
 
 
 def test_a_row_target_plans_only_that_rows_jobs(tmp_path):
@@ -324,3 +328,29 @@ def test_a_local_path_that_does_not_exist_is_named():
     config = load_config()
     with pytest.raises(InputError, match=r"local.released:meru_vit_s is /nowhere/meru_vit_s.pth, which does not"):
         Plan({**config, "weights": {**config["weights"], "local": {"released:meru_vit_s": "/nowhere/meru_vit_s.pth"}}})
+
+
+def test_steps_for_sets_the_grid_models_steps_in_their_cost_and_their_train_jobs_only():
+    plan = Plan(load_config())
+    grid, full_run = "poin_grid_lambda_reg_0_1_lambda_0_1", "poin_poinclip_vits"  # both batch 2048, ViT-S
+    train = plan.config["train"]
+    assert train["steps_for"]["poin_grid_*"] == 100 != train["steps"]
+    assert plan.training_run(grid).steps == 100 and plan.training_run(full_run).steps == train["steps"]
+    assert plan.train_cost(grid) == pytest.approx(plan.train_cost(full_run) * 100 / train["steps"])
+    assert json.loads(shlex.split(plan.train_step_config(grid))[0])["train"]["steps_for"] == {"poin_grid_*": 100}
+    # the other models' train jobs read what they read before `steps_for` existed: nothing retrains them
+    other = json.loads(shlex.split(plan.train_step_config(full_run))[0])
+    before = json.loads(shlex.split(plan.step_config("train"))[0])
+    before["train"].pop("steps_for")
+    assert other == before
+
+
+def test_every_steps_for_entry_matches_an_experiment_and_paper_scale_undoes_them():
+    config, full = load_config(), load_config([REPO / "workflows" / "config" / "full.yaml"])
+    experiments = {exp: e for spec in load_all_specs(REPO / "replication", REPO / "expected").values()
+                   for exp, e in spec.experiments.items()}
+    assert all(any(steps_for(exp, config["train"]).get(pattern) for exp in experiments)
+               for pattern in config["train"]["steps_for"])
+    for exp, e in experiments.items():
+        schedule = resolve_schedule(e.overrides, train_section_for(exp, full["train"]))
+        assert schedule.steps == e.overrides.get("steps", full["train"]["paper_steps"]), exp

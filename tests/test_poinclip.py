@@ -10,6 +10,7 @@ Hand-worked case (curvature -1, K = 0.1): x = (0.5, 0), y = (0.5, 0.5).
   So x, the lower-entropy embedding, is the apex whichever modality it is.
 """
 
+import json
 import math
 
 import geoopt
@@ -30,7 +31,8 @@ from hypvl.losses.poinclip import (
     poincare_logits,
     poinclip_entailment,
 )
-from hypvl.spec import load_all_specs
+from hypvl.replication.compare import compare_table
+from hypvl.spec import Mean, Measure, load_all_specs, load_spec
 from hypvl.train.trainer import train
 from hypvl.workflow import Plan
 
@@ -200,3 +202,50 @@ def test_geometry_and_losses_stay_float32_under_autocast():
     assert img.dtype == torch.float32 and terms["loss"].dtype == torch.float32
     assert torch.isfinite(terms["loss"]) and torch.isfinite(terms["entailment"])
     terms["loss"].backward()
+
+
+def _grid_metrics(metrics_dir, experiment, recalls, cifar100):
+    """Metric JSONs of one grid model: COCO recalls (t2i R@5, R@10, i2t R@5, R@10) and CIFAR-100 accuracy."""
+    for task, metrics in (("ret_coco", dict(zip(("t2i_r5", "t2i_r10", "i2t_r5", "i2t_r10"), recalls))),
+                          ("zs_cifar100", {"mean_per_class_accuracy": cifar100})):
+        path = metrics_dir / experiment / f"{task}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"experiment": experiment, "task": task, "scale": "smoke", "metrics": metrics,
+                                    "provenance": {"config_hash": "h", "git_commit": "c", "date": "d"}}))
+
+
+@pytest.mark.parametrize("reading, score", [
+    ("caption", (27.0 + 13.0) / 2),  # mean(mean(10, 20, 30, 48) = 27, CIFAR-100 13) = 20
+    ("text", 27.0),  # the COCO recalls' mean alone
+])
+def test_table4_grid_score_on_a_hand_worked_case_for_each_reading(tmp_path, reading, score):
+    spec_path = tmp_path / "replication" / "poinclip.yaml"
+    spec_path.parent.mkdir()
+    spec_path.write_text((REPO / "replication" / "poinclip.yaml").read_text().replace(
+        "        reading: caption\n", f"        reading: {reading}\n"))
+    spec = load_spec(spec_path, REPO / "expected")
+    assert spec.tables["table4"].columns["grid_score"].reading == reading
+    _grid_metrics(tmp_path / "metrics", "poin_grid_lambda_reg_0_1_lambda_0_1", (10.0, 20.0, 30.0, 48.0), 13.0)
+    frame = compare_table(spec, "table4", tmp_path / "metrics", "smoke").set_index("row")
+    assert frame.loc["lambda_reg_0_1_lambda_0_1", "ours"] == pytest.approx(score, abs=1e-12)
+    assert set(frame.drop("lambda_reg_0_1_lambda_0_1")["reason"]) == {"not run yet"}  # the other 24 models
+
+
+def test_table4_defaults_to_the_captions_reading_and_declares_the_texts():
+    column = load_all_specs(REPO / "replication", REPO / "expected")["poinclip"].tables["table4"].columns["grid_score"]
+    recalls = Mean(tuple(Measure("ret_coco", metric) for metric in ("t2i_r5", "t2i_r10", "i2t_r5", "i2t_r10")))
+    assert column.readings == {"caption": Mean((recalls, Measure("zs_cifar100", "mean_per_class_accuracy"))),
+                               "text": recalls}
+    assert column.reading == "caption" and column.term == column.readings["caption"]
+
+
+def test_without_the_entailment_term_lambda_reg_is_inert(tmp_path):
+    """Table 4's lambda = 0 column prints one score for every lambda_reg: those runs train the same bits here too."""
+    shards = _shards(tmp_path / "data")
+    states = []
+    for lambda_reg in (0.0, 1.0):
+        exp = {"id": f"g{lambda_reg}", "method": "poinclip", "backbone": "vit_s16", "seed": 0,
+               "overrides": {"entail_weight": 0, "lambda_reg": lambda_reg}}
+        train(exp, TINY, TRAIN_CFG, shards, tmp_path / exp["id"], progress=False)
+        states.append(torch.load(tmp_path / exp["id"] / "checkpoint.pt", weights_only=True)["model"])
+    assert all(torch.equal(states[0][key], states[1][key]) for key in states[0])

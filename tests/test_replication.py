@@ -20,6 +20,7 @@ from hypvl.errors import InputError
 from hypvl.provenance import config_hash, provenance
 from hypvl.replication.commands import add_commands
 from hypvl.replication.compare import compare_table, read_compare_csv, write_compare_csv
+from hypvl.replication.coverage import Blockers
 from hypvl.replication.report import SMOKE_BANNER, write_report
 from hypvl.spec import External, load_all_specs, load_spec, table_needs
 
@@ -341,9 +342,29 @@ def test_report_renders_before_anything_is_evaluated(workspace):
     out = workspace / "reports" / "tiny" / "table1.md"
     write_report(spec, "table1", frame, out)
     ours = parse_section(out.read_text(), "Ours")
-    assert ours["CLIP"] == ["?"] * 4 and ours["RegionCLIP"] == ["ext."] * 4
+    assert ours["CLIP"] == ["? not run yet"] * 4 and ours["RegionCLIP"] == ["ext."] * 4
     with Image.open(out.with_suffix(".png")) as image:
         assert image.format == "PNG"
+
+
+def test_a_missing_cell_shows_its_reason_in_the_report(workspace):
+    """The plan's reasons (blockers) reach the cells of Ours and Difference and the summary the index copies."""
+    spec = load_spec(workspace / "replication" / "tiny.yaml")
+    skip = {("tiny_clip", "hierarcaps"), *(("tiny_meru", task) for task in OURS["tiny_meru"])}
+    metrics_dir = write_metrics(workspace, "smoke", skip=skip)
+    blockers = Blockers({"tiny_meru": "needs weights from outside"}, {})
+    frame = compare_table(spec, "table1", metrics_dir, "smoke", blockers)
+    assert dict(zip(frame["row"] + "." + frame["column"], frame["reason"])) == {
+        "clip.acc_a": "", "clip.acc_b": "", "clip.tau": "not run yet", "clip.avg": "",
+        **{f"meru.{column}": "needs weights from outside" for column in ("acc_a", "acc_b", "tau", "avg")},
+        **{f"regionclip.{column}": "" for column in ("acc_a", "acc_b", "tau", "avg")}}
+    out = workspace / "reports" / "tiny" / "table1.md"
+    write_report(spec, "table1", frame, out)
+    markdown = out.read_text()
+    ours, delta = parse_section(markdown, "Ours"), parse_section(markdown, "Difference (ours − paper) and verdict")
+    assert ours["MERU*"] == delta["MERU*"] == ["? needs weights from outside"] * 4
+    assert ours["CLIP"][2] == delta["CLIP"][2] == "? not run yet"
+    assert "12 cells: 3 not comparable, 5 missing (1 not run yet, 4 needs weights from outside), 4 external." in markdown
 
 
 def test_report_rejects_a_stale_compare_table(workspace):
@@ -362,9 +383,10 @@ def test_cli_compare_report_index(workspace):
     reports = workspace / "reports"
     (reports / "claims.md").parent.mkdir(parents=True)
     (reports / "claims.md").write_text("# Claims\n")
+    (reports / "coverage.md").write_text("# Coverage\n")
     for argv in (
         ["compare", "--spec", spec, "--table", "table1", "--metrics-dir", str(metrics_dir), "--scale", "smoke",
-         "--out", str(csv_path)],
+         "--out", str(csv_path), "--blockers", '{"tasks": {"zs_cifar10": "needs data the scale lacks"}}'],
         ["report", "--spec", spec, "--table", "table1", "--compare-csv", str(csv_path),
          "--out", str(reports / "tiny" / "table1.md")],
         ["index", "--reports-dir", str(reports), "--out", str(reports / "index.md")],
@@ -374,9 +396,10 @@ def test_cli_compare_report_index(workspace):
     verdicts = read_compare_csv(csv_path)["verdict"].value_counts().to_dict()
     assert verdicts == {"not_comparable": 5, "external": 4, "missing": 2, "no_paper_value": 1}
     index = (reports / "index.md").read_text()
-    assert "(claims.md)" in index
+    assert "(claims.md)" in index and "[Coverage](coverage.md)" in index
     assert "[tiny table1: Zero-shot classification and hierarchy](tiny/table1.md)" in index
-    assert "(smoke scale): 12 cells: 5 not comparable, 1 no paper value, 2 missing, 4 external." in index
+    assert ("(smoke scale): 12 cells: 5 not comparable, 1 no paper value, 2 missing (2 needs data the scale lacks), "
+            "4 external." in index)
     args = parser.parse_args(["compare", "--spec", spec, "--table", "table7", "--metrics-dir", str(metrics_dir),
                               "--scale", "smoke", "--out", str(csv_path)])
     with pytest.raises(InputError, match=r"tiny\.yaml: no table 'table7'"):
@@ -414,6 +437,25 @@ def test_column_scale_converts_our_units_to_the_printed_ones(workspace):
     assert frame.loc[("clip", "acc_a"), "ours"] == pytest.approx(0.51)
     assert frame.loc[("clip", "acc_a"), "delta"] == pytest.approx(0.51 - 50.0)
     assert frame.loc[("clip", "acc_b"), "ours"] == pytest.approx(29.49)  # other columns unscaled
+
+
+def test_a_column_may_average_means_of_other_metrics_and_name_its_readings(workspace):
+    """avg read two ways, by hand for clip: `nested` = mean(mean(cifar10 top1, cifar100 top1), hierarcaps tau)
+    = ((51.0 + 29.49) / 2 + 0.86) / 2 = 20.5525; `single` = cifar100 top1 = 29.49."""
+    nested = {"mean_of": [{"mean_of": ["zs_cifar10", "zs_cifar100"], "metric": "top1"},
+                          {"task": "hierarcaps", "metric": "kendall_tau"}]}
+    metrics_dir = write_metrics(workspace, "full")
+    for reading, tasks, label, metric, ours in (
+            ("nested", ("zs_cifar10", "zs_cifar100", "hierarcaps"),
+             "mean(mean(zs_cifar10.top1,zs_cifar100.top1),hierarcaps.kendall_tau)", "", 20.5525),
+            ("single", ("zs_cifar100",), "zs_cifar100", "top1", 29.49)):
+        path = edit_spec(workspace, lambda doc: doc["tables"]["table1"]["columns"].update(avg={
+            "readings": {"nested": nested, "single": {"task": "zs_cifar100", "metric": "top1"}}, "reading": reading}))
+        spec = load_spec(path)
+        column = spec.table("table1").columns["avg"]
+        assert (column.reading, list(column.readings), column.tasks) == (reading, ["nested", "single"], tasks)
+        line = compare_table(spec, "table1", metrics_dir, "full").set_index(["row", "column"]).loc[("clip", "avg")]
+        assert (line.task, line.metric) == (label, metric) and line.ours == pytest.approx(ours, abs=1e-12)
 
 
 def test_a_metric_the_task_did_not_compute_is_a_missing_cell(workspace):

@@ -94,6 +94,17 @@ def test_training_is_bitwise_reproducible(tmp_path):
     assert float(log[1].split(",")[5]) == 0.0  # the first step trains at learning rate 0 (warm-up from 0)
 
 
+def test_steps_for_reaches_the_trainer(tmp_path):
+    """`train.steps_for` (id glob -> steps): the last matching entry sets the steps, others keep `train.steps`."""
+    shards = _shards(tmp_path / "data")
+    cfg = {**TRAIN_CFG, "steps_for": {"grid_*": 5, "grid_b*": 2, "other": 7}}
+    for experiment, steps in (("grid_a", 5), ("grid_b1", 2), ("plain", TRAIN_CFG["steps"])):
+        summary = train({"id": experiment, "method": "clip", "backbone": "vit_s16"}, TINY, cfg, shards,
+                        tmp_path / experiment, progress=False)
+        assert summary["schedule"]["steps"] == steps
+        assert len((tmp_path / experiment / "train_log.csv").read_text().splitlines()) == steps + 1
+
+
 def test_center_crop_view_matches_torchvision_on_pil():
     oracle = Compose([Resize(16, interpolation=InterpolationMode.BICUBIC), CenterCrop(16)])
     for size in [(50, 37), (37, 50), (64, 64), (33, 200)]:

@@ -46,7 +46,7 @@ else:
             experiment=PLAN.pattern(PLAN.standin_trainings()),
         params:
             spec=lambda w: PLAN.spec_path(w.experiment),
-            cfg=PLAN.step_config("standin"),
+            cfg=lambda w: PLAN.train_step_config(w.experiment, "standin"),
             out=lambda w, output: above(output.checkpoint),
         threads: THREADS
         resources:

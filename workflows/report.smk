@@ -11,13 +11,15 @@ rule compare:
         expected_dir=lambda w, input: above(input.expected, 2),
         metrics_dir=lambda w, output: f"{above(output.csv, 3)}/metrics",
         scale=SCALE,
+        blockers=lambda w: PLAN.blockers_arg(w.paper, w.table),  # why the plan leaves a cell missing
     log:
         f"{RESULTS}/logs/compare/{{paper}}/{{table}}.log",
     conda:
         ENV
     shell:
         "hypvl compare --spec {input.spec:q} --table {wildcards.table} --expected-dir {params.expected_dir:q}"
-        " --metrics-dir {params.metrics_dir:q} --scale {params.scale:q} --out {output.csv:q} > {log:q} 2>&1"
+        " --metrics-dir {params.metrics_dir:q} --scale {params.scale:q} --blockers {params.blockers}"
+        " --out {output.csv:q} > {log:q} 2>&1"
 
 
 rule compare_row:
@@ -35,6 +37,7 @@ rule compare_row:
         expected_dir=lambda w, input: above(input.expected, 2),
         metrics_dir=lambda w, output: f"{above(output.csv, 4)}/metrics",
         scale=SCALE,
+        blockers=lambda w: PLAN.blockers_arg(w.paper, w.table),
     log:
         f"{RESULTS}/logs/compare_row/{{paper}}/{{table}}/{{row}}.log",
     conda:
@@ -42,7 +45,7 @@ rule compare_row:
     shell:
         "hypvl compare --spec {input.spec:q} --table {wildcards.table} --row {wildcards.row}"
         " --expected-dir {params.expected_dir:q} --metrics-dir {params.metrics_dir:q} --scale {params.scale:q}"
-        " --out {output.csv:q} > {log:q} 2>&1"
+        " --blockers {params.blockers} --out {output.csv:q} > {log:q} 2>&1"
 
 
 rule report:
@@ -103,10 +106,28 @@ rule claims:
         " --tables-dir {params.tables_dir:q} --scale {params.scale:q} --out {output.md:q} > {log:q} 2>&1"
 
 
+rule coverage:
+    # every printed cell: computed, external, or missing and why (`hypvl coverage` says it at any time, unrun)
+    input:
+        tables=PLAN.compare_csvs(),
+        specs=PLAN.spec_files(),
+    output:
+        md=f"{REPORTS}/coverage.md",
+    params:
+        cfg=PLAN.step_config("coverage"),
+    log:
+        f"{RESULTS}/logs/coverage.log",
+    conda:
+        ENV
+    shell:
+        "hypvl coverage --config-json {params.cfg} --out {output.md:q} > {log:q} 2>&1"
+
+
 rule index:
     input:
         PLAN.report_targets(),
         f"{REPORTS}/claims.md",
+        f"{REPORTS}/coverage.md",
     output:
         md=f"{REPORTS}/index.md",
     params:

@@ -19,7 +19,7 @@ rule train:
         experiment=PLAN.trained_by("train"),  # one job per distinct recipe (Plan.model_of)
     params:
         spec=lambda w: PLAN.spec_path(w.experiment),
-        cfg=PLAN.step_config("train"),
+        cfg=lambda w: PLAN.train_step_config(w.experiment),
         out=lambda w: f"{RESULTS}/models/{w.experiment}",
         init=lambda w, input: ["--init-checkpoint", input.init] if input.init else [],
         then=lambda w, threads: "".join(f" :: {PLAN.evaluate_args(group, w.experiment, threads)}"

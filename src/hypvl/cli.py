@@ -13,6 +13,7 @@ import os
 import sys
 
 from hypvl.config import config_from_args
+from hypvl import coverage
 from hypvl.cpu import use_code_path
 from hypvl.data import acquire, check, probe_splits
 from hypvl.data.synthetic import commands as synthetic_commands
@@ -24,7 +25,7 @@ from hypvl.replication import commands as replication_commands
 from hypvl.train import commands as train_commands
 
 COMMAND_MODULES = (synthetic_commands, check, acquire, probe_splits, grounding_commands, train_commands, model_commands,
-                   evaluate_commands, replication_commands)
+                   evaluate_commands, replication_commands, coverage)
 SEPARATOR = "::"
 
 

@@ -6,6 +6,10 @@ printed row to the released checkpoint of that model, reported beside ours. Load
 validates the YAML against `SPEC_SCHEMA` and cross-checks every table against its expected CSV:
 every printed row and value column must be mapped, and nothing may be mapped that is not printed;
 every task and metric a column names must be declared in the task registry (`hypvl.tasks`).
+
+A value column is one metric of one task, a mean of several (nested means included, e.g. PoinCLIP Table 4's mean
+of the COCO recalls' mean and CIFAR-100 accuracy), or, where the paper reads two ways, named `readings` of which
+`reading` is the one compared.
 """
 
 import difflib
@@ -94,12 +98,26 @@ SPEC_SCHEMA = {
                                 {
                                     "type": "object",
                                     "additionalProperties": False,
-                                    "required": ["mean_of", "metric"],
+                                    "required": ["mean_of"],
                                     "properties": {
-                                        "mean_of": {
-                                            "type": "array", "items": _TASK, "minItems": 2, "uniqueItems": True,
-                                        },
+                                        "mean_of": {"$ref": "#/$defs/terms"},
                                         "metric": _TASK,
+                                        "tolerance": _TOLERANCE,
+                                        "scale": _SCALE,
+                                    },
+                                },
+                                {
+                                    "type": "object",
+                                    "additionalProperties": False,
+                                    "required": ["readings", "reading"],
+                                    "properties": {
+                                        "readings": {
+                                            "type": "object",
+                                            "minProperties": 2,
+                                            "propertyNames": {"pattern": _SLUG},
+                                            "additionalProperties": {"$ref": "#/$defs/term"},
+                                        },
+                                        "reading": {"type": "string", "pattern": _SLUG},
                                         "tolerance": _TOLERANCE,
                                         "scale": _SCALE,
                                     },
@@ -113,6 +131,29 @@ SPEC_SCHEMA = {
         },
     },
     "$defs": {
+        # what a mean averages: task ids (of the enclosing `metric`), {task, metric} or nested means
+        "terms": {
+            "type": "array",
+            "minItems": 2,
+            "uniqueItems": True,
+            "items": {"oneOf": [_TASK, {"$ref": "#/$defs/term"}]},
+        },
+        "term": {
+            "oneOf": [
+                {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["task", "metric"],
+                    "properties": {"task": _TASK, "metric": _TASK},
+                },
+                {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["mean_of"],
+                    "properties": {"mean_of": {"$ref": "#/$defs/terms"}, "metric": _TASK},
+                },
+            ]
+        },
         "external": {
             "type": "object",
             "additionalProperties": False,
@@ -146,28 +187,77 @@ class External:
 
 
 @dataclass(frozen=True)
+class Measure:
+    """One metric of one task."""
+
+    task: str
+    metric: str
+
+
+@dataclass(frozen=True)
+class Mean:
+    """The mean of several terms (each a Measure or a Mean), as a paper averages columns."""
+
+    terms: tuple["Measure | Mean", ...]
+
+
+Term = Measure | Mean
+
+
+def measures(term: Term) -> tuple[Measure, ...]:
+    """The Measures a term averages, in order, depth first."""
+    return (term,) if isinstance(term, Measure) else tuple(m for sub in term.terms for m in measures(sub))
+
+
+def common_metric(term: Term) -> str:
+    """The metric every measure of `term` reports, or "" where they report different ones."""
+    names = {m.metric for m in measures(term)}
+    return names.pop() if len(names) == 1 else ""
+
+
+def term_label(term: Term, metric: str | None = None) -> str:
+    """`task`, `task.metric` (where the metric is not `metric`) or `mean(...)` of those."""
+    if isinstance(term, Measure):
+        return term.task if term.metric == metric else f"{term.task}.{term.metric}"
+    return f"mean({','.join(term_label(sub, metric) for sub in term.terms)})"
+
+
+@dataclass(frozen=True)
 class Column:
-    """A printed value column: `metric` of one task, or the mean of `metric` over several tasks.
+    """A printed value column: the term it reports (one task's metric, or a mean).
 
     tolerance: absolute, in printed units; None means the table's tolerance.
     scale: factor from our metric's units to the printed ones (0.01 where a paper prints a percentage
         metric as a fraction).
+    readings: where the paper can be read several ways, every reading by name; `reading` names the one
+        compared (`term`). Empty for a column with one reading.
     """
 
-    tasks: tuple[str, ...]
-    metric: str
+    term: Term
     tolerance: float | None = None
     scale: float = 1.0
+    readings: dict[str, Term] = field(default_factory=dict, hash=False)
+    reading: str = ""
+
+    @property
+    def tasks(self) -> tuple[str, ...]:
+        """The tasks whose metric JSONs the column needs, each once, in order."""
+        return tuple(dict.fromkeys(m.task for m in measures(self.term)))
+
+    @property
+    def metric(self) -> str:
+        """The metric every term reports, or "" where they report different ones."""
+        return common_metric(self.term)
 
     @property
     def is_mean(self) -> bool:
-        """True where the paper prints an average over several tasks (e.g. "Mean(16)")."""
-        return len(self.tasks) > 1
+        """True where the paper prints an average (e.g. "Mean(16)")."""
+        return isinstance(self.term, Mean)
 
     @property
     def task_label(self) -> str:
-        """The task id, or `mean(task,task,...)` for an averaged column."""
-        return f"mean({','.join(self.tasks)})" if self.is_mean else self.tasks[0]
+        """The task id, or `mean(task,...)`, naming each term's metric where they differ."""
+        return term_label(self.term, self.metric or None)
 
 
 RELEASED_ROW = "__released"  # suffix of the compare-table row holding a printed row's released checkpoint
@@ -288,13 +378,30 @@ def _experiment(experiment_id: str, entry: dict) -> Experiment:
     )
 
 
-def _column(entry: dict) -> Column | External:
-    """Build a Column (or External) from its validated YAML mapping."""
+def _term(entry, metric: str | None, where: str) -> Term:
+    """A Term from its validated YAML: a task id (of the enclosing `metric`), {task, metric} or {mean_of}."""
+    if isinstance(entry, str):
+        if metric is None:
+            raise InputError(f"{where}: mean_of item {entry!r} names no metric (give `metric` beside `mean_of`, "
+                             "or write it as {task, metric})")
+        return Measure(entry, metric)
+    if "task" in entry:
+        return Measure(entry["task"], entry["metric"])
+    metric = entry.get("metric", metric)
+    return Mean(tuple(_term(item, metric, where) for item in entry["mean_of"]))
+
+
+def _column(entry: dict, where: str) -> Column | External:
+    """Build a Column (or External) from its validated YAML mapping; `where` names it in errors."""
     if "external" in entry:
         return External(entry["external"])
-    tasks = tuple(entry["mean_of"]) if "mean_of" in entry else (entry["task"],)
-    return Column(tasks=tasks, metric=entry["metric"], tolerance=entry.get("tolerance"),
-                  scale=float(entry.get("scale", 1.0)))
+    options = {"tolerance": entry.get("tolerance"), "scale": float(entry.get("scale", 1.0))}
+    if "readings" not in entry:
+        return Column(term=_term(entry, entry.get("metric"), where), **options)
+    readings = {name: _term(term, None, f"{where}.readings.{name}") for name, term in entry["readings"].items()}
+    if entry["reading"] not in readings:
+        raise InputError(f"{where}.reading: {_unknown('reading', entry['reading'], readings)}")
+    return Column(term=readings[entry["reading"]], readings=readings, reading=entry["reading"], **options)
 
 
 def _unknown(kind: str, name: str, known) -> str:
@@ -304,15 +411,18 @@ def _unknown(kind: str, name: str, known) -> str:
 
 
 def _check_column(where: str, column: Column | External, tasks: dict[str, Task]) -> None:
-    """InputError at `where` when the column names a task or a metric the registry does not declare."""
+    """InputError at `where` when the column (any of its readings) names a task or a metric the registry does not
+    declare."""
     if isinstance(column, External):
         return
-    for task in column.tasks:
-        if task not in tasks:
-            raise InputError(f"{where}: {_unknown('task', task, tasks)}")
-        declared = [metric.name for metric in tasks[task].metrics]
-        if column.metric not in declared:
-            raise InputError(f"{where}: {_unknown(f'metric of task {task!r}', column.metric, declared)}")
+    for term in column.readings.values() or (column.term,):
+        for measure in measures(term):
+            if measure.task not in tasks:
+                raise InputError(f"{where}: {_unknown('task', measure.task, tasks)}")
+            declared = [metric.name for metric in tasks[measure.task].metrics]
+            if measure.metric not in declared:
+                raise InputError(
+                    f"{where}: {_unknown(f'metric of task {measure.task!r}', measure.metric, declared)}")
 
 
 def _table(path: Path, name: str, entry: dict, expected_dir: Path, paper: str, experiments) -> TableSpec:
@@ -334,8 +444,9 @@ def _table(path: Path, name: str, entry: dict, expected_dir: Path, paper: str, e
     for column, target in entry["columns"].items():
         if column not in expected.columns:
             raise InputError(f"{path}: {key}.columns.{column}: value column {column!r} is not in {expected_path}")
-        columns[column] = _column(target)
-        _check_column(f"{path}: {key}.columns.{column}", columns[column], tasks)
+        where = f"{path}: {key}.columns.{column}"
+        columns[column] = _column(target, where)
+        _check_column(where, columns[column], tasks)
     released = {}
     for row, experiment in entry.get("released", {}).items():
         where = f"{path}: {key}.released.{row}"

@@ -5,7 +5,8 @@ specs, the task registry and the config. Only jobs the suite can run are planned
 trains with a method it implements, on a corpus the config provides, with overrides it honours, or
 whose weights come from outside and can be obtained (fetched, held locally, or stood in for at smoke
 scale); and a task some evaluation group computes at the scale. Every
-other cell renders as missing, so every report target works now and fills in as the suite grows.
+other cell renders as missing with the plan's reason (`blockers`), so every report target works now and
+fills in as the suite grows.
 Planning imports no torch (every `snakemake` call pays for what this module imports).
 """
 
@@ -19,9 +20,11 @@ from hypvl.cost import Job, Run, model_towers, size_job
 from hypvl.errors import InputError
 from hypvl.models.methods import EVAL_OVERRIDES, METHOD_NAMES
 from hypvl.models.sources import OutsideWeights, outside_weights
+from hypvl.replication.coverage import NEEDS_DATA, NEEDS_WEIGHTS, NOT_BUILT, Blockers
 from hypvl.spec import Column, Experiment, load_all_specs, table_needs
 from hypvl.tasks import GROUP_DATA, group_tasks, linear_probe_datasets, task_group, zero_shot_datasets
-from hypvl.train.recipe import RADIAL_METHOD, resolve_schedule, stream_mode, supported_overrides
+from hypvl.train.recipe import (RADIAL_METHOD, resolve_schedule, steps_for, stream_mode, supported_overrides,
+                                train_section_for)
 
 PROBE_FOLDERS = ("classification_dir", "probe_source_dir", "linear_probe_dir")  # eval keys: apart from each other
 # config sections each step reads (a rule passes only these, so unrelated edits do not rerun it)
@@ -33,6 +36,7 @@ STEP_SECTIONS = {
     "evaluate": ("scale", "cpu_code_path", "data_dir", "eval"),
     "import": ("scale", "cpu_code_path", "model", "weights"),
     "standin": ("scale", "cpu_code_path", "data_dir", "corpora", "model", "train", "weights"),
+    "coverage": None,  # the whole config: `hypvl coverage` plans as the workflow does
 }
 NO_WEIGHTS = {"local": {}, "library": {}, "standins": None}  # a config without a `weights` section (schema-checked
 # configs always have one): weights from outside are fetched as the manifest says
@@ -86,7 +90,17 @@ class Plan:
 
     def step_config(self, step: str) -> str:
         """The shell-quoted JSON of the config sections `step` reads."""
-        return shlex.quote(json.dumps({k: self.config[k] for k in STEP_SECTIONS[step]}, sort_keys=True))
+        sections = STEP_SECTIONS[step] or self.config
+        return shlex.quote(json.dumps({k: self.config[k] for k in sections}, sort_keys=True))
+
+    def train_step_config(self, experiment: str, step: str = "train") -> str:
+        """The shell-quoted JSON of the config sections training `experiment` reads (`step`: train, or standin): of
+        `train.steps_for`, only the entries matching it (so editing another experiment's entry does not retrain it)."""
+        sections = {k: self.config[k] for k in STEP_SECTIONS[step]}
+        own = steps_for(experiment, self.config["train"])
+        sections["train"] = {k: v for k, v in self.config["train"].items() if k != "steps_for"}
+        sections["train"].update({"steps_for": own} if own else {})
+        return shlex.quote(json.dumps(sections, sort_keys=True))
 
     def spec_path(self, experiment: str) -> str:
         """The replication spec declaring `experiment`."""
@@ -203,10 +217,39 @@ class Plan:
         return (declared.source == "train" and declared.method == "clip" and declared.backbone == backbone
                 and not declared.boxes and set(declared.overrides) <= set(SCHEDULE_OVERRIDES))
 
+    def blocker(self, experiment: str) -> str | None:
+        """Why the plan makes no model for `experiment` (a reason of hypvl.replication.coverage), None where it does:
+        weights from outside; a method or override not built; a training corpus the config lacks; a start
+        (`init_from`) with one of these."""
+        if self.runnable(experiment):
+            return None
+        declared = self.experiment(experiment)
+        if declared.source != "train":
+            return NEEDS_WEIGHTS
+        if declared.method not in METHOD_NAMES or not set(declared.overrides) <= supported_overrides(declared.method):
+            return NOT_BUILT
+        if declared.data not in self.config["corpora"]:
+            return NEEDS_DATA
+        start = declared.overrides.get("init_from")
+        return NOT_BUILT if start is None else self.blocker(start) or NOT_BUILT
+
+    def blockers(self, paper: str, table: str) -> Blockers:
+        """The experiments and tasks of a table the plan produces no metric for, with the reason."""
+        table_spec = self.specs[paper].table(table)
+        experiments = {exp for _, exp in table_spec.compared_rows().values() if isinstance(exp, str)}
+        tasks = {task for column in table_spec.columns.values() if isinstance(column, Column) for task in column.tasks}
+        blocked = {exp: self.blocker(exp) for exp in sorted(experiments)}
+        return Blockers({exp: reason for exp, reason in blocked.items() if reason},
+                        {task: NEEDS_DATA for task in sorted(tasks) if not self.computable(task)})
+
+    def blockers_arg(self, paper: str, table: str) -> str:
+        """`hypvl compare`'s shell-quoted `--blockers` JSON for a table."""
+        return shlex.quote(self.blockers(paper, table).to_json())
+
     def model_of(self, experiment: str) -> str:
         """The experiment whose model serves `experiment`: of the trained experiments with the same recipe
-        (method, backbone, data, boxes, seed and overrides, `init_from` by the model it names; evaluation-only
-        overrides such as `eval_prompts` are not part of a recipe), the first by id.
+        (method, backbone, data, boxes, seed, overrides and `train.steps_for`'s step count, `init_from` by the model it
+        names; evaluation-only overrides such as `eval_prompts` are not part of a recipe), the first by id.
         PoinCLIP's CLIP and MERU rows repeat MERU's recipes and syntax-VSE's MERU row HyCoCLIP's: each such model
         is trained once and evaluated under every id. An experiment with weights from outside serves itself."""
         if experiment not in self._model_of:
@@ -219,8 +262,9 @@ class Plan:
                     overrides["init_from"] = self.model_of(overrides["init_from"])
                 if declared.method == RADIAL_METHOD:
                     overrides["base"] = self.model_of(self.base_of(experiment))
+                steps = train_section_for(experiment, self.config["train"]).get("steps")  # steps_for: per id
                 recipe = json.dumps([declared.method, declared.backbone, declared.data, declared.boxes,
-                                     declared.seed, overrides], sort_keys=True)
+                                     declared.seed, overrides, steps], sort_keys=True)
                 self._model_of[experiment] = self._first_with_recipe.setdefault(recipe, experiment)
         return self._model_of[experiment]
 
@@ -435,7 +479,7 @@ class Plan:
         """The training run of `experiment` at this scale: its towers, global batch, steps, encodings per sample
         (2 for a method that also encodes a box image and text per sample) and whether its encoders are frozen."""
         declared = self.experiment(experiment)
-        schedule = resolve_schedule(declared.overrides, self.config["train"])
+        schedule = resolve_schedule(declared.overrides, train_section_for(experiment, self.config["train"]))
         encodings = 2 if stream_mode(declared.method, declared.boxes) == "compositional" else 1
         return Run(model_towers(self.config["model"], declared.backbone), schedule.batch_size, schedule.steps,
                    encodings, bool(declared.overrides.get("freeze_encoders")))

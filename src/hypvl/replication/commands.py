@@ -13,10 +13,12 @@ def _compare(args) -> None:
     """Join a table's printed numbers (or one printed row's) with the metric JSONs; write the compare CSV."""
     from hypvl.errors import InputError
     from hypvl.replication.compare import compare_table, write_compare_csv
+    from hypvl.replication.coverage import Blockers
     from hypvl.spec import load_spec
 
     spec = load_spec(args.spec, args.expected_dir)
-    frame = compare_table(spec, args.table, args.metrics_dir, args.scale)
+    blockers = Blockers.from_json(args.blockers) if args.blockers is not None else None
+    frame = compare_table(spec, args.table, args.metrics_dir, args.scale, blockers)
     if args.row is not None:
         rows = spec.table(args.table).compared_rows()
         if args.row not in rows:
@@ -97,6 +99,9 @@ def add_commands(subparsers) -> None:
     compare.add_argument("--metrics-dir", required=True, help="results/<scale>/metrics")
     compare.add_argument("--scale", required=True, help="scale the metrics were measured at (smoke, full)")
     compare.add_argument("--row", default=None, help="only this printed row (an ablation row's own target)")
+    compare.add_argument("--blockers", default=None,
+                         help="JSON: the experiments and tasks the workflow's plan does not produce, with the reason "
+                              "(what a missing cell says; the workflow passes it)")
     compare.add_argument("--out", required=True, help="results/<scale>/tables/<paper>/<table>.csv")
     compare.set_defaults(func=_compare)
 

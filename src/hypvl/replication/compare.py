@@ -2,7 +2,7 @@
 
 Verdicts, in order of precedence:
   external        the row or column is outside the suite (the spec says why)
-  missing         a metric JSON the cell needs does not exist yet
+  missing         a metric the cell needs is not measured; `reason` says why (hypvl.replication.coverage)
   no_paper_value  the paper prints no number there (`-`, `dnc`, `n/a`); ours is still shown
   not_comparable  measured at a scale other than `full` (smoke numbers do not estimate the paper's)
   within/outside  |ours - paper| <= tolerance, or not
@@ -16,16 +16,17 @@ import pandas as pd
 from hypvl.errors import InputError
 from hypvl.expected import load_expected
 from hypvl.io import atomic_write
-from hypvl.spec import Column, PaperSpec
+from hypvl.replication.coverage import Blockers, missing_reason
+from hypvl.spec import Column, Mean, PaperSpec, measures
 from hypvl.tasks import metric_problem
 
 VERDICTS = ("within", "outside", "not_comparable", "no_paper_value", "missing", "external")
 FULL_SCALE = "full"
 COLUMNS = (
     "row", "column", "experiment", "task", "metric", "tolerance", "paper", "paper_text",
-    "ours", "delta", "verdict", "scale", "config_hash", "git_commit", "date",
+    "ours", "delta", "verdict", "reason", "scale", "config_hash", "git_commit", "date",
 )
-_TEXT_COLUMNS = ("row", "column", "experiment", "task", "metric", "paper_text", "verdict", "scale",
+_TEXT_COLUMNS = ("row", "column", "experiment", "task", "metric", "paper_text", "verdict", "reason", "scale",
                  "config_hash", "git_commit", "date")
 _NUMBER_COLUMNS = ("tolerance", "paper", "ours", "delta")
 _ROUNDING_SLACK = 1e-9  # |delta| == tolerance up to float error counts as within
@@ -104,21 +105,33 @@ def _verdict(paper: float | None, ours: float | None, scale: str, tolerance: flo
     return "within" if abs(ours - paper) <= tolerance + _ROUNDING_SLACK else "outside"
 
 
-def compare_table(spec: PaperSpec, table_name: str, metrics_dir, scale: str) -> pd.DataFrame:
+def _term_value(term, results: dict) -> float:
+    """The value of a column's term (a Measure, or a Mean of terms) from its measures' (value, provenance)."""
+    if not isinstance(term, Mean):
+        return results[term][0]
+    return sum(_term_value(sub, results) for sub in term.terms) / len(term.terms)
+
+
+def compare_table(spec: PaperSpec, table_name: str, metrics_dir, scale: str, blockers: Blockers | None = None):
     """One line per printed cell (rows, then columns, in printed order), then one per cell of each released
     checkpoint's row (`<row>__released`, against the row's printed numbers); see COLUMNS and VERDICTS.
 
-    paper/ours/delta are NaN where absent; delta = ours - paper.
+    paper/ours/delta are NaN where absent; delta = ours - paper. `blockers`: the experiments and tasks the plan
+    does not produce, which give a missing cell its reason (none given: a missing cell is not run yet, or lacks
+    data where its task ran without writing the metric).
     """
     table = spec.table(table_name)
     expected = load_expected(table.expected_path)
+    blockers = blockers or Blockers()
     cache = {}
 
-    def measured(experiment: str, task: str, metric: str):
-        path = metrics_path(metrics_dir, experiment, task)
-        if (path, metric) not in cache:
-            cache[(path, metric)] = read_metric(path, experiment, task, metric, scale) if path.is_file() else None
-        return cache[(path, metric)]
+    def measured(experiment: str, measure):
+        """(value, provenance); None where the task has not run; False where it ran without writing the metric."""
+        path = metrics_path(metrics_dir, experiment, measure.task)
+        if (path, measure.metric) not in cache:
+            cache[(path, measure.metric)] = (
+                read_metric(path, experiment, measure.task, measure.metric, scale) or False) if path.is_file() else None
+        return cache[(path, measure.metric)]
 
     lines = []
     for row, (printed, experiment) in table.compared_rows().items():
@@ -128,20 +141,22 @@ def compare_table(spec: PaperSpec, table_name: str, metrics_dir, scale: str) -> 
                 "row": row, "column": column, "experiment": experiment if isinstance(experiment, str) else "",
                 "task": "", "metric": "", "tolerance": table.tolerance_for(column),
                 "paper": cell.value, "paper_text": cell.printed or cell.token,
-                "ours": None, "delta": None, "verdict": "external", "scale": scale,
+                "ours": None, "delta": None, "verdict": "external", "reason": "", "scale": scale,
                 "config_hash": "", "git_commit": "", "date": "",
             }
             if isinstance(mapped, Column):
                 line.update(task=mapped.task_label, metric=mapped.metric)
             if isinstance(mapped, Column) and isinstance(experiment, str):
-                results = [measured(experiment, task, mapped.metric) for task in mapped.tasks]
-                if all(result is not None for result in results):
-                    values = [value for value, _ in results]
-                    line["ours"] = mapped.scale * sum(values) / len(values)  # in the paper's printed units
+                results = {measure: measured(experiment, measure) for measure in measures(mapped.term)}
+                if all(results.values()):
+                    line["ours"] = mapped.scale * _term_value(mapped.term, results)  # in the paper's printed units
                     if cell.value is not None:
                         line["delta"] = line["ours"] - cell.value
                     for key in ("config_hash", "git_commit", "date"):
-                        line[key] = joined(provenance[key] for _, provenance in results)
+                        line[key] = joined(provenance[key] for _, provenance in results.values())
+                else:
+                    lacking = any(result is False for result in results.values())
+                    line["reason"] = missing_reason(experiment, mapped.tasks, blockers, lacking)
                 line["verdict"] = _verdict(cell.value, line["ours"], scale, line["tolerance"])
             lines.append(line)
     frame = pd.DataFrame(lines, columns=list(COLUMNS))

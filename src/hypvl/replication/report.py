@@ -17,10 +17,10 @@ from hypvl.replication.compare import (
     split_joined,
     table_provenance,
 )
+from hypvl.replication.coverage import REASONS
 from hypvl.replication.markdown import escape
 from hypvl.replication.markdown import table as markdown_table
-from hypvl.replication.plots import plot_table
-from hypvl.spec import Column, External, PaperSpec
+from hypvl.spec import Column, External, PaperSpec, common_metric, term_label
 
 SMOKE_BANNER = "SMOKE SCALE: synthetic world, tiny models; numbers are not comparable to the paper"
 SUMMARY_PREFIX = "**Summary**"
@@ -37,7 +37,7 @@ LEGEND = {
     "outside": "outside tolerance",
     "not_comparable": "not comparable (not paper scale)",
     "no_paper_value": "no number printed in the paper",
-    "missing": "not evaluated yet",
+    "missing": "no number of ours; the cell says why: " + ", ".join(REASONS),
     "external": "outside the suite (reason under Rows/Columns)",
 }
 
@@ -96,18 +96,24 @@ def _paper_cell(expected: ExpectedTable, row: str, column: str) -> str:
     return text
 
 
+def _marker(line) -> str:
+    """A cell's verdict marker; a missing cell's reason after it."""
+    marker = escape(MARKERS[line.verdict])
+    return f"{marker} {escape(line.reason)}" if line.verdict == "missing" else marker
+
+
 def _ours_cell(line, places: int) -> str:
-    """Our number, or the missing/external marker."""
+    """Our number, or the missing (with its reason) or external marker."""
     if line.verdict in ("missing", "external"):
-        return escape(MARKERS[line.verdict])
+        return _marker(line)
     return f"{line.ours:.{places}f}"
 
 
 def _delta_cell(line, places: int) -> str:
     """ours - paper with its verdict marker, or the marker alone where there is no difference."""
     if pd.isna(line.delta):
-        return escape(MARKERS[line.verdict])
-    return f"{line.delta:+.{places}f} {escape(MARKERS[line.verdict])}"
+        return _marker(line)
+    return f"{line.delta:+.{places}f} {_marker(line)}"
 
 
 def _grid(expected: ExpectedTable, cell_text, rows: dict[str, tuple[str, str]] | None = None) -> list[str]:
@@ -125,11 +131,19 @@ def _grid(expected: ExpectedTable, cell_text, rows: dict[str, tuple[str, str]] |
     return markdown_table(header, body)
 
 
+def verdict_counts(frame: pd.DataFrame) -> str:
+    """`N cells: counts per verdict`, the missing ones by reason, e.g. `4 cells: 2 within, 2 missing (2 not built)`."""
+    counts = frame["verdict"].value_counts()
+    reasons = frame.loc[frame["verdict"] == "missing", "reason"].value_counts()
+    why = ", ".join(f"{int(reasons[reason])} {reason}" for reason in REASONS if reason in reasons)
+    parts = [f"{int(counts[verdict])} {verdict.replace('_', ' ')}" + (f" ({why})" if verdict == "missing" else "")
+             for verdict in VERDICTS if verdict in counts]
+    return f"{len(frame)} cells: {', '.join(parts)}"
+
+
 def summary_line(frame: pd.DataFrame) -> str:
     """`**Summary** (scale): N cells: counts per verdict`, the line the index copies."""
-    counts = frame["verdict"].value_counts()
-    parts = [f"{int(counts[verdict])} {verdict.replace('_', ' ')}" for verdict in VERDICTS if verdict in counts]
-    return f"{SUMMARY_PREFIX} ({frame_scale(frame)} scale): {len(frame)} cells: {', '.join(parts)}."
+    return f"{SUMMARY_PREFIX} ({frame_scale(frame)} scale): {verdict_counts(frame)}."
 
 
 def _tolerance_text(spec: PaperSpec, table_name: str) -> str:
@@ -164,9 +178,13 @@ def _mapping_sections(spec: PaperSpec, table_name: str, frame: pd.DataFrame, lab
         if isinstance(mapped, External):
             body.append([f"`{column}`", f"external: {escape(mapped.reason)}", "–", "–"])
         else:
-            tasks = ", ".join(f"`{task}`" for task in mapped.tasks)
-            tasks = f"mean of {tasks}" if mapped.is_mean else tasks
-            body.append([f"`{column}`", tasks, f"`{mapped.metric}`", f"±{table.tolerance_for(column):g}"])
+            metric = f"`{mapped.metric}`" if mapped.metric else "per task"
+            tasks = f"`{mapped.task_label}`"
+            if mapped.readings:  # every reading the spec declares, the compared one first
+                others = [f"{escape(name)}: `{term_label(term, common_metric(term) or None)}`"
+                          for name, term in mapped.readings.items() if name != mapped.reading]
+                tasks = f"reading {escape(mapped.reading)}: {tasks} (other readings: {'; '.join(others)})"
+            body.append([f"`{column}`", tasks, metric, f"±{table.tolerance_for(column):g}"])
     lines += markdown_table(["column", "task", "metric", "tolerance"], body)
     return lines
 
@@ -255,6 +273,8 @@ def report_markdown(spec: PaperSpec, table_name: str, frame: pd.DataFrame, plot_
 
 def write_report(spec: PaperSpec, table_name: str, frame: pd.DataFrame, out, also=(), source="compare table") -> None:
     """Write the report to `out` (and each path in `also`) and its plot beside `out` as a PNG, atomically."""
+    from hypvl.replication.plots import plot_table  # matplotlib: only where a plot is drawn
+
     _check_frame(frame, spec, table_name, source)
     out = Path(out)
     plot_path = out.with_suffix(".png")
@@ -273,16 +293,22 @@ def _natural_key(path: Path):
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", path.stem)]
 
 
+# reports beside the table reports that the index links first, with what they say
+OVERVIEWS = {
+    "claims.md": "[Claims audit]({link}): every explicit claim of the papers, checked on the paper's numbers and on ours.",
+    "coverage.md": "[Coverage]({link}): every printed cell, computed, external, or missing and why.",
+}
+
+
 def render_index(reports_dir, out) -> None:
-    """Write `out`: a link to reports/claims.md and, per paper, each table report with its summary line."""
+    """Write `out`: links to reports/claims.md and reports/coverage.md and, per paper, each table report with its
+    summary line."""
     reports_dir = Path(reports_dir)
     out = Path(out)
     lines = ["# hypvl reports", ""]
-    claims = reports_dir / "claims.md"
-    if claims.is_file():
-        link = Path(os.path.relpath(claims, out.parent)).as_posix()
-        lines += [f"- [Claims audit]({link}): every explicit claim of the papers, checked on the paper's numbers "
-                  "and on ours.", ""]
+    overviews = [text.format(link=Path(os.path.relpath(reports_dir / name, out.parent)).as_posix())
+                 for name, text in OVERVIEWS.items() if (reports_dir / name).is_file()]
+    lines += [*(f"- {text}" for text in overviews), ""] if overviews else []
     papers = sorted(path for path in reports_dir.iterdir() if path.is_dir())
     for paper in papers:
         reports = sorted(paper.glob("*.md"), key=_natural_key)

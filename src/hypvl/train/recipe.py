@@ -1,6 +1,7 @@
 """A training run's recipe at the running scale: the schedule, how the method reads its corpus, and which
 experiment overrides the trainer honours. Declarations only (no torch), so the workflow plans without it."""
 
+import fnmatch
 from dataclasses import dataclass
 
 from hypvl.errors import InputError
@@ -63,11 +64,27 @@ class Schedule:
     lr: float
 
 
+def steps_for(experiment_id: str, train_cfg: dict) -> dict:
+    """The entries of `train.steps_for` (experiment id glob -> steps at this scale, null: the experiment's own)
+    that match `experiment_id`, in config order (the last one applies)."""
+    return {pattern: steps for pattern, steps in (train_cfg.get("steps_for") or {}).items()
+            if fnmatch.fnmatchcase(experiment_id, pattern)}
+
+
+def train_section_for(experiment_id: str, train_cfg: dict) -> dict:
+    """The train config `experiment_id` runs under: `steps` from the last `steps_for` entry matching it (if any),
+    without `steps_for` (e.g. PoinCLIP Table 4's 25 grid models take 100 steps at smoke scale, the others 500)."""
+    section = {key: value for key, value in train_cfg.items() if key != "steps_for"}
+    matching = list(steps_for(experiment_id, train_cfg).values())
+    return {**section, "steps": matching[-1]} if matching else section
+
+
 def resolve_schedule(overrides: dict, train_cfg: dict) -> Schedule:
     """The experiment's paper schedule mapped to this scale.
 
-    `train.steps`, when set, replaces the experiment's step count (smoke scale); the experiment's batch
-    size is multiplied by `train.batch_size_scale`; warm-up keeps the paper's 4k/steps fraction.
+    `train.steps`, when set, replaces the experiment's step count (smoke scale; `train_cfg` is the experiment's
+    `train_section_for`); the experiment's batch size is multiplied by `train.batch_size_scale`; warm-up keeps the
+    paper's 4k/steps fraction.
     """
     paper_steps = overrides.get("steps", train_cfg["paper_steps"])
     steps = train_cfg.get("steps") or paper_steps

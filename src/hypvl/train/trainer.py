@@ -25,7 +25,7 @@ from hypvl.models.methods import PARSE_METHODS
 from . import distributed
 from .data import ReaderState, TrainingStream
 from .optim import build_optimizer, build_scheduler
-from .recipe import RADIAL_METHOD, check_recipe, resolve_schedule, stream_mode, subreddit_prefix
+from .recipe import RADIAL_METHOD, check_recipe, resolve_schedule, stream_mode, subreddit_prefix, train_section_for
 from .resume import RESUME, fingerprint, load_resume, save_resume, set_rng_states
 
 LOG_FIELDS = ("step", "loss", "contrastive", "entailment", "syntax", "lr", "curvature", "temperature")
@@ -71,7 +71,7 @@ def _train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path
     torch.manual_seed(seed)
     torch.use_deterministic_algorithms(device.type == "cpu")
     overrides = experiment.get("overrides") or {}
-    schedule = resolve_schedule(overrides, train_cfg)
+    schedule = resolve_schedule(overrides, train_section_for(experiment["id"], train_cfg))
     if schedule.batch_size % ranks.world:
         raise InputError(f"experiment {experiment['id']!r}: batch size {schedule.batch_size} does not split over "
                          f"{ranks.world} processes")
