@@ -11,13 +11,15 @@ rule compare:
         expected_dir=lambda w, input: above(input.expected, 2),
         metrics_dir=lambda w, output: f"{above(output.csv, 3)}/metrics",
         scale=SCALE,
+        seeds=lambda w: PLAN.seeds_arg(w.paper, w.table),  # rows averaged over several seeds (config `seeds`)
     log:
         f"{RESULTS}/logs/compare/{{paper}}/{{table}}.log",
     conda:
         ENV
     shell:
         "hypvl compare --spec {input.spec:q} --table {wildcards.table} --expected-dir {params.expected_dir:q}"
-        " --metrics-dir {params.metrics_dir:q} --scale {params.scale:q} --out {output.csv:q} > {log:q} 2>&1"
+        " --metrics-dir {params.metrics_dir:q} --scale {params.scale:q} --seeds {params.seeds:q} --out {output.csv:q}"
+        " > {log:q} 2>&1"
 
 
 rule compare_row:
@@ -35,6 +37,7 @@ rule compare_row:
         expected_dir=lambda w, input: above(input.expected, 2),
         metrics_dir=lambda w, output: f"{above(output.csv, 4)}/metrics",
         scale=SCALE,
+        seeds=lambda w: PLAN.seeds_arg(w.paper, w.table),
     log:
         f"{RESULTS}/logs/compare_row/{{paper}}/{{table}}/{{row}}.log",
     conda:
@@ -42,7 +45,7 @@ rule compare_row:
     shell:
         "hypvl compare --spec {input.spec:q} --table {wildcards.table} --row {wildcards.row}"
         " --expected-dir {params.expected_dir:q} --metrics-dir {params.metrics_dir:q} --scale {params.scale:q}"
-        " --out {output.csv:q} > {log:q} 2>&1"
+        " --seeds {params.seeds:q} --out {output.csv:q} > {log:q} 2>&1"
 
 
 rule report:

@@ -15,6 +15,8 @@ rule train:
         experiment=PLAN.trained_pattern(),  # one job per distinct recipe (Plan.model_of)
     params:
         spec=lambda w: PLAN.spec_path(w.experiment),
+        declared=lambda w: PLAN.declared_id(w.experiment),  # a seed variant trains its experiment with another seed
+        seed=lambda w: PLAN.experiment(w.experiment).seed,
         cfg=PLAN.step_config("train"),
         out=lambda w: f"{RESULTS}/models/{w.experiment}",
         init=lambda w, input: ["--init-checkpoint", input.init] if input.init else [],
@@ -27,7 +29,7 @@ rule train:
     conda:
         ENV
     shell:
-        "hypvl train --spec {params.spec:q} --experiment {wildcards.experiment} --config-json {params.cfg}"
+        "hypvl train --spec {params.spec:q} --experiment {params.declared} --seed {params.seed} --config-json {params.cfg}"
         " --out {params.out:q} {params.init:q} --threads {threads} --quiet{params.then} > {log:q} 2>&1"
 
 

@@ -11,12 +11,20 @@ log = logging.getLogger(__name__)
 
 def _compare(args) -> None:
     """Join a table's printed numbers (or one printed row's) with the metric JSONs; write the compare CSV."""
+    import json
+
     from hypvl.errors import InputError
     from hypvl.replication.compare import compare_table, write_compare_csv
     from hypvl.spec import load_spec
 
     spec = load_spec(args.spec, args.expected_dir)
-    frame = compare_table(spec, args.table, args.metrics_dir, args.scale)
+    try:
+        seeds = json.loads(args.seeds)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"--seeds: not valid JSON ({exc})") from None
+    if not isinstance(seeds, dict):
+        raise InputError(f"--seeds: must be a JSON object {{experiment: [seed, ...]}}, not {args.seeds!r}")
+    frame = compare_table(spec, args.table, args.metrics_dir, args.scale, seeds)
     if args.row is not None:
         rows = spec.table(args.table).rows
         if args.row not in rows:
@@ -97,6 +105,8 @@ def add_commands(subparsers) -> None:
     compare.add_argument("--metrics-dir", required=True, help="results/<scale>/metrics")
     compare.add_argument("--scale", required=True, help="scale the metrics were measured at (smoke, full)")
     compare.add_argument("--row", default=None, help="only this printed row (an ablation row's own target)")
+    compare.add_argument("--seeds", default="{}",
+                         help='JSON {experiment: [seed, ...]}: rows averaged over those seeds\' models (config seeds)')
     compare.add_argument("--out", required=True, help="results/<scale>/tables/<paper>/<table>.csv")
     compare.set_defaults(func=_compare)
 

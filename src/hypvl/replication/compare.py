@@ -1,14 +1,22 @@
 """Join a table's printed numbers with our metric JSONs: one line per printed cell with a verdict.
 
 Verdicts, in order of precedence:
-  external        the row or column is outside the suite (the spec says why)
-  missing         a metric JSON the cell needs does not exist yet
-  no_paper_value  the paper prints no number there (`-`, `dnc`, `n/a`); ours is still shown
-  not_comparable  measured at a scale other than `full` (smoke numbers do not estimate the paper's)
-  within/outside  |ours - paper| <= tolerance, or not
+  external            the row or column is outside the suite (the spec says why)
+  missing             a metric JSON the cell needs does not exist yet
+  no_paper_value      the paper prints no number there (`-`, `dnc`, `n/a`); ours is still shown
+  not_comparable      measured at a scale other than `full` (smoke numbers do not estimate the paper's)
+  within/outside      |ours - paper| <= tolerance, or not
+  within_seed_spread  outside the tolerance, but |ours - paper| <= SEED_SPREAD standard deviations of a row
+                      trained with several seeds (config `seeds`): seed noise alone moves our number that far
+
+A row trained with several seeds reports the mean over its seeds (`ours`), their number (`n_seeds`) and sample
+standard deviation (`spread`). Numbers measured at another scale, or under another run config (the workflow
+settings every model of a run shares, recorded in each metric JSON), are never joined in one table: compare
+names the files and the settings that differ.
 """
 
 import json
+import statistics
 from pathlib import Path
 
 import pandas as pd
@@ -16,18 +24,21 @@ import pandas as pd
 from hypvl.errors import InputError
 from hypvl.expected import load_expected
 from hypvl.io import atomic_write
-from hypvl.spec import Column, PaperSpec
+from hypvl.provenance import config_differences
+from hypvl.spec import Column, PaperSpec, seed_variant
 from hypvl.tasks import metric_problem
 
-VERDICTS = ("within", "outside", "not_comparable", "no_paper_value", "missing", "external")
+VERDICTS = ("within", "outside", "within_seed_spread", "not_comparable", "no_paper_value", "missing", "external")
 FULL_SCALE = "full"
+SEED_SPREAD = 2.0  # standard deviations of the seeds
+PROVENANCE_KEYS = ("config_hash", "run_config_hash", "git_commit", "git_dirty", "packages", "data_manifest_hash",
+                   "checkpoint_sha256", "date")  # joined per cell from its metric JSONs
 COLUMNS = (
     "row", "column", "experiment", "task", "metric", "tolerance", "paper", "paper_text",
-    "ours", "delta", "verdict", "scale", "config_hash", "git_commit", "date",
+    "ours", "delta", "verdict", "scale", "n_seeds", "spread", *PROVENANCE_KEYS,
 )
-_TEXT_COLUMNS = ("row", "column", "experiment", "task", "metric", "paper_text", "verdict", "scale",
-                 "config_hash", "git_commit", "date")
-_NUMBER_COLUMNS = ("tolerance", "paper", "ours", "delta")
+_TEXT_COLUMNS = ("row", "column", "experiment", "task", "metric", "paper_text", "verdict", "scale", *PROVENANCE_KEYS)
+_NUMBER_COLUMNS = ("tolerance", "paper", "ours", "delta", "spread")
 _ROUNDING_SLACK = 1e-9  # |delta| == tolerance up to float error counts as within
 
 
@@ -79,8 +90,9 @@ def read_metric(path: Path, experiment: str, task: str, metric: str, scale: str)
 
 
 def joined(values) -> str:
-    """Distinct values, sorted, joined by ';' (one cell may rest on several JSONs)."""
-    return ";".join(sorted({str(value) for value in values}))
+    """Distinct values, sorted, joined by ';' (one cell may rest on several JSONs); a mapping as `key=value ...`."""
+    return ";".join(sorted({" ".join(f"{k}={v}" for k, v in sorted(value.items())) if isinstance(value, dict)
+                            else str(value) for value in values}))
 
 
 def split_joined(fields) -> list[str]:
@@ -93,59 +105,100 @@ def frame_scale(frame: pd.DataFrame) -> str:
     return joined(frame["scale"])
 
 
-def _verdict(paper: float | None, ours: float | None, scale: str, tolerance: float) -> str:
-    """The verdict of a cell whose row and column are both mapped."""
+def _verdict(paper: float | None, ours: float | None, scale: str, tolerance: float, spread: float | None) -> str:
+    """The verdict of a cell whose row and column are both mapped (`spread`: its seeds' standard deviation)."""
     if ours is None:
         return "missing"
     if paper is None:
         return "no_paper_value"
     if scale != FULL_SCALE:
         return "not_comparable"
-    return "within" if abs(ours - paper) <= tolerance + _ROUNDING_SLACK else "outside"
+    if abs(ours - paper) <= tolerance + _ROUNDING_SLACK:
+        return "within"
+    return "within_seed_spread" if spread is not None and abs(ours - paper) <= SEED_SPREAD * spread else "outside"
 
 
-def compare_table(spec: PaperSpec, table_name: str, metrics_dir, scale: str) -> pd.DataFrame:
+def _check_seeds(spec: PaperSpec, table_name: str, seeds: dict) -> None:
+    """InputError unless `seeds` maps rows of the table to lists of seeds."""
+    rows = {exp for exp in spec.table(table_name).rows.values() if isinstance(exp, str)}
+    for experiment, chosen in seeds.items():
+        if experiment not in rows:
+            raise InputError(f"--seeds: {experiment!r} is not the experiment of a row of {spec.path} {table_name}")
+        if not (isinstance(chosen, list) and chosen and all(isinstance(seed, int) for seed in chosen)):
+            raise InputError(f"--seeds: {experiment!r} needs a list of seeds, not {chosen!r}")
+
+
+def _check_one_run_config(provenances: dict) -> None:
+    """InputError when the metric JSONs joined in one table were measured under different run configs (or some
+    without a record of theirs): names a file of each config and the settings that differ."""
+    groups = {}
+    for path, provenance in provenances.items():
+        groups.setdefault(provenance.get("run_config_hash"), []).append((path, provenance.get("run_config")))
+    if len(groups) < 2:
+        return
+    (first, config_one), (second, config_two) = (members[0] for members in
+                                                sorted(groups.values(), key=len, reverse=True)[:2])
+    differ = (config_differences(config_one, config_two) if config_one and config_two
+              else ["one records no run config (written by an older hypvl)"])
+    raise InputError(f"{second}: measured under another config than {first} ({'; '.join(differ[:5])}"
+                     f"{'; ...' if len(differ) > 5 else ''}): rerun its experiment's evaluation under the config of "
+                     f"the rest, or compare the two runs' tables separately")
+
+
+def compare_table(spec: PaperSpec, table_name: str, metrics_dir, scale: str, seeds: dict | None = None) -> pd.DataFrame:
     """One line per printed cell (rows, then columns, in printed order); see COLUMNS and VERDICTS.
 
-    paper/ours/delta are NaN where absent; delta = ours - paper.
+    paper/ours/delta are NaN where absent; delta = ours - paper. `seeds` ({experiment: [seed, ...]}) makes a
+    row the mean over those seeds' models (`hypvl train --seed`), each needed in full for the cell.
     """
     table = spec.table(table_name)
     expected = load_expected(table.expected_path)
-    cache = {}
+    seeds = seeds or {}
+    _check_seeds(spec, table_name, seeds)
+    cache, provenances = {}, {}
 
     def measured(experiment: str, task: str, metric: str):
         path = metrics_path(metrics_dir, experiment, task)
         if (path, metric) not in cache:
             cache[(path, metric)] = read_metric(path, experiment, task, metric, scale) if path.is_file() else None
+            if cache[(path, metric)] is not None:
+                provenances[path] = cache[(path, metric)][1]
         return cache[(path, metric)]
 
     lines = []
     for row, experiment in table.rows.items():
+        runs = ([seed_variant(spec.experiments[experiment], seed) for seed in seeds.get(experiment, [])]
+                or [experiment]) if isinstance(experiment, str) else []
         for column, mapped in table.columns.items():
             cell = expected.cells[(row, column)]
             line = {
                 "row": row, "column": column, "experiment": experiment if isinstance(experiment, str) else "",
                 "task": "", "metric": "", "tolerance": table.tolerance_for(column),
                 "paper": cell.value, "paper_text": cell.printed or cell.token,
-                "ours": None, "delta": None, "verdict": "external", "scale": scale,
-                "config_hash": "", "git_commit": "", "date": "",
+                "ours": None, "delta": None, "verdict": "external", "scale": scale, "n_seeds": None, "spread": None,
+                **dict.fromkeys(PROVENANCE_KEYS, ""),
             }
             if isinstance(mapped, Column):
                 line.update(task=mapped.task_label, metric=mapped.metric)
             if isinstance(mapped, Column) and isinstance(experiment, str):
-                results = [measured(experiment, task, mapped.metric) for task in mapped.tasks]
-                if all(result is not None for result in results):
-                    values = [value for value, _ in results]
-                    line["ours"] = mapped.scale * sum(values) / len(values)  # in the paper's printed units
+                results = [[measured(run, task, mapped.metric) for task in mapped.tasks] for run in runs]
+                if all(result is not None for run in results for result in run):
+                    # per seed, in the paper's printed units (the mean over the column's tasks)
+                    values = [mapped.scale * sum(value for value, _ in run) / len(run) for run in results]
+                    line["ours"] = sum(values) / len(values)
+                    line["n_seeds"] = len(values)
+                    line["spread"] = statistics.stdev(values) if len(values) > 1 else None
                     if cell.value is not None:
                         line["delta"] = line["ours"] - cell.value
-                    for key in ("config_hash", "git_commit", "date"):
-                        line[key] = joined(provenance[key] for _, provenance in results)
-                line["verdict"] = _verdict(cell.value, line["ours"], scale, line["tolerance"])
+                    for key in PROVENANCE_KEYS:
+                        line[key] = joined(provenance.get(key, "") for run in results for _, provenance in run)
+                line["verdict"] = _verdict(cell.value, line["ours"], scale, line["tolerance"], line["spread"])
             lines.append(line)
+    _check_one_run_config(provenances)
     frame = pd.DataFrame(lines, columns=list(COLUMNS))
     for name in _NUMBER_COLUMNS:
         frame[name] = frame[name].astype(float)
+    frame["n_seeds"] = frame["n_seeds"].astype("Int64")
     return frame
 
 
@@ -160,8 +213,8 @@ def read_compare_csv(path) -> pd.DataFrame:
     path = Path(path)
     try:
         frame = pd.read_csv(
-            path, dtype={name: str for name in _TEXT_COLUMNS}, keep_default_na=False,
-            na_values={name: [""] for name in _NUMBER_COLUMNS},
+            path, dtype={**{name: str for name in _TEXT_COLUMNS}, "n_seeds": "Int64"}, keep_default_na=False,
+            na_values={name: [""] for name in (*_NUMBER_COLUMNS, "n_seeds")},
         )
     except FileNotFoundError:
         raise InputError(f"{path}: compare table not found") from None
@@ -176,12 +229,12 @@ def read_compare_csv(path) -> pd.DataFrame:
 
 
 def table_provenance(frame: pd.DataFrame) -> dict:
-    """Distinct config hashes, git commits and the date range of the metric JSONs behind a compare frame."""
+    """The distinct values of each PROVENANCE_KEYS column (a list under the column's name) and the date range of
+    the metric JSONs behind a compare frame."""
     dates = split_joined(frame["date"])
     return {
         "scale": frame_scale(frame),
-        "config_hashes": split_joined(frame["config_hash"]),
-        "git_commits": split_joined(frame["git_commit"]),
+        **{key: split_joined(frame[key]) for key in PROVENANCE_KEYS if key != "date"},
         "first_date": dates[0] if dates else None,
         "last_date": dates[-1] if dates else None,
         "n_measured_cells": int(frame["ours"].notna().sum()),

@@ -11,7 +11,8 @@ of the suite (`hypvl.tasks.GROUP_MODULES`, and no other name) an `atol`, optiona
 under `ignore` (search diagnostics such as the probe's chosen C) are not pinned.
 
 Status of each value: `ok`, `drift` (outside its tolerance), `unpinned` (measured, not in the baseline)
-or `missing` (pinned, not measured; a failure only when the whole baseline is checked).
+or `missing` (pinned, not measured; a failure only when the whole baseline is checked). The seed variants of
+experiments (`<id>__seed<N>`, config `seeds`) are not pinned: their spread is what the tolerances must cover.
 """
 
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from hypvl.errors import InputError
 from hypvl.io import atomic_write
 from hypvl.replication.compare import metric_value, read_metrics_record
 from hypvl.replication.markdown import table as markdown_table
+from hypvl.spec import SEED_MARK
 from hypvl.tasks import GROUP_MODULES, task_group
 
 KEY = ["experiment", "task", "metric"]
@@ -85,6 +87,8 @@ def measured_values(metrics_dir, scale: str, policy: Policy) -> pd.DataFrame:
     rows = []
     for path in sorted(Path(metrics_dir).glob("*/*.json")):
         experiment, task = path.parent.name, path.stem
+        if SEED_MARK in experiment:
+            continue
         record = read_metrics_record(path, experiment, task, scale)
         group = task_group(task, scale)
         if group is None:

@@ -84,7 +84,8 @@ def train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path]
     bar.close()
     model.clamp_scalars()
     recipe = {"method": experiment["method"], "backbone": experiment["backbone"], "overrides": overrides,
-              "model_cfg": model_cfg, "experiment": experiment["id"]}
+              "model_cfg": model_cfg, "train_cfg": train_cfg, "seed": experiment.get("seed", 0),
+              "experiment": experiment["id"]}
     save_checkpoint(out_dir / "checkpoint.pt", model, recipe, schedule.steps)
     with atomic_write(out_dir / "train_log.csv") as handle:
         writer = csv.DictWriter(handle, LOG_FIELDS, restval="")  # empty: a term the method does not have
