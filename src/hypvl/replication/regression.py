@@ -32,6 +32,7 @@ KEY = ["experiment", "task", "metric"]
 SAMPLE_COUNT = "n_samples"
 MEAN_PREFIX = "mean:"
 STATUSES = ("drift", "unpinned", "missing", "ok")
+PROVENANCE = ("git_commit", "git_dirty", "run_config_hash", "data_manifest_hash")  # of each measured value's JSON
 
 
 @dataclass(frozen=True)
@@ -93,10 +94,11 @@ def measured_values(metrics_dir, scale: str, policy: Policy) -> pd.DataFrame:
         group = task_group(task, scale)
         if group is None:
             raise InputError(f"{path}: {task!r} is not a task of the suite at scale {scale!r}")
-        rows += [(experiment, task, group, metric, metric_value(path, record, metric))
+        provenance = tuple(str(record["provenance"].get(key, "")) for key in PROVENANCE)
+        rows += [(experiment, task, group, metric, metric_value(path, record, metric), *provenance)
                  for metric in record["metrics"] if metric not in policy.ignore]
-        rows.append((experiment, task, group, SAMPLE_COUNT, float(record["n_samples"])))
-    frame = pd.DataFrame(rows, columns=["experiment", "task", "group", "metric", "value"])
+        rows.append((experiment, task, group, SAMPLE_COUNT, float(record["n_samples"]), *provenance))
+    frame = pd.DataFrame(rows, columns=["experiment", "task", "group", "metric", "value", *PROVENANCE])
     means = []
     for group, entry in policy.groups.items():
         if entry.mean_atol is not None:
@@ -105,7 +107,7 @@ def measured_values(metrics_dir, scale: str, policy: Policy) -> pd.DataFrame:
             shared = stats[stats["count"] >= 2]  # a metric of a single task has no mean to pin
             means.append(pd.DataFrame({"experiment": shared["experiment"], "task": MEAN_PREFIX + group,
                                        "group": group, "metric": shared["metric"], "value": shared["mean"]}))
-    return pd.concat([frame, *means], ignore_index=True)[KEY + ["group", "value"]]
+    return pd.concat([frame, *means], ignore_index=True)[KEY + ["group", "value", *PROVENANCE]]
 
 
 def read_baseline(path) -> pd.DataFrame:
@@ -173,7 +175,8 @@ def render_report(checked: pd.DataFrame, scale: str, baseline_path, whole: bool)
     bad = failures(checked)
     verdict = "PASS" if bad.empty else "FAIL"
     lines = [f"# Regression at scale `{scale}`: {verdict}", "",
-             f"Baseline `{baseline_path}`; {'every pinned value checked' if whole else 'measured values only'}.", ""]
+             f"Baseline `{baseline_path}`; {'every pinned value checked' if whole else 'measured values only'}.", "",
+             _provenance_line(checked), ""]
     counts = checked.groupby(["group", "status"]).size().unstack(fill_value=0)
     lines += markdown_table(["group", *STATUSES],
                             [[group, *(str(int(row.get(s, 0))) for s in STATUSES)] for group, row in counts.iterrows()],
@@ -185,6 +188,18 @@ def render_report(checked: pd.DataFrame, scale: str, baseline_path, whole: bool)
         lines += [""] + markdown_table(["experiment", "task", "metric", *numbers, "status"], body,
                                        ["left"] * 3 + ["right"] * 4 + ["left"])
     return "\n".join(lines) + "\n"
+
+
+def _provenance_line(checked: pd.DataFrame) -> str:
+    """Where the measured values come from: git commits (and uncommitted changes), run configs, data manifests."""
+    def distinct(key, digits=None):
+        values = sorted({value for value in checked[key].dropna() if value})
+        return ", ".join(f"`{value[:digits]}`" for value in values) or "–"
+
+    dirty = sorted({{"True": "yes", "False": "no"}.get(value, value) for value in checked["git_dirty"].dropna()
+                    if value})
+    return (f"Measured at git commit {distinct('git_commit')} (uncommitted changes: {', '.join(dirty) or '–'}), "
+            f"run config {distinct('run_config_hash')}, data manifest (sha256) {distinct('data_manifest_hash', 12)}.")
 
 
 def _number(value) -> str:

@@ -158,9 +158,10 @@ def _mapping_sections(spec: PaperSpec, table_name: str, frame: pd.DataFrame, lab
     return lines
 
 
-def _provenance_section(frame: pd.DataFrame) -> list[str]:
-    """Where our numbers come from: scale, run config, config hashes, code (commit, dirty tree, packages), data and
-    checkpoints (sha256, first 12 digits), date range; and this rendering."""
+def provenance_section(frame: pd.DataFrame, per_row: bool = True) -> list[str]:
+    """Where the numbers of compare frame(s) come from: scale, run config, config hashes, code (commit, dirty tree,
+    packages), data and checkpoints (sha256, first 12 digits; per row, or only counted), date range; and this
+    rendering."""
     record = table_provenance(frame)
     dates = (f"{record['first_date']} to {record['last_date']}" if record["first_date"] != record["last_date"]
              else record["first_date"]) if record["first_date"] else "–"
@@ -168,8 +169,9 @@ def _provenance_section(frame: pd.DataFrame) -> list[str]:
     def codes(values, digits=None):
         return ", ".join(f"`{value[:digits]}`" for value in values) or "–"
 
-    checkpoints = [f"{escape(row)} {codes(split_joined(lines['checkpoint_sha256']), 12)}"
-                   for row, lines in frame.groupby("row", sort=False) if split_joined(lines["checkpoint_sha256"])]
+    checkpoints = ([f"{escape(row)} {codes(split_joined(lines['checkpoint_sha256']), 12)}"
+                    for row, lines in frame.groupby("row", sort=False) if split_joined(lines["checkpoint_sha256"])]
+                   if per_row else [f"{len(record['checkpoint_sha256'])} distinct, named in each table's report"])
     dirty = {"True": "yes", "False": "no"}
     return [
         "## Provenance",
@@ -244,7 +246,7 @@ def report_markdown(spec: PaperSpec, table_name: str, frame: pd.DataFrame, plot_
         "",
         *_mapping_sections(spec, table_name, frame, labels),
         "",
-        *_provenance_section(frame),
+        *provenance_section(frame),
         "",
     ]
     return "\n".join(lines)
