@@ -294,3 +294,13 @@ def test_shipped_manifest_covers_every_dataset():
     assert {name for name, entry in sources.items() if acquire.pinned(entry.get("hf_snapshot", {}).get("revision"))} \
         == {"country211", "pcam", "sst2"}
     assert all(item.get("md5") for item in acquire.expected_files(sources["imagenet"]))
+
+
+def test_the_list_says_how_each_dataset_is_verified(capsys):
+    from hypvl.cli import main
+
+    assert main(["acquire", "--list", "--sources", str(FIXTURES / "sources.yaml")]) == 0
+    trust = dict(line.split("\t")[:2] for line in capsys.readouterr().out.splitlines())
+    assert trust["published"] == "1/1 files checksummed" and trust["unpublished"] == "0/1 files checksummed"
+    assert trust["hub"] == "Hub 'main' (pinned on first fetch)" and trust["hub_pinned"] == "Hub commit pinned"
+    assert trust["licensed"] == "manual"
