@@ -17,6 +17,7 @@ wildcard_constraints:
     table=r"table\d+",
 
 include: "workflows/data.smk"
+include: "workflows/acquire.smk"
 include: "workflows/grounding.smk"
 include: "workflows/train.smk"
 include: "workflows/evaluate.smk"

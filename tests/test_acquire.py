@@ -3,6 +3,7 @@ opener from tests/data/acquire (never the network)."""
 
 import hashlib
 import io
+import json
 import logging
 import re
 import shutil
@@ -304,3 +305,30 @@ def test_the_list_says_how_each_dataset_is_verified(capsys):
     assert trust["published"] == "1/1 files checksummed" and trust["unpublished"] == "0/1 files checksummed"
     assert trust["hub"] == "Hub 'main' (pinned on first fetch)" and trust["hub_pinned"] == "Hub commit pinned"
     assert trust["licensed"] == "manual"
+
+
+def test_acquire_checks_what_the_readers_need_before_marking_a_dataset_ready(tmp_path, capsys, caplog):
+    """`hypvl acquire --ready ... --out`, as the workflow's acquisition jobs run it: a path the readers need that
+    the fetch did not leave is named on one line with the next step, and no marker is written; once it is there,
+    the marker records the dataset."""
+    from hypvl.cli import main
+
+    (tmp_path / "licensed").mkdir()
+    (tmp_path / "licensed" / "val.tar").write_bytes(b"")
+    ready, marker = tmp_path / "licensed" / "val", tmp_path / "acquired" / "licensed.json"
+    argv = ["acquire", "licensed", "--sources", str(FIXTURES / "sources.yaml"), "--dest", str(tmp_path),
+            "--ready", str(ready), "--out", str(marker)]
+    assert main(argv) == 1
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert line == (f"hypvl acquire: licensed: fetched into {tmp_path}, but the readers need {ready}; "
+                    "next step: put it there; then run this again")
+    assert not marker.exists()
+    ready.mkdir()
+    assert main(argv) == 0
+    record = json.loads(marker.read_text())
+    assert record["dataset"] == "licensed" and record["ready"] == [str(ready)]
+    assert record["files"] == [str(tmp_path / "licensed" / "val.tar")]
+    shutil.rmtree(tmp_path / "licensed")
+    marker.unlink()
+    assert main(argv) == 2 and not marker.exists()  # the manual step itself is missing: its instructions
+    assert "accept the terms and save val.tar" in caplog.text

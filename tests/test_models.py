@@ -15,7 +15,7 @@ from hypvl.losses.contrastive import HCC_TERMS
 from hypvl.losses.entailment import HCE_TERMS
 from hypvl.models.build import build_model
 from hypvl.models.checkpoints import load_checkpoint, save_checkpoint
-from hypvl.models.encoders import sincos_2d_position_embedding
+from hypvl.models.encoders import longest_text, sincos_2d_position_embedding
 
 TINY = {"image_size": 16, "embed_dim": 8, "text": {"context_length": 12, "width": 16, "layers": 1, "heads": 2},
         "backbones": {"vit_s16": {"patch": 8, "width": 16, "depth": 1, "heads": 2}}}
@@ -227,3 +227,29 @@ def test_learned_position_embedding_survives_a_checkpoint(tmp_path):
     loaded, _ = load_checkpoint(tmp_path / "c.pt")
     assert loaded.visual.vit.pos_embed.requires_grad
     assert torch.equal(loaded.visual.vit.pos_embed, model.visual.vit.pos_embed)
+
+
+def test_longest_text_counts_the_columns_holding_any_token():
+    tokens = torch.tensor([[49406, 5, 49407, 0, 0, 0], [49406, 7, 8, 9, 49407, 0]])
+    assert longest_text(tokens) == 5
+    assert longest_text(torch.zeros(2, 6, dtype=torch.long)) == 1
+
+
+def test_text_features_ignore_the_padding_columns_they_skip():
+    """The causal text transformer run on the batch's used columns gives the EOT features of open_clip's own
+    full-context forward (padding after every EOT cannot reach it), and does run on fewer columns."""
+    torch.manual_seed(0)
+    model = _model("clip").eval()
+    text = model.textual
+    tokens = torch.zeros(3, text.context_length, dtype=torch.long)
+    for row, length in enumerate((4, 9, 6)):
+        tokens[row, :length] = torch.randint(1, 49000, (length,))
+        tokens[row, 0], tokens[row, length - 1] = 49406, 49407
+    seen = []
+    hook = text.transformer.transformer.register_forward_pre_hook(lambda module, args: seen.append(args[0].shape[1]))
+    with torch.no_grad():
+        trimmed = text(tokens)
+        full = text.transformer(tokens)
+    hook.remove()
+    assert seen == [9, text.context_length]
+    torch.testing.assert_close(trimmed, full, rtol=0, atol=1e-6)

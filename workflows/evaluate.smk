@@ -9,7 +9,7 @@ for _group in PLAN.groups:
         name:
             f"evaluate_{_group}"
         input:
-            data_ready,
+            lambda w, group=_group: PLAN.evaluation_inputs(group, w.experiment),
             checkpoint=lambda w: PLAN.checkpoint(PLAN.model_of(w.experiment)),
         output:
             PLAN.group_outputs(_group),
@@ -19,6 +19,8 @@ for _group in PLAN.groups:
             # the shell command is formatted at run time, after the loop has moved on: bind the group now
             args=lambda w, threads, group=_group: PLAN.evaluate_args(group, w.experiment, threads),
         threads: THREADS
+        resources:
+            **PLAN.step_resources("evaluate"),
         log:
             f"{RESULTS}/logs/evaluate/{{experiment}}/{_group}.log",
         conda:

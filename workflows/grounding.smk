@@ -15,6 +15,8 @@ rule ground:
     params:
         corpus=lambda w: GROUNDED[w.grounded],
         cfg=PLAN.step_config("ground"),
+    resources:
+        **PLAN.step_resources("ground"),
     log:
         f"{RESULTS}/logs/ground/{{grounded}}.log",
     conda:

@@ -1,5 +1,7 @@
 # Models: one job per experiment of the replication specs: trained, or imported from released weights.
-# A training job also evaluates its model on the `evaluate_with_training` groups, in the same process.
+# A training job also evaluates its model on the `evaluate_with_training` groups, in the same process. Where the
+# config has GPUs (resources.gpu), each run asks for the GPUs, nodes, memory and time its model and schedule need
+# (hypvl.cost) and starts torchrun with a process per GPU (several nodes: srun, one torchrun per node).
 
 
 rule train:
@@ -22,15 +24,20 @@ rule train:
         init=lambda w, input: ["--init-checkpoint", input.init] if input.init else [],
         then=lambda w, threads: "".join(f" :: {PLAN.evaluate_args(group, w.experiment, threads)}"
                                         for group in PLAN.with_training),
-    threads: THREADS
+        launch=lambda w, threads: PLAN.train_launcher(w.experiment, threads),  # torchrun where a run has GPUs
+    threads: lambda w: PLAN.train_threads(w.experiment)
+    resources:
+        # GPUs, nodes, host memory and runtime derived from the model and schedule (hypvl.cost), at paper scale
+        **{name: lambda w, name=name: PLAN.train_resources(w.experiment).get(name) for name in PLAN.TRAIN_RESOURCES},
+    retries: PLAN.train_retries()  # a run longer than resources.max_runtime continues from its checkpoint
     priority: lambda w: PLAN.train_cost(w.experiment)  # the longest first, so the run does not end on one core
     log:
         f"{RESULTS}/logs/train/{{experiment}}.log",
     conda:
         ENV
     shell:
-        "hypvl train --spec {params.spec:q} --experiment {params.declared} --seed {params.seed} --config-json {params.cfg}"
-        " --out {params.out:q} {params.init:q} --threads {threads} --quiet{params.then} > {log:q} 2>&1"
+        "{params.launch} --spec {params.spec:q} --experiment {params.declared} --seed {params.seed}"
+        " --config-json {params.cfg} --out {params.out:q} {params.init:q} --quiet{params.then} > {log:q} 2>&1"
 
 
 rule import_released:

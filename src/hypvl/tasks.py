@@ -11,6 +11,7 @@ in [-1, 1]; radii and regularisation constants are non-negative.
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 from hypvl.data.catalog import dataset_names, load_dataset_info
 from hypvl.data.synthetic.classification import ALL_CLASSIFICATION_SETS
@@ -60,6 +61,20 @@ GROUP_MODULES = {
     "linprobe": "hypvl.evaluate.linprobe",
     "stats": "hypvl.evaluate.stats",
 }
+# group -> the paper-scale data it reads (what the workflow acquires before it runs): keys of the config's
+# `eval.datasets`; `classification` (every zero-shot set), `classification/<name>` (one set), or `probe` (the
+# linear-probe sets, whose train and val splits `hypvl probe-splits` then cuts)
+GROUP_DATA = {
+    "zeroshot": ("classification",),
+    "hierarchy": ("imagenet_isa", "classification/imagenet"),
+    "retrieval": ("coco_captions", "flickr30k"),
+    "detection": ("coco_instances",),
+    "scene": ("vlchecklist", "vg_attribution"),
+    "hierarcaps": ("hierarcaps_test",),
+    "lexical": ("hyperlex", "breeds", "classification/imagenet"),
+    "linprobe": ("probe",),
+    "stats": ("coco_captions", "coco_instances"),
+}
 RETRIEVAL_SETS = ("coco", "flickr30k")
 # VL-CheckList Type -> its categories and groups (VL-CheckList's taxonomy, as syntax-VSE Table 3 prints it)
 VLC_METRICS = {
@@ -92,7 +107,13 @@ def _accuracy(chance: float | None = None, name: str = "accuracy") -> Metric:
 
 
 def all_tasks(scale: str) -> dict[str, Task]:
-    """Task id -> Task, for every task the suite computes at `scale`."""
+    """Task id -> Task, for every task the suite computes at `scale` (a fresh mapping of the registry)."""
+    return dict(_registry(scale))
+
+
+@lru_cache(maxsize=None)
+def _registry(scale: str) -> dict[str, Task]:
+    """Task id -> Task at `scale`, built once per process (planning asks for it once per table cell)."""
     tasks = [Task(f"zs_{name}", "zeroshot", (_accuracy(_chance(scale, name), "mean_per_class_accuracy"),
                                              _accuracy(_chance(scale, name), "top1")))
              for name in zero_shot_datasets(scale)]

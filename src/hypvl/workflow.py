@@ -14,10 +14,11 @@ import re
 import shlex
 from pathlib import Path
 
+from hypvl.cost import Job, Run, model_towers, size_job
 from hypvl.errors import InputError
 from hypvl.models.methods import EVAL_OVERRIDES, METHOD_NAMES
 from hypvl.spec import SEED_MARK, Column, Experiment, load_all_specs, seed_variant, table_needs
-from hypvl.tasks import group_tasks, task_group
+from hypvl.tasks import GROUP_DATA, group_tasks, linear_probe_datasets, task_group, zero_shot_datasets
 from hypvl.train.recipe import resolve_schedule, stream_mode, supported_overrides
 
 # config sections each step reads (a rule passes only these, so unrelated edits do not rerun it)
@@ -31,6 +32,9 @@ STEP_SECTIONS = {
 
 class Plan:
     """Targets of the workflow for one config."""
+
+    # the resources a training job may set (`train_resources`)
+    TRAIN_RESOURCES = ("gpu", "gres", "nodes", "mem_mb", "runtime", "cpus_per_task", "mpi", "tasks", "tasks_per_gpu")
 
     def __init__(self, config: dict):
         self.config = config
@@ -51,6 +55,8 @@ class Plan:
                     self._spec_of[variant] = self._spec_of[exp]
         self._model_of: dict[str, str] = {}
         self._first_with_recipe: dict[str, str] = {}
+        self._train_jobs: dict[str, Job] = {}
+        self._group_acquisitions: dict[str, list[str]] = {}
         for experiment in self.experiments():  # by id, so the first of a recipe serves the others
             self.model_of(experiment)
         self.with_training = tuple(config.get("evaluate_with_training", ()))
@@ -60,6 +66,9 @@ class Plan:
             unknown = sorted(set(groups) - set(self.groups))
             if unknown:
                 raise InputError(f"config: {key} names unknown task groups {unknown} (groups: {sorted(self.groups)})")
+        if self.with_training and config["resources"]["gpu"] is not None:
+            raise InputError("config: evaluate_with_training must be empty where training runs on GPUs (resources.gpu):"
+                             " a data-parallel training job would evaluate once per rank")
 
     def _resolve_seeds(self, value) -> dict[str, tuple[int, ...]]:
         """Config `seeds` as {experiment: the seeds its rows average over}, for the trained experiments it gives more
@@ -193,12 +202,65 @@ class Plan:
         """The corpus whose raw shards live in `folder` (config `grounding.raw.<corpus>.path`)."""
         return next(corpus for corpus, entry in self.config["grounding"]["raw"].items() if entry["path"] == folder)
 
+    def raw_corpus_path(self, corpus: str) -> str:
+        """The folder of training corpus `corpus`'s raw shards (config `grounding.raw.<corpus>.path`)."""
+        return str(Path(self.config["data_dir"]) / self.config["grounding"]["raw"][corpus]["path"])
+
     def raw_corpus_inputs(self, corpus: str) -> list[str]:
-        """What grounding `corpus` needs from the data stage: at smoke scale, its synthesised raw corpus (paper-scale
-        data is acquired beforehand and checked by the step)."""
+        """What grounding `corpus` needs from the data stage: at smoke scale, its synthesised raw corpus; at paper
+        scale, the acquisition of the dataset whose folder holds it (config `acquire`)."""
         if self.scale != "smoke":
-            return []
-        return [str(Path(self.config["data_dir"]) / self.config["grounding"]["raw"][corpus]["path"] / "corpus.json")]
+            return self.acquisitions([self.raw_corpus_path(corpus)])
+        return [str(Path(self.raw_corpus_path(corpus)) / "corpus.json")]
+
+    def group_data(self, group: str) -> list[str]:
+        """The paper-scale data evaluation group `group` reads (hypvl.tasks.GROUP_DATA), as paths in this config:
+        classification splits as `<classification_dir>/<set>/<split>` folders."""
+        evaluation, root = self.config["eval"], Path(self.config["data_dir"])
+        sets, split = root / evaluation["classification_dir"], evaluation["classification_split"]
+        paths = []
+        for item in GROUP_DATA.get(group, ()):
+            if item == "classification":
+                paths += [sets / name / split for name in zero_shot_datasets(self.scale)]
+            elif item == "probe":
+                paths += [sets / name / split for name in linear_probe_datasets(self.scale)]
+            elif item.startswith("classification/"):
+                paths.append(sets / item.removeprefix("classification/") / split)
+            elif item in evaluation["datasets"]:
+                paths.append(root / evaluation["datasets"][item])
+        return [str(path) for path in paths]
+
+    def evaluation_inputs(self, group: str, experiment: str) -> list[str]:
+        """What evaluating `group` on `experiment` needs from the data stage: `data_inputs`, and at paper scale the
+        acquisitions of the data the group reads."""
+        if group not in self._group_acquisitions:
+            self._group_acquisitions[group] = self.acquisitions(self.group_data(group))
+        return [*self.data_inputs(experiment), *self._group_acquisitions[group]]
+
+    def acquisition_folder(self, dataset: str) -> str:
+        """The folder dataset `dataset` of the acquisition manifest is fetched into (config `acquire`)."""
+        return str(Path(self.config["data_dir"]) / self.config["acquire"][dataset])
+
+    def acquisition_marker(self, dataset: str) -> str:
+        """The file `hypvl acquire` writes once `dataset` is fetched and every path the readers need is there."""
+        return str(Path(self.config["data_dir"]) / "acquired" / f"{dataset}.json")
+
+    def _acquired(self, dataset: str, paths) -> list[str]:
+        """The paths of `paths` inside the folder of acquisition `dataset`."""
+        folder = Path(self.acquisition_folder(dataset))
+        return [path for path in paths if Path(path) == folder or folder in Path(path).parents]
+
+    def acquisitions(self, paths) -> list[str]:
+        """Markers of the acquisitions (config `acquire`) whose folders hold any of `paths`."""
+        return sorted(self.acquisition_marker(dataset) for dataset in self.config["acquire"]
+                      if self._acquired(dataset, paths))
+
+    def acquisition_ready(self, dataset: str) -> list[str]:
+        """What the readers need of acquisition `dataset`: the paths of every evaluation group and raw training corpus
+        that lie in its folder (checked once the fetch is done; a missing one is a manual `prepare` step)."""
+        needed = {path for group in self.groups for path in self.group_data(group)}
+        needed |= {self.raw_corpus_path(corpus) for corpus in self.config["grounding"]["raw"]}
+        return sorted(self._acquired(dataset, needed))
 
     def data_inputs(self, experiment: str | None = None) -> list[str]:
         """What a step needs from the data stage: the smoke world's manifest (paper-scale data is checked by each
@@ -207,19 +269,80 @@ class Plan:
         corpus = None if experiment is None else self.trained_corpus(experiment)
         return needs if corpus is None else [*needs, self.grounded_summary(corpus)]
 
-    def train_cost(self, experiment: str) -> float:
-        """Relative cost of training `experiment`: steps x batch x the two towers' tokens x width^2 x depth,
-        doubled for a method that also encodes a box per sample. The train rule's priority, so that the longest
-        runs start first and the last minutes do not leave a core idle."""
+    def training_run(self, experiment: str) -> Run:
+        """The training run of `experiment` at this scale: its towers, global batch, steps, encodings per sample
+        (2 for a method that also encodes a box image and text per sample) and whether its encoders are frozen."""
         declared = self.experiment(experiment)
         schedule = resolve_schedule(declared.overrides, self.config["train"])
-        model = self.config["model"]
-        vit, text = model["backbones"][declared.backbone], model["text"]
-        image_tokens = (model["image_size"] // vit["patch"]) ** 2 + 1
-        per_sample = (image_tokens * vit["width"] ** 2 * vit["depth"]
-                      + text["context_length"] * text["width"] ** 2 * text["layers"])
-        boxes = 2 if stream_mode(declared.method, declared.boxes) == "compositional" else 1
-        return schedule.steps * schedule.batch_size * per_sample * boxes / 1e9
+        encodings = 2 if stream_mode(declared.method, declared.boxes) == "compositional" else 1
+        return Run(model_towers(self.config["model"], declared.backbone), schedule.batch_size, schedule.steps,
+                   encodings, bool(declared.overrides.get("freeze_encoders")))
+
+    def train_cost(self, experiment: str) -> float:
+        """Training TFLOPs of `experiment`: the train rule's priority, so that the longest runs start first and the
+        last minutes do not leave a core idle."""
+        return self.training_run(experiment).flops / 1e12
+
+    def first_priority(self) -> float:
+        """A job priority above every training job's (`train_cost`): what the data acquisition jobs take."""
+        return 1 + max((self.train_cost(exp) for exp in self.experiments() if self.trains(exp) and self.runnable(exp)),
+                       default=0)
+
+    def train_job(self, experiment: str) -> Job | None:
+        """The GPU job that trains `experiment` (hypvl.cost), or None where training is one CPU process."""
+        resources = self.config["resources"]
+        if resources["gpu"] is None:
+            return None
+        if experiment not in self._train_jobs:  # asked for once per resource of every job: size each run once
+            self._train_jobs[experiment] = size_job(self.training_run(experiment), resources["gpu"],
+                                                    resources["max_runtime"], resources["runtime_margin"])
+        return self._train_jobs[experiment]
+
+    def train_resources(self, experiment: str) -> dict:
+        """Snakemake resources of the job training `experiment` (None: not set), named as the SLURM executor plugin
+        reads them: one node asks for `gpu` GPUs; several nodes ask for `gres` GPUs on each, one task per node,
+        and `mpi` marks the job as launching its own `srun` (the train rule's launcher)."""
+        job = self.train_job(experiment)
+        if job is None:
+            fixed = self.config["resources"]["jobs"]["train"]
+            return {"gpu": fixed["gpu"] or None, "mem_mb": fixed["mem_mb"], "runtime": fixed["runtime"]}
+        several = job.nodes > 1
+        return {"gpu": None if several else job.gpus, "gres": f"gpu:{job.gpus_per_node}" if several else None,
+                "nodes": job.nodes, "mem_mb": job.mem_mb, "runtime": job.runtime, "cpus_per_task": job.threads,
+                "mpi": "srun" if several else None, "tasks": job.nodes if several else None,
+                "tasks_per_gpu": 0 if several else None}
+
+    def train_threads(self, experiment: str) -> int:
+        """CPU cores of the job training `experiment` (on each node)."""
+        job = self.train_job(experiment)
+        return self.config["threads_per_job"] if job is None else job.threads
+
+    def train_launcher(self, experiment: str, threads: int) -> str:
+        """The command that starts `hypvl train` for `experiment`, with its `--threads` (per process): `hypvl` itself
+        for a CPU run (on the job's `threads`); torchrun with a process per GPU on one node; on several nodes, `srun`
+        starting one torchrun per node that meet at the first node (torchrun's c10d rendezvous, the SLURM job id
+        naming the run). A GPU run's processes share the node's cores."""
+        job = self.train_job(experiment)
+        if job is None:
+            return f"hypvl train --threads {threads}"
+        per_rank = f"-m hypvl.cli train --threads {job.threads // job.gpus_per_node}"
+        if job.nodes == 1:
+            return f"torchrun --standalone --nproc-per-node {job.gpus} {per_rank}"
+        head = '"$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)"'
+        return (f"srun --nodes {job.nodes} --ntasks-per-node 1 --kill-on-bad-exit=1 torchrun --nnodes {job.nodes}"
+                f" --nproc-per-node {job.gpus_per_node} --rdzv-backend c10d --rdzv-id \"$SLURM_JOB_ID\""
+                f" --rdzv-endpoint {head}:29500 {per_rank}")
+
+    def train_retries(self) -> int:
+        """Further attempts the longest training run needs beyond its first job (each resuming from the last
+        one's checkpoint): the train rule's `retries`."""
+        jobs = [self.train_job(exp) for exp in self.experiments() if self.trains(exp) and self.runnable(exp)]
+        return max((job.attempts - 1 for job in jobs if job is not None), default=0)
+
+    def step_resources(self, step: str) -> dict:
+        """Snakemake resources of the `ground`, `evaluate` or `acquire` jobs (config `resources.jobs`)."""
+        fixed = self.config["resources"]["jobs"][step]
+        return {"gpu": fixed["gpu"] or None, "mem_mb": fixed["mem_mb"], "runtime": fixed["runtime"]}
 
     def checkpoint(self, experiment: str) -> str:
         """Where the model of `experiment` is saved."""

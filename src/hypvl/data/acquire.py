@@ -13,6 +13,7 @@ on the first fetch, said so, and the commit recorded in `<dest>/HUB_COMMITS`; la
 """
 
 import http.client
+import json
 import logging
 import os
 import tarfile
@@ -385,9 +386,18 @@ def _run_fetch(args):
         return 2
     for path in paths:
         print(path)
-    prepare = sources[args.name].get("prepare")
-    if prepare:
-        log.info("next step: %s", prepare.strip())
+    prepare = " ".join(sources[args.name].get("prepare", "").split())
+    missing = [path for path in args.ready if not Path(path).exists()]
+    if missing:
+        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+        raise InputError(f"{args.name}: fetched into {args.dest}, but the readers need {missing[0]}{more}; "
+                         f"next step: {prepare or 'put it there'}; then run this again")
+    if prepare and not args.ready:
+        log.info("next step: %s", prepare)
+    if args.out:
+        with atomic_write(Path(args.out), mode="w") as handle:
+            json.dump({"dataset": args.name, "dest": str(args.dest), "files": [str(p) for p in paths],
+                       "ready": list(args.ready)}, handle, indent=1)
     return 0
 
 
@@ -398,4 +408,7 @@ def add_commands(subparsers):
     parser.add_argument("--dest", help="folder to fetch into")
     parser.add_argument("--sources", default=SOURCES_PATH, help="manifest (default: built-in)")
     parser.add_argument("--list", action="store_true", help="list the manifest's datasets")
+    parser.add_argument("--ready", nargs="+", default=[], metavar="PATH",
+                        help="paths the readers need once fetched (one missing: the dataset's prepare step is due)")
+    parser.add_argument("--out", help="JSON written once the fetch is done and every --ready path exists")
     parser.set_defaults(func=_run_fetch)

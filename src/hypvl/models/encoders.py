@@ -81,6 +81,12 @@ class ImageEncoder(nn.Module):
         return self.vit(images)
 
 
+def longest_text(tokens: torch.Tensor) -> int:
+    """The number of leading columns of (B, L) right-padded token ids (padding id 0) that hold any token."""
+    used = (tokens != 0).any(dim=0).nonzero()
+    return int(used[-1]) + 1 if len(used) else 1
+
+
 class TextEncoder(nn.Module):
     """open_clip's causal text transformer without its projection; tokens in, (B, width) EOT features out."""
 
@@ -88,20 +94,34 @@ class TextEncoder(nn.Module):
         super().__init__()
         self.transformer = TextTransformer(context_length=cfg.context_length, vocab_size=cfg.vocab_size,
                                            width=cfg.width, heads=cfg.heads, layers=cfg.layers,
-                                           output_dim=None, proj_type="none", pool_type="argmax",
-                                           output_tokens=True)
+                                           output_dim=None, proj_type="none", pool_type="argmax")
         self.width = cfg.width
         self.context_length = cfg.context_length
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        return self.transformer(tokens)[0]
+        """(B, L) tokens -> (B, width) EOT features, computed on the batch's columns up to its longest text.
+
+        The mask is causal and padding follows every text's EOT, so the trailing all-padding columns cannot
+        reach any EOT feature: dropping them gives the same features (up to float rounding) for less work
+        (captions are mostly shorter than the context; box phrases much shorter)."""
+        return self._run(tokens[:, : longest_text(tokens)])[0]
+
+    def _run(self, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(B, L') tokens, L' <= context -> EOT features (B, width) and final-LayerNorm states (B, L', width).
+
+        open_clip's modules, assembled as its `TextTransformer.forward` does; by hand because that forward
+        always applies the full-context causal mask, so it cannot run on fewer columns."""
+        text, length = self.transformer, tokens.shape[1]
+        x = text.token_embedding(tokens) + text.positional_embedding[:length]
+        x = text.ln_final(text.transformer(x, attn_mask=text.attn_mask[:length, :length]))
+        return x[torch.arange(len(x)), tokens.argmax(dim=-1)], x
 
     def token_states(self, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(B, L) tokens -> the EOT features (B, width) and, per token (B, L, width), the *initial* state (the
         context-free input of the first attention block: token plus position embedding) and the *contextual*
         state (the last block's output), both through the final LayerNorm like the EOT features, so that the
         model's projection applies to all three (syntax-preserving MERU's e^init and e^cont)."""
-        pooled, contextual = self.transformer(tokens)
+        pooled, contextual = self._run(tokens)
         text = self.transformer
         initial = text.ln_final(text.token_embedding(tokens) + text.positional_embedding[: tokens.shape[1]])
         return pooled, initial, contextual

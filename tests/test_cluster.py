@@ -1,0 +1,158 @@
+"""The workflow at paper scale through the cluster profiles, planned offline (dry runs): what each training job asks
+of SLURM (read back through the SLURM executor plugin's own submit command), the torchrun launch, and the data
+acquisition jobs in front of grounding and evaluation.
+
+Targets come before `--configfile`, whose argument list would otherwise swallow them.
+"""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import REPO
+from snakemake_executor_plugin_slurm.submit_string import get_submit_command
+from snakemake_executor_plugin_slurm.utils import set_gres_string
+
+from hypvl.config import load_config
+from hypvl.data.acquire import load_sources
+from hypvl.errors import InputError
+from hypvl.workflow import Plan
+
+FULL = REPO / "workflows" / "config" / "full.yaml"
+
+
+def dry_run(tmp_path, target: str, *options: str, configs=()) -> str:
+    """stdout + stderr of `snakemake -n -p` at paper scale (full.yaml, then `configs`), with data, results and
+    reports under tmp_path."""
+    paths = tmp_path / "paths.yaml"
+    paths.write_text(yaml.safe_dump({"data_dir": str(tmp_path / "data"), "results_dir": str(tmp_path / "results"),
+                                     "reports_dir": str(tmp_path / "reports")}))
+    exe = Path(sys.executable).parent / "snakemake"
+    run = subprocess.run([str(exe), target.format(tmp=tmp_path), "-n", "-p", *options, "--configfile", str(FULL),
+                          str(paths), *map(str, configs)], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
+    return run.stdout + run.stderr
+
+
+def jobs(output: str) -> list[dict]:
+    """Each planned job of a dry run: rule, wildcards, input, resources (name -> value) and shell command."""
+    found = []
+    for block in re.split(r"\n(?=(?:local)?rule \w+:\n)", output):
+        rule = re.match(r"(?:local)?rule (\w+):", block)
+        if rule is None:
+            continue
+        fields = dict(re.findall(r"^    (\w+): (.*)$", block, flags=re.M))
+        resources = dict(item.split("=", 1) for item in fields.get("resources", "").split(", ") if "=" in item)
+        shell = re.search(r"^Shell command: (.*)$", block, flags=re.M)
+        found.append({"rule": rule.group(1), "wildcards": fields.get("wildcards", ""),
+                      "input": fields.get("input", ""), "resources": resources,
+                      "shell": shell.group(1) if shell else ""})
+    return found
+
+
+def job_of(planned: list[dict], rule: str, wildcards: str) -> dict:
+    [job] = [j for j in planned if j["rule"] == rule and j["wildcards"] == wildcards]
+    return job
+
+
+class Resources(dict):
+    """A job's resources as the SLURM plugin reads them (`.get` and attributes)."""
+
+    def __getattr__(self, name):
+        return self.get(name)
+
+
+def sbatch(job: dict, threads: int) -> str:
+    """The sbatch command the SLURM executor plugin builds for a planned job (as its executor does: the submit
+    command, then the GPU request)."""
+    resources = Resources({k: int(v) if v.isdigit() else v for k, v in job["resources"].items()})
+    fake = type("Job", (), {"resources": resources, "threads": threads})()
+    params = {"run_uuid": "run", "slurm_logfile": "log", "comment_str": "c", "account": "", "partition": "",
+              "workdir": ""}
+    return get_submit_command(fake, params) + set_gres_string(fake)
+
+
+@pytest.fixture(scope="module")
+def slurm_plan(tmp_path_factory):
+    """The SLURM profile's dry run of every table at paper scale (the brief's command), planned once."""
+    tmp = tmp_path_factory.mktemp("slurm")
+    return tmp, jobs(dry_run(tmp, "{tmp}/reports/index.md", "--profile", "workflows/profiles/slurm",
+                             "--cores", "all"))
+
+
+def test_slurm_profile_plans_every_table_at_paper_scale(slurm_plan):
+    """The plugin is installed and the profile validates: every table is planned, with acquisitions first."""
+    _, planned = slurm_plan
+    rules = {job["rule"] for job in planned}
+    assert {"acquire", "ground", "train", "evaluate_zeroshot", "compare", "report", "claims", "index"} <= rules
+
+
+def test_a_vit_l_meru_training_job_asks_slurm_for_one_node_of_8_gpus(slurm_plan):
+    """What tests/test_cost.py derives by hand reaches SLURM: 8 GPUs on 1 node, 64 cores, 512 GB, 3491 minutes,
+    and the job runs torchrun with 8 processes of 8 threads."""
+    _, planned = slurm_plan
+    job = job_of(planned, "train", "experiment=meru_meru_vitl")
+    command = sbatch(job, threads=2)
+    for flag in ("--gpus=8", "--nodes=1", "--mem 512000", "-t 3491", "--cpus-per-task=64"):
+        assert flag in command, command
+    assert "--ntasks-per-gpu" not in command  # one task: torchrun starts the processes
+    assert job["shell"].startswith("torchrun --standalone --nproc-per-node 8 -m hypvl.cli train --threads 8 ")
+    assert "--experiment meru_meru_vitl" in job["shell"]
+
+
+def test_evaluation_and_grounding_wait_for_their_acquisitions(slurm_plan):
+    """Missing data is fetched (or named) by the acquisition jobs before any job reads it."""
+    tmp, planned = slurm_plan
+    acquired = tmp / "data" / "acquired"
+    hierarchy = job_of(planned, "evaluate_hierarchy", "experiment=hyco_hycoclip_vitb_grit")
+    assert f"{acquired}/imagenet.json" in hierarchy["input"] and f"{acquired}/wordnet_isa.json" in hierarchy["input"]
+    assert "--gpus=1" in sbatch(hierarchy, threads=8)
+    ground = job_of(planned, "ground", "grounded=train/grit_grounded")
+    assert ground["input"] == f"{acquired}/grit.json"
+    fetch = job_of(planned, "acquire", "dataset=coco_val2017")
+    assert fetch["shell"].startswith(f"hypvl acquire coco_val2017 --dest {tmp}/data/eval/coco --ready ")
+    assert f"{tmp}/data/eval/coco/annotations/captions_val2017.json" in fetch["shell"]
+    assert f"--out {acquired}/coco_val2017.json" in fetch["shell"]
+
+
+def test_a_run_over_two_nodes_is_one_slurm_job_with_a_torchrun_per_node(tmp_path):
+    nodes = tmp_path / "nodes.yaml"
+    nodes.write_text(yaml.safe_dump({"resources": {"gpu": {"per_node": 4}}}))
+    planned = jobs(dry_run(tmp_path, "{tmp}/results/rows/meru/table2/vitl_meru.csv", "--profile",
+                           "workflows/profiles/slurm", "--cores", "all", configs=[nodes]))
+    job = job_of(planned, "train", "experiment=meru_meru_vitl")
+    command = sbatch(job, threads=2)
+    for flag in ("--nodes=2", "--ntasks=2", "--gres=gpu:4", "--cpus-per-task=32", "--mem 256000"):
+        assert flag in command, command
+    assert "--ntasks-per-gpu" not in command and "--gpus=" not in command
+    assert job["shell"].startswith("srun --nodes 2 --ntasks-per-node 1 --kill-on-bad-exit=1 torchrun --nnodes 2 "
+                                   "--nproc-per-node 4 --rdzv-backend c10d ")
+
+
+def test_local_profile_runs_gpu_jobs_within_the_machine(tmp_path):
+    planned = jobs(dry_run(tmp_path, "{tmp}/results/rows/meru/table2/vitl_meru.csv", "--profile",
+                           "workflows/profiles/local"))
+    train = job_of(planned, "train", "experiment=meru_meru_vitl")
+    assert train["resources"]["gpu"] == "8" and train["shell"].startswith("torchrun --standalone --nproc-per-node 8 ")
+
+
+def test_every_path_a_paper_scale_step_reads_is_acquired():
+    """full.yaml places datasets of the manifest only, and every evaluation group's data and every raw training
+    corpus lies in the folder of one acquisition (whose job then checks that it is there)."""
+    plan = Plan(load_config([FULL]))
+    assert set(plan.config["acquire"]) <= set(load_sources())
+    needed = {path for group in plan.groups for path in plan.group_data(group)}
+    needed |= {plan.raw_corpus_path(corpus) for corpus in plan.config["grounding"]["raw"]}
+    assert len(needed) > 30
+    for path in needed:
+        assert len(plan.acquisitions([path])) == 1, path
+    ready = {path for dataset in plan.config["acquire"] for path in plan.acquisition_ready(dataset)}
+    assert ready == needed
+
+
+def test_gpu_training_evaluates_in_its_own_jobs():
+    with pytest.raises(InputError, match="evaluate_with_training must be empty where training runs on GPUs"):
+        Plan(load_config([FULL]) | {"evaluate_with_training": ["zeroshot"]})

@@ -1,0 +1,139 @@
+"""hypvl.cost: parameter and FLOP counts against real models (timm, torch's FLOP counter), and the jobs it sizes
+against the hardware and hours the papers report (MERU App., HyCoCLIP Sec. 4 and App. B)."""
+
+import math
+
+import pytest
+import timm
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from hypvl.config import load_config
+from hypvl.cost import Run, Tower, gpu_counts, model_towers, runtime_minutes
+from hypvl.workflow import Plan
+
+A100 = {"per_node": 8, "max_nodes": 4, "memory_gb": 80, "peak_tflops": 312, "utilisation": 0.22, "cpus": 8,
+        "mem_mb": 64000}
+V100 = {**A100, "memory_gb": 32, "peak_tflops": 125}  # V100 SXM2 32 GB: 125 TFLOPS FP16 tensor cores
+UNLIMITED = 10**9  # minutes: size by memory alone, as the papers' own hardware was chosen
+FULL = load_config(["workflows/config/full.yaml"])
+
+
+def test_parameters_match_timm_vit_base():
+    """Kaplan et al.'s 12 * depth * width^2 plus the patch and position embeddings count timm's ViT-B/16 (no
+    head) to within its biases and LayerNorm gains (< 0.2%)."""
+    model = timm.create_model("vit_base_patch16_224", pretrained=False, num_classes=0)
+    real = sum(p.numel() for p in model.parameters())
+    image, _ = model_towers(FULL["model"], "vit_b16")
+    assert image.tokens == 197 and image.block_params == 12 * 12 * 768**2
+    assert abs(image.params - real) / real < 2e-3
+
+
+def test_flops_match_torch_flop_counter():
+    """Forward = 2 N per token and training = 3x forward, against torch's FLOP counter on the transformer blocks of
+    a real ViT, with few tokens so that the attention-context term the formula leaves out stays small
+    (tokens / (6 width) = 0.4%)."""
+    blocks = timm.create_model("vit_base_patch16_224", img_size=32, pretrained=False, num_classes=0,
+                               embed_dim=192, depth=2, num_heads=3).blocks
+    tokens = torch.zeros(2, 5, 192, requires_grad=True)
+    tower = Tower(tokens=5, width=192, depth=2, heads=3)
+    with FlopCounterMode(display=False) as forward:
+        blocks(tokens)
+    assert forward.get_total_flops() / 2 == pytest.approx(tower.forward_flops, rel=0.01)
+    with FlopCounterMode(display=False) as step:
+        blocks(tokens).sum().backward()
+    run = Run((tower,), batch_size=2, steps=1)
+    assert step.get_total_flops() == pytest.approx(run.flops, rel=0.01)
+    assert Run((tower,), 2, 1, frozen=True).flops == pytest.approx(run.flops / 3)
+
+
+def test_activation_memory_is_korthikanti_eq_1():
+    """A case worked by hand: 197 tokens x 768 wide x (34 + 5 * 12 * 197 / 768) bytes per layer, 12 layers."""
+    tower = Tower(tokens=197, width=768, depth=12, heads=12)
+    assert tower.activation_bytes == pytest.approx(12 * 197 * 768 * (34 + 5 * 12 * 197 / 768))
+    both = Run((tower,), batch_size=8, steps=1, encodings=2)
+    assert both.gpu_bytes(2) == pytest.approx(16 * tower.params + 8 * tower.activation_bytes)
+
+
+def test_gpu_counts_split_the_batch_evenly():
+    assert gpu_counts(768, 8, 4) == [1, 2, 4, 8, 16, 32]
+    assert gpu_counts(896, 8, 4) == [1, 2, 4, 8, 16, 32]  # 896 = 7 * 128
+    assert gpu_counts(6, 8, 1) == [1, 2]
+
+
+def plan_with(gpu: dict, max_runtime: int = UNLIMITED) -> Plan:
+    return Plan({**FULL, "resources": {**FULL["resources"], "gpu": gpu, "max_runtime": max_runtime}})
+
+
+def test_memory_alone_picks_the_papers_hardware():
+    """MERU App. ('Fitting the model on 8-GPUs'): CLIP ViT-S/16 with mixed precision needs 16 V100 32GB at batch
+    4096 and fits on 8 at 2048; HyCoCLIP App. B trains at batch 768 on 4 A100 (which 2 A100 of 80 GB could not
+    hold: a box image and text per sample double the activations)."""
+    v100 = plan_with(V100)
+    assert v100.train_job("meru_clip_vits").gpus == 8
+    assert v100.train_job("meru_clip_vits_yfcc_bs4096").gpus == 16
+    assert plan_with(A100).train_job("hyco_hycoclip_vitb_grit").gpus == 4
+
+
+@pytest.mark.parametrize("plan_gpu, experiment, gpus, hours", [
+    (V100, "meru_clip_vits", 8, 14),            # MERU App.: "within ~14 hours" on 8 V100
+    (A100, "hyco_clip_vitb_grit", 4, 45),       # HyCoCLIP Sec. 4 (Computational complexity), 4 A100 (App. B)
+    (A100, "hyco_meru_vitb_grit", 4, 46),
+    (A100, "hyco_hycoclip_vitb_grit", 4, 73),
+], ids=["meru_clip_vits_v100", "hyco_clip_vitb", "hyco_meru_vitb", "hyco_hycoclip_vitb"])
+def test_runtime_request_covers_the_papers_hours(plan_gpu, experiment, gpus, hours):
+    """The runtime asked for is at least what the paper's run took on the same GPUs, and not wildly more (the
+    FLOP count charges HyCoCLIP's box encodings in full; its measured overhead is 73/45 = 1.6x, ours 2x)."""
+    minutes = runtime_minutes(Plan(FULL).training_run(experiment), gpus, plan_gpu, FULL["resources"]["runtime_margin"])
+    assert hours * 60 <= minutes <= 1.75 * hours * 60
+
+
+def test_a_vit_l_meru_run_asks_for_one_full_node():
+    """MERU ViT-L/16 (120k steps, batch 2048) on full.yaml's A100 nodes, worked by hand: a rank's 256 samples keep
+    256 * (239.1 + 18.9) MB of activations plus 16 B x 366M parameters = 71.9 GB <= 0.9 x 80 GiB, which 4 GPUs
+    (512 samples each) cannot hold; 6 * (302M * 197 + 37.7M * 77) FLOPs * 2048 * 120k over 8 x 312 TFLOPS x 0.22,
+    times 1.25, is 3491 minutes (58 h, within the 72 h limit); 8 GPUs take 8 x 8 cores and 8 x 64 GB."""
+    plan = Plan(FULL)
+    run = plan.training_run("meru_meru_vitl")
+    assert run.gpu_bytes(8) <= 0.9 * 80 * 2**30 < run.gpu_bytes(4)
+    flops = 6 * (12 * 24 * 1024**2 * 197 + 12 * 12 * 512**2 * 77) * 2048 * 120_000
+    assert run.flops == flops
+    job = plan.train_job("meru_meru_vitl")
+    assert (job.gpus, job.nodes, job.threads, job.mem_mb) == (8, 1, 64, 512_000)
+    assert job.runtime == math.ceil(flops / (8 * 312e12 * 0.22) * 1.25 / 60) == 3491
+    assert plan.train_resources("meru_meru_vitl") == {
+        "gpu": 8, "gres": None, "nodes": 1, "mem_mb": 512_000, "runtime": 3491, "cpus_per_task": 64, "mpi": None,
+        "tasks": None, "tasks_per_gpu": None}
+    assert plan.train_launcher("meru_meru_vitl", 2) == (
+        "torchrun --standalone --nproc-per-node 8 -m hypvl.cli train --threads 8")
+
+
+def test_longer_runs_take_more_gpus_or_continue_in_further_jobs():
+    """Within max_runtime the GPU count grows past what memory needs (HyCoCLIP ViT-B: 4 -> 8 GPUs for a 72 h
+    limit); where even every GPU allowed is too slow, the job asks for the limit and the run continues from its
+    checkpoint in further attempts (the train rule's retries)."""
+    assert plan_with(A100, 4320).train_job("hyco_hycoclip_vitb_grit").gpus == 8
+    slow = plan_with({**A100, "max_nodes": 1, "per_node": 2}, 1440)
+    job = slow.train_job("hyco_hycoclip_vitb_grit")
+    assert (job.gpus, job.runtime) == (2, 1440) and job.needed > 1440
+    assert job.attempts == math.ceil(job.needed / 1440) and slow.train_retries() >= job.attempts - 1
+
+
+def test_a_run_over_several_nodes_starts_one_torchrun_per_node():
+    plan = plan_with({**A100, "per_node": 4}, 4320)
+    job = plan.train_job("meru_meru_vitl")
+    assert (job.gpus, job.nodes, job.gpus_per_node) == (8, 2, 4)
+    resources = plan.train_resources("meru_meru_vitl")
+    assert resources["gpu"] is None and resources["gres"] == "gpu:4" and resources["nodes"] == 2
+    assert resources["mpi"] == "srun" and resources["tasks"] == 2 and resources["tasks_per_gpu"] == 0
+    launch = plan.train_launcher("meru_meru_vitl", 2)
+    assert launch.startswith("srun --nodes 2 --ntasks-per-node 1 ")
+    assert " torchrun --nnodes 2 --nproc-per-node 4 --rdzv-backend c10d " in launch
+    assert launch.endswith("-m hypvl.cli train --threads 8")
+
+
+def test_smoke_training_stays_one_cpu_process():
+    plan = Plan(load_config())
+    assert plan.train_job("hyco_clip_vits_grit") is None and plan.train_retries() == 0
+    assert plan.train_launcher("hyco_clip_vits_grit", 1) == "hypvl train --threads 1"
+    assert plan.train_resources("hyco_clip_vits_grit") == {"gpu": None, "mem_mb": 2000, "runtime": 30}

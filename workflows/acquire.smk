@@ -1,0 +1,28 @@
+# Paper-scale data: each dataset of the acquisition manifest (`hypvl acquire --list`) that the config places
+# (`acquire`: dataset -> folder under data_dir) is fetched by one job, checksum-verified, into that folder; the job
+# then checks that every path the readers need is there (else it names the manual `prepare` step that is due) and
+# leaves {data_dir}/acquired/<dataset>.json. Grounding and evaluation jobs take these files as inputs, so missing
+# data stops a run in its first jobs, each saying what to fetch or prepare, never inside a training or evaluation
+# job. Downloads need the network, which cluster nodes often lack: the jobs run where Snakemake runs (localrules).
+
+localrules:
+    acquire,
+
+
+rule acquire:
+    output:
+        marker=f"{DATA}/acquired/{{dataset}}.json",
+    wildcard_constraints:
+        dataset=PLAN.pattern(config["acquire"]),
+    params:
+        dest=lambda w: PLAN.acquisition_folder(w.dataset),
+        ready=lambda w: ["--ready", *ready] if (ready := PLAN.acquisition_ready(w.dataset)) else [],
+    resources:
+        **PLAN.step_resources("acquire"),
+    priority: PLAN.first_priority()  # before any other job: missing data is named at the start of a run
+    log:
+        f"{RESULTS}/logs/acquire/{{dataset}}.log",
+    conda:
+        ENV
+    shell:
+        "hypvl acquire {wildcards.dataset} --dest {params.dest:q} {params.ready:q} --out {output.marker:q} > {log:q} 2>&1"
