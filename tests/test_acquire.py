@@ -193,8 +193,9 @@ def test_a_pinned_hub_commit_is_downloaded_as_is(tmp_path, sources):
 
 
 def test_each_fetch_says_how_the_file_was_verified(tmp_path, sources, caplog):
-    """Published digest: verified, naming its source. None published: NOT VERIFIED on the first fetch (a warning
-    naming the recorded sha256), then checked against that record: never silently trusted as verified."""
+    """Each fetch says how its file was checked, never silently trusted as verified. Published digest: verified,
+    naming its source. None published: NOT VERIFIED on the first fetch (a warning naming the recorded sha256), then
+    checked against that record."""
     with caplog.at_level(logging.INFO, logger="hypvl"):
         fetch("published", tmp_path, opener=FixtureOpener(), sources=sources)
         fetch("unpublished", tmp_path, opener=FixtureOpener(), sources=sources)

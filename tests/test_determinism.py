@@ -40,8 +40,9 @@ def without_timestamps(path: Path) -> str:
 
 
 def test_two_cold_runs_give_the_same_report_and_a_row_target_the_full_tables_row(tmp_path):
-    """The same folder (the config records its paths) twice from empty: the table; then the row alone, and the
-    table, which runs only the other row's jobs."""
+    """Two cold runs give the same report and plot apart from timestamps, and a cold row target the full table's
+    lines for that row. Both in the same folder (the config records its paths), from empty: the table; then the row
+    alone, and the table, which runs only the other row's jobs."""
     folder = workdir(tmp_path / "run")
     run(folder, TABLE)
     first = tmp_path / "first"
