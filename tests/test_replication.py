@@ -493,8 +493,12 @@ def test_the_report_shows_mean_and_spread_of_a_seeded_row(workspace):
     ours = parse_section(markdown, "Ours")
     assert ours["CLIP"][0] == f"{values.mean():.2f} ± {values.std(ddof=1):.2f}"  # the paper prints one decimal
     assert ours["MERU*"][0] == "32.20"
-    assert "over the seeds of the rows trained with several (config `seeds`): CLIP × (3 seeds)." in markdown
+    assert "over the seeds of the rows trained with several (config `seeds`): `clip` (3 seeds)." in markdown
     assert parse_section(markdown, "Difference (ours − paper) and verdict")["CLIP"][0] == "+1.13 ≈"
+    metrics_dir = write_seed_variants(workspace, "full")
+    shutil.rmtree(metrics_dir / "tiny_meru")  # the only other row with numbers
+    write_report(spec, "table1", compare_table(spec, "table1", metrics_dir, "full", {"tiny_clip": [3, 4, 5]}), out)
+    assert "Mean ± standard deviation over 3 seeds in every measured row (config `seeds`)." in out.read_text()
 
 
 def test_regression_leaves_seed_variants_unpinned(workspace):

@@ -85,12 +85,15 @@ def _ours_cell(line, places: int) -> str:
     return f"{line.ours:.{places}f}" + (f" ± {line.spread:.{places}f}" if line.n_seeds > 1 else "")
 
 
-def _seeds_note(frame: pd.DataFrame, labels: dict[str, str]) -> list[str]:
+def _seeds_note(frame: pd.DataFrame) -> list[str]:
     """The line under the Ours grid naming the rows averaged over several seeds (none: no line)."""
-    seeded = frame[frame["n_seeds"].fillna(1) > 1].groupby("row", sort=False)["n_seeds"].max()
+    counts = frame.groupby("row", sort=False)["n_seeds"].max().dropna()
+    seeded = counts[counts > 1]
     if seeded.empty:
         return []
-    rows = ", ".join(f"{escape(labels[row])} ({count} seeds)" for row, count in seeded.items())
+    if len(seeded) == len(counts) and seeded.nunique() == 1:
+        return ["", f"Mean ± standard deviation over {seeded.iloc[0]} seeds in every measured row (config `seeds`)."]
+    rows = ", ".join(f"`{row}` ({count} seeds)" for row, count in seeded.items())
     return ["", f"Mean ± standard deviation over the seeds of the rows trained with several (config `seeds`): {rows}."]
 
 
@@ -236,7 +239,7 @@ def report_markdown(spec: PaperSpec, table_name: str, frame: pd.DataFrame, plot_
         "## Ours",
         "",
         *_grid(expected, ours),
-        *_seeds_note(frame, labels),
+        *_seeds_note(frame),
         "",
         "## Difference (ours − paper) and verdict",
         "",
