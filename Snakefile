@@ -20,6 +20,7 @@ include: "workflows/data.smk"
 include: "workflows/acquire.smk"
 include: "workflows/grounding.smk"
 include: "workflows/train.smk"
+include: "workflows/outside.smk"
 include: "workflows/evaluate.smk"
 include: "workflows/report.smk"
 

@@ -39,7 +39,8 @@ def main():
     settings = config["grounding"]
     raw = {corpus: entry["path"] for corpus, entry in settings["raw"].items()}
     timed("synthesize", lambda: build_world(WorldSettings(**config["smoke_world"]), out, raw,
-                                            config["eval"]["datasets"], config["eval"]["classification_dir"]))
+                                            config["eval"]["datasets"], config["eval"]["classification_dir"],
+                                            config["eval"]["probe_source_dir"]))
     extractor = timed("load spaCy", lambda: PhraseExtractor(config["spacy_model"]))
     for corpus in args.corpora:
         fmt = settings["raw"][corpus]["format"]

@@ -152,13 +152,18 @@ def write_shard(body):
 def test_hub_snapshot_files_are_recorded(tmp_path, sources, caplog):
     download = write_shard(b"shard zero")
     with caplog.at_level(logging.INFO, logger="hypvl"):
-        [path] = fetch("hub", tmp_path, sources=sources, hub_download=download, hub_resolve=lambda repo, rev: COMMIT)
+        [path] = fetch("hub", tmp_path, sources=sources, hub_download=download, hub_resolve=lambda repo, rev, kind: COMMIT)
     assert download.calls[0]["repo_id"] == "someone/wds_fixture" and download.calls[0]["allow_patterns"] == ["test/*"]
     assert path == tmp_path / "wds" / "test" / "0.tar"
     assert (tmp_path / "SHA256SUMS").read_text().split() == [
         hashlib.sha256(b"shard zero").hexdigest(), "wds/test/0.tar"]
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert any("NOT VERIFIED" in line and "1 files recorded" in line for line in warnings), warnings
+    assert warnings == [
+        f"someone/wds_fixture: revision 'main' is not pinned to a commit in the manifest: resolved to {COMMIT} now and "
+        f"recorded in {tmp_path / 'HUB_COMMITS'} (later fetches use it)",
+        f"{tmp_path / 'wds/test/0.tar'}: no published checksum; sha256 {hashlib.sha256(b'shard zero').hexdigest()} "
+        f"recorded in {tmp_path / 'SHA256SUMS'} on first fetch (unverified: later fetches are checked against this "
+        "record only)"]
 
     with pytest.raises(ChecksumMismatch, match=r"wds/test/0\.tar"):
         fetch("hub", tmp_path, sources=sources, hub_download=write_shard(b"shard changed upstream"))
@@ -169,32 +174,32 @@ def test_an_unpinned_hub_revision_is_pinned_to_its_commit_on_first_fetch(tmp_pat
     wherever the branch has moved since."""
     resolved = []
 
-    def resolve(repo, revision):
-        resolved.append((repo, revision))
+    def resolve(repo, revision, repo_type):
+        resolved.append((repo, revision, repo_type))
         return COMMIT
 
     download = write_shard(b"shard zero")
     with caplog.at_level(logging.WARNING, logger="hypvl"):
         fetch("hub", tmp_path, sources=sources, hub_download=download, hub_resolve=resolve)
-    assert resolved == [("someone/wds_fixture", "main")] and download.calls[0]["revision"] == COMMIT
+    assert resolved == [("someone/wds_fixture", "main", "dataset")] and download.calls[0]["revision"] == COMMIT
     assert (tmp_path / "HUB_COMMITS").read_text() == f"{COMMIT}  someone/wds_fixture\n"
     assert any("'main' is not pinned to a commit" in r.getMessage() and COMMIT in r.getMessage()
                for r in caplog.records)
     fetch("hub", tmp_path, sources=sources, hub_download=download, hub_resolve=resolve)
-    assert resolved == [("someone/wds_fixture", "main")] and download.calls[1]["revision"] == COMMIT
+    assert resolved == [("someone/wds_fixture", "main", "dataset")] and download.calls[1]["revision"] == COMMIT
 
 
 def test_a_pinned_hub_commit_is_downloaded_as_is(tmp_path, sources):
     download = write_shard(b"shard zero")
     fetch("hub_pinned", tmp_path, sources=sources, hub_download=download,
-          hub_resolve=lambda repo, rev: pytest.fail("a pinned commit is never resolved"))
+          hub_resolve=lambda *args: pytest.fail("a pinned commit is never resolved"))
     assert download.calls[0]["revision"] == "0123456789abcdef0123456789abcdef01234567"
     assert not (tmp_path / "HUB_COMMITS").exists()
 
 
 def test_each_fetch_says_how_the_file_was_verified(tmp_path, sources, caplog):
     """Each fetch says how its file was checked, never silently trusted as verified. Published digest: verified,
-    naming its source. None published: NOT VERIFIED on the first fetch (a warning naming the recorded sha256), then
+    naming its source. None published: unverified on the first fetch (a warning naming the recorded sha256), then
     checked against that record."""
     with caplog.at_level(logging.INFO, logger="hypvl"):
         fetch("published", tmp_path, opener=FixtureOpener(), sources=sources)
@@ -205,9 +210,9 @@ def test_each_fetch_says_how_the_file_was_verified(tmp_path, sources, caplog):
     assert lines == [
         (logging.INFO, f"{tmp_path / 'payload.txt'}: verified: sha256 published by sha256sum "
                        "tests/data/acquire/payload.txt"),
-        (logging.WARNING, f"{tmp_path / 'data/payload.txt'}: NOT VERIFIED: no published checksum; sha256 {digest} "
-                          f"recorded in {tmp_path / 'SHA256SUMS'} on this first fetch (later fetches are checked "
-                          "against it)"),
+        (logging.WARNING, f"{tmp_path / 'data/payload.txt'}: no published checksum; sha256 {digest} recorded in "
+                          f"{tmp_path / 'SHA256SUMS'} on first fetch (unverified: later fetches are checked against "
+                          "this record only)"),
         (logging.INFO, f"{tmp_path / 'data/payload.txt'}: matches the sha256 its first fetch recorded in "
                        f"{tmp_path / 'SHA256SUMS'} (no published checksum)"),
     ]

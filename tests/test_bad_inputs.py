@@ -17,6 +17,7 @@ import pytest
 import torch
 import yaml
 from conftest import REPO
+from PIL import Image
 from test_formats import BUILDERS, edit_json, edit_shard, truncate
 from test_replication import FIXTURE, write_metrics
 
@@ -205,6 +206,21 @@ def image_case(tmp_path):
     return argv, image, "does not decode", outs
 
 
+def probe_case(name, splits, problem, named):
+    """`hypvl probe-splits NAME` on a source image folder holding `splits` (split -> class folders, one image each);
+    `named(source)` is the file the line must name."""
+    def build(tmp_path):
+        source = tmp_path / "source"
+        for split, classes in splits.items():
+            for label in classes:
+                (source / split / label).mkdir(parents=True, exist_ok=True)
+                Image.new("RGB", (4, 4)).save(source / split / label / "0.png")
+        dest = tmp_path / "probe"
+        argv = ["probe-splits", name, "--source", str(source), "--dest", str(dest)]
+        return argv, named(source), problem, [dest, tmp_path / "probe.partial"]
+    return build
+
+
 # --------------------------------------------------------------------------- the corpus
 
 CASES = {
@@ -314,6 +330,13 @@ CASES = {
                                          "is not an https URL"),
     "manifest_digest_without_source": manifest_case(
         {"files": [{"url": "https://x.invalid/a", "path": "a", "sha256": "ab" * 32}]}, "without its checksum_source"),
+    # linear-probe sources
+    "probe_source_split_missing": probe_case("sst2", {"train": ["negative", "positive"]}, "source split not found",
+                                             lambda source: source / "val"),
+    "probe_split_missing_a_class": probe_case("sst2", {"train": ["negative"], "val": ["negative", "positive"]},
+                                              r"holds no image of class\(es\) \[1\]", lambda source: source / "train"),
+    "probe_slice_of_an_unordered_folder": probe_case("cifar10", {"train": ["a", "b"]}, "keeps no record order",
+                                                     lambda source: source / "train"),
 }
 
 

@@ -118,6 +118,19 @@ def test_evaluation_and_grounding_wait_for_their_acquisitions(slurm_plan):
     assert f"--out {acquired}/coco_val2017.json" in fetch["shell"]
 
 
+def test_the_linear_probe_waits_for_its_splits_cut_from_the_users_sources_on_cpu_jobs(slurm_plan):
+    """Each probe set's train/val are cut by one job with no GPU, from the sources as they are (not stand-ins)."""
+    tmp, planned = slurm_plan
+    data = tmp / "data" / "eval"
+    assert len([job for job in planned if job["rule"] == "probe_splits"]) == 19
+    cut = job_of(planned, "probe_splits", "name=eurosat")
+    assert cut["shell"].startswith(f"hypvl probe-splits eurosat --source {data}/probe_sources/eurosat --dest "
+                                   f"{data}/linear_probe/eurosat --splits train val ")
+    assert "--scaled-source" not in cut["shell"] and "--gpus" not in sbatch(cut, threads=1)
+    probe = job_of(planned, "evaluate_linprobe", "experiment=meru_meru_vits")
+    assert f"{data}/linear_probe/eurosat" in probe["input"]
+
+
 def test_a_run_over_two_nodes_is_one_slurm_job_with_a_torchrun_per_node(tmp_path):
     nodes = tmp_path / "nodes.yaml"
     nodes.write_text(yaml.safe_dump({"resources": {"gpu": {"per_node": 4}}}))

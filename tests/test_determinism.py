@@ -15,7 +15,8 @@ from test_workflow import TINY
 
 TABLE = "reports/poinclip/table3.md"  # two small models, COCO retrieval: 9 jobs from an empty folder
 ROW = ("results/rows/poinclip/table3/vits_poincare.csv", "vits_poincare")
-TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00")
+TIME = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00"
+TIMESTAMP = re.compile(rf"{TIME}( to {TIME})?")  # a date, or a date range (one date when all fall in one second)
 
 
 def workdir(folder: Path) -> Path:

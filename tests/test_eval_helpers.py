@@ -33,7 +33,8 @@ def context(method: str, data_dir, datasets: dict | None = None, vg_attribution_
     model, tokenizer = tiny(method)
     config = {"scale": "smoke", "data_dir": str(data_dir),
               "eval": {"batch_size": 3, "classification_dir": "classification", "classification_split": "test",
-                       "vg_attribution_min_count": vg_attribution_min_count, "datasets": datasets or {}}}
+                       "linear_probe_dir": "linear_probe", "vg_attribution_min_count": vg_attribution_min_count,
+                       "datasets": datasets or {}}}
     return EvalContext(model, tokenizer, SIZE, config)
 
 
@@ -88,7 +89,8 @@ def run_group(tmp_path, method: str, group: str, datasets: dict, data_dir, **ext
                     step=0)
     cfg = {"scale": "smoke", "data_dir": str(data_dir),
            "eval": {"batch_size": 4, "classification_dir": "classification", "classification_split": "test",
-                    "vg_attribution_min_count": extra.get("min_count", 25), "datasets": datasets}}
+                    "linear_probe_dir": "linear_probe", "vg_attribution_min_count": extra.get("min_count", 25),
+                    "datasets": datasets}}
     out = tmp_path / "metrics"
     args = Namespace(group=group, configfile=[], config_json=json.dumps(cfg), checkpoint=str(checkpoint),
                      experiment="exp", out_dir=str(out), tasks=extra.get("tasks"), threads=1, prompts="meru")

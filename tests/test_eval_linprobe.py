@@ -1,5 +1,7 @@
 """Linear probe: trunk features (before the projection) into scikit-learn, C searched on val and the probe
-refit on train + val, against scikit-learn run directly on hand-computed features; NaN refusal."""
+refit on train + val, against scikit-learn run directly on hand-computed features; train and val read from the
+linear-probe folders and test from the classification folder; NaN refusal; `hypvl evaluate linprobe` on what the
+probe step cuts from the smoke world's sources."""
 
 import numpy as np
 import pytest
@@ -12,7 +14,16 @@ from hypvl.data.transforms import resize_center_crop, to_tensor_batch
 from hypvl.evaluate import linprobe
 from hypvl.evaluate.metrics import NonFiniteEmbeddingError
 
-from test_eval_helpers import SIZE, context, random_image
+from test_eval_helpers import SIZE, context, random_image, run_group
+
+from hypvl.data.probe_splits import build_probe_splits
+from hypvl.data.catalog import load_dataset_info
+from hypvl.data.synthetic.classification import ALL_CLASSIFICATION_SETS, write_classification_set
+from hypvl.data.synthetic.probe_sources import write_probe_sources
+from hypvl.data.synthetic.settings import WorldSettings
+from hypvl.errors import InputError
+
+ROOTS = {"train": "linear_probe", "val": "linear_probe", "test": "classification"}  # folders under the data dir
 
 
 def _folder(tmp_path):
@@ -23,11 +34,11 @@ def _folder(tmp_path):
             image = random_image(g)
             image.paste(((90 * (i % 3)) % 256, 60, 255 - 90 * (i % 3)), (2, 2, 18, 16))  # learnable per class
             items.append((i % 3, image))
-        write_imagefolder(tmp_path / "classification" / "cifar10", split, ["a", "b", "c"], items)
+        write_imagefolder(tmp_path / ROOTS[split] / "cifar10", split, ["a", "b", "c"], items)
 
 
 def _features(model, tmp_path, split):
-    dataset = read_imagefolder(tmp_path / "classification" / "cifar10", split)
+    dataset = read_imagefolder(tmp_path / ROOTS[split] / "cifar10", split)
     with torch.no_grad():
         pixels = to_tensor_batch([resize_center_crop(load_image(p), SIZE) for p, _ in dataset.samples])
         feats = model.visual((pixels - model.pixel_mean) / model.pixel_std)
@@ -59,3 +70,25 @@ def test_nan_features_are_an_error(tmp_path):
         ctx.model.visual.vit.norm.bias.fill_(float("nan"))
     with pytest.raises(NonFiniteEmbeddingError, match="cifar10 train trunk features"):
         linprobe.run(ctx, "linprobe_cifar10")
+
+
+def test_probe_and_test_folders_with_other_classes_are_an_error(tmp_path):
+    _folder(tmp_path)
+    write_imagefolder(tmp_path / "classification" / "cifar10", "test", ["a", "b", "c", "d"],
+                      [(label, random_image(torch.Generator().manual_seed(label))) for label in range(4)])
+    with pytest.raises(InputError, match=r"classification/cifar10/test: its 4 class folders differ from the 3 of "):
+        linprobe.run(context("clip", tmp_path), "linprobe_cifar10")
+
+
+def test_evaluate_linprobe_runs_on_the_probe_step_output(tmp_path):
+    """`hypvl evaluate linprobe` on the train/val folders the probe step cuts from the smoke world's sources (DTD's
+    webdataset; fewer images than feature dimensions, so that the probe's fits converge fast), beside the smoke
+    world's test folder."""
+    settings = WorldSettings(per_class=2, probe_train_per_class=2, probe_val_per_class=1, image_size=32)
+    write_classification_set(settings, "dtd", tmp_path / "classification")
+    write_probe_sources(settings, "dtd", tmp_path / "sources")
+    build_probe_splits(load_dataset_info("dtd"), tmp_path / "sources" / "dtd", tmp_path / "linear_probe" / "dtd",
+                       scaled=True)
+    record = run_group(tmp_path, "meru", "linprobe", {}, tmp_path, tasks=["linprobe_dtd"])["linprobe_dtd"]
+    assert record["n_samples"] == settings.per_class * len(ALL_CLASSIFICATION_SETS["dtd"].classes)
+    assert 0 <= record["metrics"]["accuracy"] <= 100 and record["metrics"]["best_c"] > 0

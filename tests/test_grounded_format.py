@@ -30,6 +30,15 @@ def test_round_trip_across_shards(tmp_path):
         [(r.key, r.image, r.caption, r.boxes) for r in written]
 
 
+def test_a_posts_subreddit_round_trips_beside_the_hycoclip_members(tmp_path):
+    [record] = _records(3)[2:]
+    record.subreddit = "itookapicture"
+    [path] = write_grounded_shards([record, _records(1)[0]], tmp_path)
+    with tarfile.open(path) as tar:
+        assert "s002.subreddit.txt" in tar.getnames()
+    assert [r.subreddit for r in iter_grounded(path)] == ["itookapicture", None]
+
+
 def test_member_names_follow_hycoclip_layout(tmp_path):
     [path] = write_grounded_shards(_records(3)[2:], tmp_path)
     with tarfile.open(path) as tar:

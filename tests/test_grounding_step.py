@@ -13,6 +13,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from hypvl.data.formats.grounded import iter_grounded  # noqa: E402
 from hypvl.data.formats.images import decode_image  # noqa: E402
+from hypvl.data.formats.redcaps import iter_redcaps  # noqa: E402
 from hypvl.data.synthetic.corpora import write_corpus  # noqa: E402
 from hypvl.data.synthetic.settings import WorldSettings  # noqa: E402
 from hypvl.errors import InputError  # noqa: E402
@@ -120,6 +121,16 @@ def test_grounded_shards_store_readable_parses(raw, extractor, nlp, tmp_path):
         assert [record.caption[i:i + len(t)] for i, t in zip(record.parse["idx"], record.parse["tokens"])] == \
             record.parse["tokens"]
         assert all(decode_image(crop, "crop").size == (CROP, CROP) for crop, _ in record.boxes)
+        assert record.subreddit is None  # GRIT has none
+
+
+def test_grounded_redcaps_keep_each_posts_subreddit(raw, extractor, tmp_path):
+    result = commands.ground_corpus(raw / "redcaps", "redcaps", tmp_path, "redcaps", extractor, OracleBoxes(), FILTER,
+                                    CROP, 16, 25, True)
+    posted = {sample.key: sample.subreddit for sample in iter_redcaps(raw / "redcaps")}
+    records = list(iter_grounded(result["shards"]))
+    assert records and all(record.subreddit == posted[record.key] for record in records)
+    assert len({record.subreddit for record in records}) > 1
 
 
 def test_grounding_is_deterministic(raw, extractor, tmp_path):
@@ -142,7 +153,7 @@ def test_grounded_shards_feed_the_training_stream(raw, extractor, tmp_path):
     batch = next(iter(stream))
     assert batch["images"].shape == batch["box_images"].shape == (4, 3, 24, 24)
     assert batch["tokens"].shape == batch["box_tokens"].shape == (4, 16)
-    assert stream.counts.corrupt == 0
+    assert batch["stream"][1]["corrupt"] == 0
 
 
 def test_a_yfcc15m_folder_is_grounded_into_training_pairs(raw, extractor, tmp_path):

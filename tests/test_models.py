@@ -3,6 +3,7 @@
 import math
 import re
 
+import numpy as np
 import pytest
 import torch
 import yaml
@@ -111,15 +112,33 @@ def test_fixed_curvature_is_not_learned():
     assert not model.curv.requires_grad and model.curvature.item() == pytest.approx(0.3)
 
 
-def test_sincos_embedding_is_fixed_and_matches_the_formula():
+def _meru_sincos(grid: int, width: int) -> np.ndarray:
+    """MERU's formula (`build_timm_vit`) computed independently in float64: the grid meshed 'ij' with the first
+    axis first, features [sin, cos] of the first axis then of the second, patches numbered row-major as timm's."""
+    quarter = width // 4
+    omega = 10000.0 ** -(np.arange(quarter) / quarter)
+    out = np.zeros((grid * grid, width))
+    for row in range(grid):
+        for col in range(grid):
+            patch = row * grid + col
+            out[patch] = np.concatenate([np.sin(row * omega), np.cos(row * omega), np.sin(col * omega),
+                                         np.cos(col * omega)])
+    return out
+
+
+def test_sincos_embedding_is_fixed_and_in_merus_order():
+    for grid, width in [(2, 8), (3, 16), (14, 384)]:
+        pos = sincos_2d_position_embedding(grid, width)
+        assert np.allclose(pos.double().numpy(), _meru_sincos(grid, width), atol=1e-5)
+    # by hand, grid 2, width 8 (frequencies 1 and 1/100): patch 1 is row 0, column 1, so its row features
+    # (the first half) are those of 0 and its column features those of 1
     pos = sincos_2d_position_embedding(2, 8)
-    # grid (row y, column x); width 8 -> 2 frequencies 1 and 1/100 for each of sin x, cos x, sin y, cos y
-    x, y = torch.tensor([0.0, 1.0, 0.0, 1.0]), torch.tensor([0.0, 0.0, 1.0, 1.0])
-    omega = torch.tensor([1.0, 0.01])
-    expected = torch.cat([(x[:, None] * omega).sin(), (x[:, None] * omega).cos(),
-                          (y[:, None] * omega).sin(), (y[:, None] * omega).cos()], dim=1)
-    assert torch.allclose(pos, expected)
-    assert not _model("clip").visual.vit.pos_embed.requires_grad
+    assert torch.allclose(pos[1], torch.tensor([0.0, 0.0, 1.0, 1.0, math.sin(1), math.sin(0.01), math.cos(1),
+                                                math.cos(0.01)]))
+    model = _model("clip")
+    assert not model.visual.vit.pos_embed.requires_grad
+    assert torch.equal(model.visual.vit.pos_embed[0, 1:], sincos_2d_position_embedding(2, 16))
+    assert not model.visual.vit.pos_embed[0, 0].any()  # the CLS token's is zero
 
 
 def test_checkpoint_round_trip_and_wrong_keys(tmp_path):

@@ -15,6 +15,7 @@ import yaml
 from conftest import REPO
 
 from hypvl.config import DEFAULT_CONFIG, load_config
+from hypvl.data.synthetic.probe_sources import probe_source_sets
 from hypvl.errors import InputError
 from hypvl.models.methods import METHOD_NAMES, MODEL_OVERRIDES
 from hypvl.spec import Column, load_all_specs
@@ -57,7 +58,9 @@ def toy_plan(tmp_path):
     replication.mkdir()
     (replication / "toy.yaml").write_text(yaml.safe_dump(TOY_SPEC))
     config = {"scale": "smoke", "results_dir": str(tmp_path / "results"), "reports_dir": str(tmp_path / "reports"),
-              "replication_dir": str(replication), "expected_dir": str(EXPECTED), "corpora": {"grit": "train/grit"}}
+              "replication_dir": str(replication), "expected_dir": str(EXPECTED), "corpora": {"grit": "train/grit"},
+              "eval": load_config()["eval"],
+              "weights": load_config()["weights"]}  # smoke stand-ins: toy_released is mapped beside no trained row
     return Plan(config), tmp_path
 
 
@@ -111,19 +114,22 @@ def runnable_pairs(specs, needs) -> set[tuple[str, str]]:
 
     def trained(e):
         known = {"steps", "batch_size", "lr", "embed_dim", "pos_embed", "init_from", "freeze_encoders", "eval_prompts",
+                 "no_weight_decay",
                  *MODEL_OVERRIDES.get(e.method, ())}
         start = e.overrides.get("init_from")
         return (e.source == "train" and e.method in METHOD_NAMES and e.data in corpora and set(e.overrides) <= known
                 and (start is None or trained(experiments[start])))
 
+    # every outside source of the specs has a smoke stand-in (tests/test_plan.py checks where each comes from)
     return {(exp, task) for spec in specs.values() for exp, task in needs(spec)
-            if trained(spec.experiments[exp]) and task_group(task, "smoke") is not None}
+            if (trained(spec.experiments[exp]) or spec.experiments[exp].source != "train")
+            and task_group(task, "smoke") is not None}
 
 
 def mapped_cells(spec, table_names=None):
     for name, table in spec.tables.items():
         if table_names is None or name in table_names:
-            for exp in table.rows.values():
+            for exp in [*table.rows.values(), *table.released.values()]:
                 for column in table.columns.values():
                     if isinstance(exp, str) and isinstance(column, Column):
                         yield from ((exp, task) for task in column.tasks)
@@ -141,7 +147,12 @@ def test_index_plans_every_table_of_every_paper(tmp_path):
     recipes = {json.dumps([e.method, e.backbone, e.data, e.boxes, e.seed,  # evaluation overrides train no model
                            {k: v for k, v in e.overrides.items() if k != "eval_prompts"}], sort_keys=True): exp
                for exp, e in sorted(experiments.items(), reverse=True) if exp in trained}  # the first id remains
+    outside = {exp for exp in trained if experiments[exp].source != "train"}
+    assert len(outside) == 17  # MERU's and HyCoCLIP's six released checkpoints, the HierarCaps paper's five models
+    recipes = {key: exp for key, exp in recipes.items() if exp not in outside}
     assert jobs["train"] == len(recipes) < len(trained)  # e.g. PoinCLIP's MERU rows repeat MERU's recipes
+    # each imported, its weights folder stood in for; one trained stand-in for OpenAI's two CLIPs, one for ALIGN
+    assert jobs["import_weights"] == jobs["write_standin"] == len(outside) and jobs["train_standin"] == 2
     groups = {(exp, task_group(task, "smoke")) for exp, task in pairs} - {(exp, g) for exp in recipes.values()
                                                                             for g in WITH_TRAINING}
     evaluate = {job: count for job, count in jobs.items() if job.startswith("evaluate_")}
@@ -152,10 +163,11 @@ def test_index_plans_every_table_of_every_paper(tmp_path):
 def test_regression_target_plans_every_table_input_and_the_extras(tmp_path):
     jobs = dry_run("{tmp}/reports/regression.md", tmp_path)
     index = dry_run("{tmp}/reports/index.md", tmp_path)
-    assert jobs.pop("regress") == 1 and jobs.pop("evaluate_lexical") == 3 and jobs.pop("evaluate_stats") == 3
+    lexical = index["evaluate_lexical"] + 3  # the extras' three; the HierarCaps models' for their tables
+    assert jobs.pop("regress") == 1 and jobs.pop("evaluate_lexical") == lexical and jobs.pop("evaluate_stats") == 3
     assert jobs.pop("evaluate_linprobe") == index["evaluate_linprobe"] + 1  # hyco_meru_vits_grit's
     assert jobs == {job: n for job, n in index.items() if job not in ("compare", "report", "claims", "index",
-                                                                       "evaluate_linprobe")}
+                                                                       "evaluate_linprobe", "evaluate_lexical")}
 
 
 def test_a_row_target_plans_only_that_rows_jobs(tmp_path):
@@ -187,6 +199,30 @@ def test_unknown_task_groups_in_the_config_are_named(tmp_path):
         Plan({**config, "evaluate_with_training": ["zeroshots"]})
     with pytest.raises(InputError, match=r"regression_extras.hyco_clip_vits_grit names unknown task groups"):
         Plan({**config, "regression_extras": {"hyco_clip_vits_grit": ["lexicon"]}})
+
+
+def test_the_linear_probe_waits_for_the_probe_step_on_the_smoke_worlds_sources():
+    plan, full = Plan(load_config()), Plan(load_config([REPO / "workflows" / "config" / "full.yaml"]))
+    assert plan.probe_datasets() == probe_source_sets()  # the smoke world writes what the probe step reads
+    data = Path(plan.config["data_dir"])
+    assert plan.probe_inputs(["linprobe"]) == [str(data / "eval" / "linear_probe" / name)
+                                                    for name in plan.probe_datasets()]
+    assert plan.probe_source("clevr") == str(data / "eval" / "probe_sources" / "clevr")
+    assert plan.probe_inputs(["zeroshot", "retrieval"]) == plan.probe_inputs(plan.with_training) == []
+    assert plan.probe_splits_options() == ["--scaled-source"] and full.probe_splits_options() == []
+    assert full.probe_folder("eurosat") == str(Path(full.config["data_dir"]) / "eval" / "linear_probe" / "eurosat")
+    assert plan.probe_source_inputs("dtd") == [plan.probe_source("dtd")]  # synthesize_evaluation's output
+    assert full.probe_source_inputs("dtd") == []  # the user's folder, checked by the job: no acquisition holds it
+    held = Plan({**full.config, "acquire": {**full.config["acquire"], "dtd_sources": "eval/probe_sources/dtd"}})
+    assert held.probe_source_inputs("dtd") == [held.acquisition_marker("dtd_sources")]
+
+
+def test_linear_probe_folders_overlapping_the_other_data_folders_are_refused():
+    config = load_config()
+    for key, value in (("linear_probe_dir", config["eval"]["classification_dir"]),
+                       ("probe_source_dir", "eval/linear_probe/sources")):
+        with pytest.raises(InputError, match=r"config: eval\.\w+ \(.*\) and eval\.\w+ \(.*\) overlap"):
+            Plan({**config, "eval": {**config["eval"], key: value}})
 
 
 def test_training_jobs_chain_their_evaluations_in_one_process():
@@ -273,3 +309,62 @@ def test_the_train_rule_trains_a_variant_as_its_experiment_with_another_seed(tmp
     assert " --experiment hyco_clip_vits_grit --seed 1 " in command
     assert f"--out {tmp_path}/results/models/hyco_clip_vits_grit__seed1 " in command
     assert "evaluate zeroshot --experiment hyco_clip_vits_grit__seed1 " in command
+
+
+def test_every_outside_source_is_stood_in_for_by_a_model_trained_here():
+    plan = Plan(load_config())
+    models = Path(load_config()["results_dir"]) / "models"
+    standins = Path(load_config()["results_dir"]) / "standins"
+    expected = {  # released: its table row's model; open_clip: our CLIP; transformers: its own trained architecture
+        "meru_released_meru_vitl": models / "meru_meru_vitl",
+        "hyco_released_hycoclip_vits": models / "hyco_hycoclip_vits_grit",
+        "hcaps_openclip_b": models / "hyco_clip_vits_grit", "hcaps_openclip_h": models / "hyco_clip_vitb_grit",
+        "hcaps_clip_b": standins / "hcaps_clip_b", "hcaps_clip_l": standins / "hcaps_clip_b",
+        "hcaps_align": standins / "hcaps_align"}
+    for experiment, folder in expected.items():
+        assert plan.runnable(experiment) and plan.standin_from(experiment) == str(folder / "checkpoint.pt")
+    folder = plan.weights_input("meru_released_meru_vitl")
+    assert folder == str(Path(load_config()["data_dir"]) / "weights" / "released" / "meru_vit_l")
+    assert plan.standin_args(folder) == ["--kind", "released", "--file", "meru_vit_l.pth"]
+    assert plan.standin_trainings() == ["hcaps_align", "hcaps_clip_b"]
+    assert plan.source_checkpoint("pretrained:openai/clip-vit-base-patch32") == plan.checkpoint("hcaps_clip_b")
+
+
+def test_a_released_checkpoint_without_a_row_of_ours_has_no_stand_in(toy_plan):
+    plan, _ = toy_plan
+    assert not plan.runnable("toy_released")  # no table maps it beside a trained row
+    plan = Plan({**plan.config, "weights": {**plan.config["weights"], "standins": None}})
+    assert plan.runnable("toy_released")  # where the real weights are fetched
+
+
+def test_paper_scale_fetches_every_model_of_hierarcaps_table1_unless_held_locally(tmp_path):
+    held = tmp_path / "align-base"
+    held.mkdir()
+    config = tmp_path / "full.yaml"
+    folders = {f"{name}_dir": str(tmp_path / name) for name in ("data", "results", "reports")}
+    config.write_text(yaml.safe_dump({**folders, "weights": {"local": {"pretrained:kakaobrain/align-base": str(held)}}}))
+    exe = Path(sys.executable).parent / "snakemake"
+    run = subprocess.run([str(exe), str(tmp_path / "reports" / "hierarcaps" / "table1.md"), "-n", "-p", "--cores",
+                          "1", "--configfile", str(REPO / "workflows" / "config" / "full.yaml"), str(config)],
+                         cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    commands = [line.removeprefix("Shell command: ") for line in run.stdout.splitlines() if line.startswith("Shell")]
+    fetched = sorted(c.split()[2] for c in commands if c.startswith("hypvl acquire ") and "weights.yaml" in c)
+    assert fetched == ["open_clip:laion/CLIP-ViT-B-32-laion2B-s34B-b79K",
+                       "open_clip:laion/CLIP-ViT-H-14-laion2B-s32B-b79K",
+                       "transformers:openai/clip-vit-base-patch32", "transformers:openai/clip-vit-large-patch14"]
+    acquire = next(c for c in commands if "transformers:openai/clip-vit-base-patch32" in c)
+    assert f"--dest {tmp_path}/data/weights/transformers/openai/clip-vit-base-patch32" in acquire
+    assert "--sources " in acquire and "/hypvl/models/weights.yaml" in acquire
+    imports = {c.split("--experiment ")[1].split()[0]: c for c in commands if c.startswith("hypvl import-weights")}
+    assert sorted(imports) == ["hcaps_align", "hcaps_clip_b", "hcaps_clip_l", "hcaps_openclip_b", "hcaps_openclip_h"]
+    assert f"--weights {held}" in imports["hcaps_align"]  # read where it is held, not fetched
+    assert not any(c.startswith(("hypvl write-standin", "hypvl train")) for c in commands)  # nothing stood in
+    evaluated = [c for c in commands if c.startswith("hypvl evaluate")]
+    assert len(evaluated) == 20 and all('"scale": "full"' in c for c in evaluated)  # 5 models x 4 task groups
+
+
+def test_a_local_path_that_does_not_exist_is_named():
+    config = load_config()
+    with pytest.raises(InputError, match=r"local.released:meru_vit_s is /nowhere/meru_vit_s.pth, which does not"):
+        Plan({**config, "weights": {**config["weights"], "local": {"released:meru_vit_s": "/nowhere/meru_vit_s.pth"}}})

@@ -45,7 +45,8 @@ PARENT = dict(world.isa_edges())
 
 
 def _build(out: Path) -> dict:
-    return build_world(TINY, out, RAW, DATASETS, CONFIG["eval"]["classification_dir"])
+    return build_world(TINY, out, RAW, DATASETS, CONFIG["eval"]["classification_dir"],
+                       CONFIG["eval"]["probe_source_dir"])
 
 
 @pytest.fixture(scope="module")
@@ -108,15 +109,16 @@ def test_raw_corpora_read_back_with_world_boxes(tiny):
 
 
 @pytest.mark.parametrize("name", sorted(ALL_CLASSIFICATION_SETS))
-def test_classification_sets_have_three_splits(tiny, name):
+def test_classification_sets_have_a_test_split_and_probe_sources(tiny, name):
+    """The test split as an image folder; the linear-probe sources beside it (tests/test_probe_splits.py)."""
     root = tiny / CONFIG["eval"]["classification_dir"] / name
     classes = list(ALL_CLASSIFICATION_SETS[name].classes)
-    for split, per_class in (("test", TINY.per_class), ("train", TINY.probe_train_per_class),
-                             ("val", TINY.probe_val_per_class)):
-        dataset = read_imagefolder(root, split)
-        assert dataset.class_names == classes
-        assert len(dataset.samples) == per_class * len(classes)
+    dataset = read_imagefolder(root, "test")
+    assert dataset.class_names == classes and sorted(p.name for p in root.iterdir()) == ["classnames.txt", "test"]
+    assert len(dataset.samples) == TINY.per_class * len(classes)
     assert load_image(dataset.samples[0][0]).size == (TINY.image_size, TINY.image_size)
+    sources = tiny / CONFIG["eval"]["probe_source_dir"] / name
+    assert sources.is_dir() == (name != "imagenet")  # MERU's catalog has no ImageNet linear probe
     if name in MERU_EXTRA_SETS:  # the catalog's class names, in its label order
         assert tuple(classes) == load_dataset_info(name).class_names
 
@@ -315,7 +317,11 @@ def test_manifest_records_paths_and_counts(tiny):
     grit = json.loads((tiny / RAW["grit"] / "corpus.json").read_text())
     assert grit["samples"] == TINY.grit_samples and grit["settings"] == TINY.as_dict()
     assert sorted(grit["shards"]) == sorted(str(p.relative_to(tiny)) for p in (tiny / RAW["grit"]).glob("*.tar"))
-    assert manifest["classification"]["mnist"] == {"test": 20, "train": 20, "val": 10}
+    assert manifest["classification"]["mnist"] == {"test": 20}
+    # mnist's train[:80%] and train[80%:] must each hold every one of 10 classes equally often: 40 and 10 of 50
+    # (48 gives 38 and 10, 49 gives 39 and 10)
+    assert manifest["probe_sources"]["mnist"] == {"layout": "clip_benchmark_wds", "splits": {"train": 50}}
+    assert manifest["paths"]["probe_sources"] == CONFIG["eval"]["probe_source_dir"]
     assert manifest["eval"]["coco"]["images"] == TINY.retrieval_images
 
 

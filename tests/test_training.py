@@ -1,7 +1,6 @@
-"""Training: optimiser groups, schedule, the data stream's three views, corrupt images, reproducibility."""
+"""Training: optimiser groups, schedule, the recipe's readings per paper, reproducibility, encoder initialisation."""
 
 import math
-import random
 
 import pytest
 import torch
@@ -10,19 +9,20 @@ from torchvision.transforms import CenterCrop, Compose, InterpolationMode, Resiz
 
 from hypvl.data.formats.grounded import GroundedRecord, write_grounded_shards
 from hypvl.data.formats.images import encode_image
-from hypvl.data.transforms import random_resized_crop_box, resize_center_crop
+from hypvl.data.transforms import resize_center_crop
 from hypvl.errors import InputError
-from hypvl.models.encoders import Tokenizer
-from hypvl.train.data import TrainingStream
+from hypvl.spec import load_spec
 from hypvl.train.optim import param_groups, warmup_cosine
-from hypvl.train.recipe import resolve_schedule
+from hypvl.train.recipe import check_recipe, resolve_schedule, subreddit_prefix
 from hypvl.train.trainer import train
 
+from conftest import REPO
 from test_models import TINY, _model
 
 TRAIN_CFG = {"steps": 3, "batch_size_scale": 4 / 768, "paper_steps": 500000, "paper_batch_size": 768,
              "paper_warmup": 4000, "lr": 5e-4, "weight_decay": 0.2, "betas": [0.9, 0.98], "shuffle_buffer": 8,
-             "max_corrupt_fraction": 0.01, "cache_decoded": True, "device": "cpu", "amp": False}
+             "max_corrupt_fraction": 0.01, "cache_decoded": True, "num_workers": 0, "checkpoint_every": 0,
+             "activation_checkpointing": [], "device": "cpu", "amp": False}
 
 
 def _shards(tmp_path, n=12, corrupt=(), boxes=lambda i: i % 3):
@@ -34,23 +34,41 @@ def _shards(tmp_path, n=12, corrupt=(), boxes=lambda i: i % 3):
     return write_grounded_shards(records, tmp_path, shard_size=5)
 
 
-def test_no_weight_decay_for_gains_biases_and_scalars():
-    model = _model("hycoclip")
-    decay, no_decay = param_groups(model, 0.2)
-    assert decay["weight_decay"] == 0.2 and no_decay["weight_decay"] == 0.0
-    no_decay_ids = {id(p) for p in no_decay["params"]}
-    for name in ("logit_scale", "curv", "visual_alpha", "textual_alpha"):
-        assert id(getattr(model, name)) in no_decay_ids
+@pytest.mark.parametrize("method", ["clip", "meru", "hycoclip", "poinclip", "syntax_meru"])
+def test_weight_decay_spares_the_scalars_or_also_gains_and_biases(method):
+    model = _model(method)
+    trainable = {id(p) for p in model.parameters() if p.requires_grad}
+    for no_weight_decay, spared in [
+        ("scalars", {id(getattr(model, name)) for name in model.scalar_names}),  # the public MERU/HyCoCLIP code
+        ("gains_biases_scalars", {id(p) for p in model.parameters() if p.requires_grad and p.ndim <= 1}),  # the text
+    ]:
+        decay, no_decay = param_groups(model, 0.2, no_weight_decay)
+        assert decay["weight_decay"] == 0.2 and no_decay["weight_decay"] == 0.0
+        decayed, not_decayed = [{id(p) for p in group["params"]} for group in (decay, no_decay)]
+        assert not_decayed == spared and decayed == trainable - spared
+        assert len(decay["params"]) + len(no_decay["params"]) == len(trainable)  # each parameter once
     named = dict(model.named_parameters())
-    assert id(named["visual.vit.blocks.0.norm1.weight"]) in no_decay_ids  # a gain
-    assert id(named["visual_proj.weight"]) not in no_decay_ids
+    decayed = {id(p) for p in param_groups(model, 0.2)[0]["params"]}
+    assert id(named["visual.vit.blocks.0.norm1.weight"]) in decayed and id(named["visual_proj.weight"]) in decayed
+    with pytest.raises(ValueError, match="no_weight_decay must be one of"):
+        param_groups(model, 0.2, "biases")
 
 
-def test_warmup_then_cosine_to_zero():
-    assert warmup_cosine(0, 10, 100) == pytest.approx(0.1)
-    assert warmup_cosine(9, 10, 100) == pytest.approx(1.0)
-    assert warmup_cosine(55, 10, 100) == pytest.approx(0.5 * (1 + math.cos(math.pi * 0.5)))
-    assert warmup_cosine(100, 10, 100) == pytest.approx(0.0)
+def _meru_lr_multiplier(step: int, warmup: int, total: int) -> float:
+    """MERU's LinearWarmupCosineDecayLR (meru/optim.py) as written there: step / warmup, then cos^2."""
+    if step < warmup:
+        return step / max(1, warmup)
+    return max(0.0, math.cos((step - warmup) / (total - warmup) * math.pi / 2) ** 2)
+
+
+def test_warmup_from_zero_then_cosine_to_zero_as_meru():
+    assert warmup_cosine(0, 10, 100) == 0.0  # the first step trains at learning rate 0
+    assert warmup_cosine(5, 10, 100) == pytest.approx(0.5) and warmup_cosine(10, 10, 100) == pytest.approx(1.0)
+    assert warmup_cosine(100, 10, 100) == pytest.approx(0.0, abs=1e-12)
+    for warmup, total in [(10, 100), (4, 500), (4000, 120000), (1, 3)]:
+        for step in {*range(0, total + 1, max(1, total // 97)), warmup - 1, warmup, total}:
+            assert warmup_cosine(step, warmup, total) == pytest.approx(_meru_lr_multiplier(step, warmup, total),
+                                                                      abs=1e-12)
 
 
 def test_schedule_maps_paper_settings_to_the_scale():
@@ -59,38 +77,6 @@ def test_schedule_maps_paper_settings_to_the_scale():
     assert schedule.warmup == 1  # 4000 / 40000 of 3 steps, at least one
     full = resolve_schedule({"steps": 40000}, {**TRAIN_CFG, "steps": None, "batch_size_scale": 1.0})
     assert (full.steps, full.batch_size, full.warmup) == (40000, 768, 4000)
-
-
-def _stream(shards, mode, batch_size=4, **kw):
-    return TrainingStream(shards, Tokenizer(12), 16, batch_size, mode, seed=0, shuffle_buffer=4, **kw)
-
-
-def test_stream_views(tmp_path):
-    shards = _shards(tmp_path)
-    pairs = _stream(shards, "pairs")
-    batch = next(iter(pairs))
-    assert batch["images"].shape == (4, 3, 16, 16) and batch["tokens"].shape == (4, 12)
-    assert 0.0 <= batch["images"].min() and batch["images"].max() <= 1.0
-    as_pairs = _stream(shards, "boxes_as_pairs", batch_size=24)
-    next(iter(as_pairs))
-    assert as_pairs.counts.read < 24  # box pairs fill the batch beside whole pairs
-    comp = _stream(shards, "compositional")
-    batch = next(iter(comp))
-    assert batch["box_images"].shape == (4, 3, 16, 16)
-    assert comp.counts.no_box > 0  # samples without boxes are dropped
-
-
-def test_corrupt_images_are_skipped_and_counted_then_fail_past_the_limit(tmp_path):
-    shards = _shards(tmp_path, n=120, corrupt={7})
-    stream = _stream(shards, "pairs", max_corrupt_fraction=0.05)
-    it = iter(stream)
-    for _ in range(40):
-        next(it)
-    assert stream.counts.corrupt >= 1 and "k0007" in stream.counts.corrupt_examples[0]
-    bad = _shards(tmp_path / "bad", n=120, corrupt=set(range(0, 120, 10)))
-    with pytest.raises(InputError, match=r"corrupt images .* > max_corrupt_fraction"):
-        for _ in zip(range(100), _stream(bad, "pairs", max_corrupt_fraction=0.05)):
-            pass
 
 
 def test_training_is_bitwise_reproducible(tmp_path):
@@ -105,17 +91,7 @@ def test_training_is_bitwise_reproducible(tmp_path):
     assert a["final"] == b["final"]
     log = (tmp_path / "a" / "train_log.csv").read_text().splitlines()
     assert log[0].startswith("step,loss,contrastive,entailment") and len(log) == 4
-
-
-def test_random_resized_crop_box_respects_area_and_ratio():
-    rng = random.Random(0)
-    for _ in range(500):
-        left, top, right, bottom = random_resized_crop_box(64, 48, rng)
-        w, h = right - left, bottom - top
-        assert 0 <= left and right <= 64 and 0 <= top and bottom <= 48
-        area = w * h / (64 * 48)
-        assert 0.5 - 0.05 <= area <= 1.0 + 1e-9
-        assert 3 / 4 - 0.1 <= w / h <= 4 / 3 + 0.1
+    assert float(log[1].split(",")[5]) == 0.0  # the first step trains at learning rate 0 (warm-up from 0)
 
 
 def test_center_crop_view_matches_torchvision_on_pil():
@@ -143,32 +119,30 @@ def test_width_study_starts_from_frozen_encoders_with_new_projections(tmp_path):
         train(narrow, TINY, TRAIN_CFG, shards, tmp_path / "again", progress=False)
 
 
-@pytest.mark.parametrize("mode", ["pairs", "boxes_as_pairs", "compositional"])
-def test_decoding_once_yields_the_batches_of_reading_every_pass(tmp_path, mode):
-    """Epochs of a 12-sample corpus: the cached stream (decoded once) equals the re-reading one."""
-    shards = _shards(tmp_path, corrupt={5})
-    cached, reread = (_stream(shards, mode, cache=cache) for cache in (True, False))
-    for a, b in zip(cached.batches(12), reread.batches(12)):
-        assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
-    counts = [(s.counts.read, s.counts.corrupt, s.counts.no_box) for s in (cached, reread)]
-    assert counts[0] == counts[1] and counts[0][0] >= 2 * 12 and counts[0][1] >= 2  # several epochs
-    assert all("k0005" in message for message in cached.counts.corrupt_examples)
-    assert all(isinstance(samples, list) for samples in cached._cache.values()) and len(cached._cache) == 3
+def test_each_paper_trains_with_the_weight_decay_reading_that_produced_its_numbers():
+    """PoinCLIP's models take its text (gains, biases and scalars spared; no code was released); every other trained
+    model takes the public MERU/HyCoCLIP code (scalars only), PoinCLIP's copies of MERU's rows included."""
+    for path in sorted((REPO / "replication").glob("*.yaml")):
+        for exp in load_spec(path).experiments.values():
+            if exp.source == "train":
+                reading = exp.overrides.get("no_weight_decay", "scalars")
+                assert reading == ("gains_biases_scalars" if exp.method == "poinclip" else "scalars"), exp.id
+    with pytest.raises(InputError, match="no_weight_decay 'biases' is not one of scalars, gains_biases_scalars"):
+        check_recipe({"id": "x", "method": "clip", "overrides": {"no_weight_decay": "biases"}})
 
 
-def test_batches_stop_after_the_count_and_hand_over_errors(tmp_path):
-    shards = _shards(tmp_path)
-    stream = _stream(shards, "pairs")
-    assert len(list(stream.batches(5))) == 5
-    assert stream.counts.read == _read_for(shards, 5)  # no read-ahead past the last batch
-    empty = _shards(tmp_path / "nobox", boxes=lambda i: 0)
-    with pytest.raises(InputError, match="hold no samples with a box"):
-        next(_stream(empty, "compositional").batches(1))
+def test_merus_subreddit_prefix_goes_with_whole_pairs_from_redcaps():
+    """MERU's RedCaps mapper prefixes captions (its CLIP and MERU, HyCoCLIP's reproductions of them, PoinCLIP's
+    copy of MERU's recipe); HyCoCLIP's grounded-shard mapper does not, nor do other corpora."""
+    def prefix(method, data, boxes=False, **overrides):
+        return subreddit_prefix({"id": "x", "method": method, "data": data, "boxes": boxes, "overrides": overrides})
 
-
-def _read_for(shards, count: int) -> int:
-    """Samples the plain iterator reads to make `count` batches."""
-    stream = _stream(shards, "pairs")
-    for _ in zip(range(count), stream):
-        pass
-    return stream.counts.read
+    assert prefix("meru", "redcaps") == prefix("clip", "redcaps") == prefix("poinclip", "redcaps") == 0.5
+    assert prefix("meru", "redcaps", boxes=True) == prefix("hycoclip", "redcaps", boxes=True) == 0.0
+    assert prefix("meru", "grit") == prefix("clip", "yfcc15m") == 0.0
+    assert prefix("meru", "redcaps", subreddit_prefix=0.25) == 0.25
+    for bad in (1.5, "half"):
+        with pytest.raises(InputError, match="subreddit_prefix .* must be a probability"):
+            check_recipe({"id": "x", "method": "meru", "overrides": {"subreddit_prefix": bad}})
+    with pytest.raises(InputError, match="misalign the caption's parse"):
+        check_recipe({"id": "x", "method": "syntax_meru", "overrides": {"subreddit_prefix": 0.5}})

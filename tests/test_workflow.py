@@ -61,9 +61,26 @@ def test_dry_run_plans_the_flagship_table(tmp_path):
     run = snakemake(target, "-n", "--cores", "1", "--configfile", str(tiny_config(tmp_path)))
     assert run.returncode == 0, run.stderr[-2000:]
     counts = dict(re.findall(r"^(\w+)\s+(\d+)$", run.stdout, flags=re.M))
-    # zero-shot classification runs inside each training job (config evaluate_with_training)
-    assert counts["train"] == "13" and "evaluate_zeroshot" not in counts and counts["synthesize_evaluation"] == "1"
+    # zero-shot classification runs inside each training job (config evaluate_with_training); the six released
+    # checkpoints beside their rows are stood in for by six of those models, imported and evaluated on their own
+    assert counts["train"] == "13" and counts["synthesize_evaluation"] == "1"
+    assert counts["evaluate_zeroshot"] == counts["import_weights"] == counts["write_standin"] == "6"
     assert counts["synthesize_corpus"] == counts["ground"] == "2"  # GRIT and RedCaps
+
+
+def test_the_linear_probe_plans_the_probe_step_for_every_set(tmp_path):
+    """A linear-probe metric needs the smoke world's evaluation part and one `hypvl probe-splits` job per set, which
+    cuts train and val from the set's sources as stand-ins (--scaled-source)."""
+    target = str(tmp_path / "results" / "metrics" / "hyco_meru_vits_grit" / "linprobe_cifar10.json")
+    run = snakemake(target, "-n", "-p", "--cores", "1", "--configfile", str(tiny_config(tmp_path)))
+    assert run.returncode == 0, run.stderr[-2000:]
+    counts = dict(re.findall(r"^(\w+)\s+(\d+)$", run.stdout, flags=re.M))
+    assert counts["probe_splits"] == "19" and counts["evaluate_linprobe"] == counts["synthesize_evaluation"] == "1"
+    data = tmp_path / "data" / "eval"
+    for name in ("clevr", "dtd"):
+        command = (f"hypvl probe-splits {name} --source {data / 'probe_sources' / name} --dest "
+                   f"{data / 'linear_probe' / name} --splits train val --scaled-source")
+        assert command in run.stdout, run.stdout[-3000:]
 
 
 def test_config_paths_reach_shell_commands_quoted(tmp_path):

@@ -1,6 +1,8 @@
 # Data: the smoke world is synthesised, each raw corpus and the evaluation sets by their own job (so a
 # corpus is grounded while the evaluation sets are drawn); paper-scale data is acquired (`hypvl acquire`).
-# Raw training corpora are then grounded (workflows/grounding.smk).
+# Raw training corpora are then grounded (workflows/grounding.smk), and each linear-probe set's train and val
+# folders are cut from its source splits by the catalog's slices, at either scale (at paper scale from the
+# sources the user placed, or an acquisition whose folder holds them; a missing split fails that job, first).
 
 if SCALE == "smoke":
 
@@ -24,6 +26,7 @@ if SCALE == "smoke":
     rule synthesize_evaluation:
         output:
             manifest=f"{DATA}/manifest.json",
+            probe_sources=[directory(PLAN.probe_source(name)) for name in PLAN.probe_datasets()],
         params:
             cfg=PLAN.step_config("synthesize"),
             out=lambda w, output: above(output.manifest),
@@ -34,3 +37,25 @@ if SCALE == "smoke":
             ENV
         shell:
             "hypvl synthesize --config-json {params.cfg} --out {params.out:q} --only evaluation > {log:q} 2>&1"
+
+
+rule probe_splits:
+    input:
+        lambda w: PLAN.probe_source_inputs(w.name),
+    output:
+        splits=directory(PLAN.probe_folder("{name}")),
+    wildcard_constraints:
+        name=PLAN.pattern(PLAN.probe_datasets()),
+    params:
+        source=lambda w: PLAN.probe_source(w.name),
+        options=PLAN.probe_splits_options(),
+    resources:
+        **PLAN.step_resources("acquire"),  # data preparation: no GPU, the data stage's memory and time
+    priority: PLAN.first_priority()  # before training: missing sources are named at the start of a run
+    log:
+        f"{RESULTS}/logs/probe_splits/{{name}}.log",
+    conda:
+        ENV
+    shell:
+        "hypvl probe-splits {wildcards.name} --source {params.source:q} --dest {output.splits:q} --splits train val"
+        " {params.options:q} > {log:q} 2>&1"

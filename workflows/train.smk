@@ -1,12 +1,14 @@
-# Models: one job per experiment of the replication specs: trained, or imported from released weights.
-# A training job also evaluates its model on the `evaluate_with_training` groups, in the same process. Where the
-# config has GPUs (resources.gpu), each run asks for the GPUs, nodes, memory and time its model and schedule need
-# (hypvl.cost) and starts torchrun with a process per GPU (several nodes: srun, one torchrun per node).
+# Models trained by the suite: one job per distinct recipe of the replication specs (weights from outside:
+# workflows/outside.smk). A training job also evaluates its model on the `evaluate_with_training` groups, in the
+# same process. Where the config has GPUs (resources.gpu), each run asks for the GPUs, nodes, memory and time its
+# model and schedule need (hypvl.cost) and starts torchrun with a process per GPU (several nodes: srun, one
+# torchrun per node).
 
 
 rule train:
     input:
         data_ready,
+        PLAN.probe_inputs(PLAN.with_training),
         init=lambda w: PLAN.init_checkpoint(w.experiment),
     output:
         checkpoint=f"{RESULTS}/models/{{experiment}}/checkpoint.pt",
@@ -39,24 +41,3 @@ rule train:
         "{params.launch} --spec {params.spec:q} --experiment {params.declared} --seed {params.seed}"
         " --config-json {params.cfg} --out {params.out:q} {params.init:q} --quiet{params.then} > {log:q} 2>&1"
 
-
-rule import_released:
-    # released checkpoints (MERU's and HyCoCLIP's) are fetched to {DATA}/weights/<name>.pth by hand or
-    # `hypvl acquire`; they hold paper-scale models, so use them with the full config
-    input:
-        weights=lambda w: f"{DATA}/weights/{PLAN.experiment(w.experiment).source.split(':', 1)[1]}.pth",
-    output:
-        checkpoint=f"{RESULTS}/models/{{experiment}}/checkpoint.pt",
-    wildcard_constraints:
-        experiment=PLAN.source_pattern("released:"),
-    params:
-        method=lambda w: PLAN.experiment(w.experiment).method,
-        backbone=lambda w: PLAN.experiment(w.experiment).backbone,
-        cfg=PLAN.step_config("train"),
-    log:
-        f"{RESULTS}/logs/import_released/{{experiment}}.log",
-    conda:
-        ENV
-    shell:
-        "hypvl import-weights --weights {input.weights:q} --method {params.method:q} --backbone {params.backbone:q}"
-        " --experiment {wildcards.experiment} --config-json {params.cfg} --out {output.checkpoint:q} > {log:q} 2>&1"

@@ -3,11 +3,13 @@
 Each package that offers commands registers them with `add_commands(subparsers)`. Several commands
 can run in one process, separated by `::` (e.g. `hypvl train ... :: evaluate zeroshot ...`): the
 workflow does this so that a job pays Python's and torch's start-up once; each command is the same
-as when run alone, and the first that fails stops the rest.
+as when run alone, and the first that fails stops the rest. Under torchrun (`torchrun ... -m hypvl.cli train ...
+:: evaluate ...`) every process trains, and only rank 0 goes on to the commands after `train`.
 """
 
 import argparse
 import logging
+import os
 import sys
 
 from hypvl.config import config_from_args
@@ -66,6 +68,8 @@ def main(argv=None) -> int:
             return 1
         if isinstance(result, int) and result != 0:
             return result
+        if args.command == "train" and os.environ.get("RANK", "0") != "0":
+            return 0  # under torchrun the other processes only train; what follows (evaluation) runs once, on rank 0
     return 0
 
 

@@ -1,7 +1,8 @@
 """Replication specs: `replication/<paper>.yaml` maps each printed table onto experiments and tasks.
 
 A spec declares experiments (one trained or released model each) and, per table, which experiment
-produced each printed row and which (task, metric) each printed value column reports. Loading
+produced each printed row and which (task, metric) each printed value column reports; `released` maps a
+printed row to the released checkpoint of that model, reported beside ours. Loading
 validates the YAML against `SPEC_SCHEMA` and cross-checks every table against its expected CSV:
 every printed row and value column must be mapped, and nothing may be mapped that is not printed;
 every task and metric a column names must be declared in the task registry (`hypvl.tasks`).
@@ -73,6 +74,10 @@ SPEC_SCHEMA = {
                                 {"$ref": "#/$defs/external"},
                             ]
                         },
+                    },
+                    "released": {
+                        "type": "object",
+                        "additionalProperties": {"type": "string", "pattern": _SLUG},
                     },
                     "columns": {
                         "type": "object",
@@ -166,9 +171,14 @@ class Column:
         return f"mean({','.join(self.tasks)})" if self.is_mean else self.tasks[0]
 
 
+RELEASED_ROW = "__released"  # suffix of the compare-table row holding a printed row's released checkpoint
+
+
 @dataclass(frozen=True)
 class TableSpec:
-    """One printed table: its expected CSV, tolerance, row -> experiment and column -> metric maps."""
+    """One printed table: its expected CSV, tolerance, row -> experiment and column -> metric maps, and
+    `released`: printed row -> the experiment of that row's released checkpoint, compared with the same
+    printed numbers as the row (in printed order)."""
 
     name: str
     title: str
@@ -176,6 +186,14 @@ class TableSpec:
     tolerance: float
     rows: dict[str, str | External]
     columns: dict[str, Column | External]
+    released: dict[str, str] = field(default_factory=dict)
+
+    def compared_rows(self) -> dict[str, tuple[str, str | External]]:
+        """Every compared row: its id -> (printed row, experiment or External); each printed row, then each
+        released checkpoint as `<row>__released`."""
+        rows = {row: (row, target) for row, target in self.rows.items()}
+        rows.update({row + RELEASED_ROW: (row, experiment) for row, experiment in self.released.items()})
+        return rows
 
     def tolerance_for(self, column: str) -> float:
         """The absolute tolerance that applies to cells of `column`."""
@@ -324,6 +342,15 @@ def _table(path: Path, name: str, entry: dict, expected_dir: Path, paper: str, e
             raise InputError(f"{path}: {key}.columns.{column}: value column {column!r} is not in {expected_path}")
         columns[column] = _column(target)
         _check_column(f"{path}: {key}.columns.{column}", columns[column], tasks)
+    released = {}
+    for row, experiment in entry.get("released", {}).items():
+        where = f"{path}: {key}.released.{row}"
+        if not isinstance(rows.get(row), str):
+            raise InputError(f"{where}: {row!r} is not a printed row mapped to an experiment")
+        declared = experiments.get(experiment)
+        if declared is None or not declared.source.startswith("released:"):
+            raise InputError(f"{where}: {experiment!r} is not an experiment with a released: source")
+        released[row] = experiment
     unmapped_rows = [row for row in expected.rows if row not in rows]
     if unmapped_rows:
         raise InputError(f"{path}: {key}.rows: rows of {expected_path} not mapped: {', '.join(unmapped_rows)}")
@@ -339,6 +366,7 @@ def _table(path: Path, name: str, entry: dict, expected_dir: Path, paper: str, e
         tolerance=float(entry["tolerance"]),
         rows={row: rows[row] for row in expected.rows},
         columns={column: columns[column] for column in expected.columns},
+        released={row: released[row] for row in expected.rows if row in released},
     )
 
 
@@ -390,11 +418,12 @@ def load_all_specs(replication_dir, expected_dir=None) -> dict[str, PaperSpec]:
 
 
 def table_needs(spec: PaperSpec, table: str) -> set[tuple[str, str]]:
-    """The (experiment, task) pairs whose metric JSONs `table` needs: mapped rows x mapped columns."""
+    """The (experiment, task) pairs whose metric JSONs `table` needs: mapped rows (released ones included) x
+    mapped columns."""
     table_spec = spec.table(table)
     return {
         (experiment, task)
-        for experiment in table_spec.rows.values()
+        for _, experiment in table_spec.compared_rows().values()
         if isinstance(experiment, str)
         for column in table_spec.columns.values()
         if isinstance(column, Column)

@@ -2,13 +2,15 @@
 
 The Snakefile stays declarative; this module answers "which files does this report need?" from the
 specs, the task registry and the config. Only jobs the suite can run are planned: an experiment it
-trains with a method it implements, on a corpus the config provides, with overrides it honours; and
-a task some evaluation group computes at the scale. Every
+trains with a method it implements, on a corpus the config provides, with overrides it honours, or
+whose weights come from outside and can be obtained (fetched, held locally, or stood in for at smoke
+scale); and a task some evaluation group computes at the scale. Every
 other cell renders as missing, so every report target works now and fills in as the suite grows.
 Planning imports no torch (every `snakemake` call pays for what this module imports).
 """
 
 import dataclasses
+import itertools
 import json
 import re
 import shlex
@@ -17,17 +19,24 @@ from pathlib import Path
 from hypvl.cost import Job, Run, model_towers, size_job
 from hypvl.errors import InputError
 from hypvl.models.methods import EVAL_OVERRIDES, METHOD_NAMES
+from hypvl.models.sources import OutsideWeights, outside_weights
 from hypvl.spec import SEED_MARK, Column, Experiment, load_all_specs, seed_variant, table_needs
 from hypvl.tasks import GROUP_DATA, group_tasks, linear_probe_datasets, task_group, zero_shot_datasets
 from hypvl.train.recipe import resolve_schedule, stream_mode, supported_overrides
 
+PROBE_FOLDERS = ("classification_dir", "probe_source_dir", "linear_probe_dir")  # eval keys: apart from each other
 # config sections each step reads (a rule passes only these, so unrelated edits do not rerun it)
 STEP_SECTIONS = {
     "synthesize": ("smoke_world",),
     "ground": ("data_dir", "spacy_model", "corpora", "grounding"),
     "train": ("scale", "cpu_code_path", "data_dir", "corpora", "model", "train"),
     "evaluate": ("scale", "cpu_code_path", "data_dir", "eval"),
+    "import": ("scale", "cpu_code_path", "model", "weights"),
+    "standin": ("scale", "cpu_code_path", "data_dir", "corpora", "model", "train", "weights"),
 }
+NO_WEIGHTS = {"local": {}, "library": {}, "standins": None}  # a config without a `weights` section (schema-checked
+# configs always have one): weights from outside are fetched as the manifest says
+SCHEDULE_OVERRIDES = ("steps", "batch_size")  # a trained model standing in for weights from outside has only these
 
 
 class Plan:
@@ -45,6 +54,15 @@ class Plan:
         self.groups = group_tasks(self.scale)
         self._spec_of = {exp: spec for spec in self.specs.values() for exp in spec.experiments}
         self._variants: dict[str, Experiment] = {}  # seed variant id -> the experiment trained with that seed
+        self.weights = config.get("weights", NO_WEIGHTS)
+        self.standins = self.weights["standins"]  # None where the real weights are fetched
+        self._outside = {exp: outside_weights(self.experiment(exp).source, self.weights["library"])
+                         for exp in self.experiments() if self.experiment(exp).source != "train"}
+        self._counterpart = self._released_counterparts()
+        self._weights_folders: dict[str, str] | None = None
+        for source, path in self.weights["local"].items():
+            if not Path(path).exists():
+                raise InputError(f"config: weights.local.{source} is {path}, which does not exist")
         self.seeds = self._resolve_seeds(config.get("seeds"))
         for exp, seeds in self.seeds.items():
             declared = self.experiment(exp)
@@ -69,6 +87,11 @@ class Plan:
         if self.with_training and config["resources"]["gpu"] is not None:
             raise InputError("config: evaluate_with_training must be empty where training runs on GPUs (resources.gpu):"
                              " a data-parallel training job would evaluate once per rank")
+        folders = [(key, Path(config["eval"][key])) for key in PROBE_FOLDERS]
+        for (key, folder), (other_key, other) in itertools.combinations(folders, 2):
+            if folder == other or folder in other.parents or other in folder.parents:
+                raise InputError(f"config: eval.{key} ({folder}) and eval.{other_key} ({other}) overlap; the "
+                                 "linear-probe step replaces its folders, so each needs its own")
 
     def _resolve_seeds(self, value) -> dict[str, tuple[int, ...]]:
         """Config `seeds` as {experiment: the seeds its rows average over}, for the trained experiments it gives more
@@ -142,14 +165,61 @@ class Plan:
     def runnable(self, experiment: str) -> bool:
         """True when the suite trains `experiment` itself (source `train`), with a method it implements,
         on a training corpus the config provides (`corpora`), honouring every override it declares
-        (an override nothing reads, e.g. an embedding width, would train some other model)."""
+        (an override nothing reads, e.g. an embedding width, would train some other model); or when its
+        weights come from outside and can be obtained (`obtainable`)."""
         declared = self.experiment(experiment)
-        if (declared.source != "train" or declared.method not in METHOD_NAMES
-                or declared.data not in self.config["corpora"]):
+        if declared.source != "train":
+            return self.obtainable(experiment)
+        if declared.method not in METHOD_NAMES or declared.data not in self.config["corpora"]:
             return False
         start = declared.overrides.get("init_from")
         supported = set(declared.overrides) <= supported_overrides(declared.method)
         return supported and (start is None or self.runnable(start))
+
+    def _released_counterparts(self) -> dict[str, str]:
+        """Released experiment -> the trained experiment of the table rows it is mapped beside (`released`)."""
+        pairs: dict[str, str] = {}
+        for spec in self.specs.values():
+            for table in spec.tables.values():
+                for row, released in table.released.items():
+                    if pairs.setdefault(released, table.rows[row]) != table.rows[row]:
+                        raise InputError(f"{spec.path}: {released} is mapped beside both {pairs[released]} and "
+                                         f"{table.rows[row]}")
+        return pairs
+
+    def outside(self, experiment: str) -> OutsideWeights | None:
+        """Where the weights of `experiment` come from (None for a trained one)."""
+        return self._outside.get(experiment)
+
+    def obtainable(self, experiment: str) -> bool:
+        """True when the weights of outside experiment `experiment` can be had: held locally (config
+        `weights.local`) or fetched at a scale without stand-ins; at smoke scale, when a stand-in can be made:
+        for a released checkpoint, its table row's model is trained here; for an open_clip CLIP, a CLIP of the
+        mapped backbone is; a transformers model trains its own stand-in on `weights.standins.data`."""
+        declared, outside = self.experiment(experiment), self.outside(experiment)
+        if declared.source in self.weights["local"] or self.standins is None:
+            return True
+        if outside.library is None:
+            counterpart = self._counterpart.get(experiment)
+            return counterpart is not None and self.runnable(counterpart)
+        if declared.backbone not in self.standins["backbones"]:
+            return False
+        if outside.library == "open_clip":
+            return self.clip_counterpart(experiment) is not None
+        return self.standins["data"] in self.config["corpora"]
+
+    def clip_counterpart(self, experiment: str) -> str | None:
+        """The trained CLIP converted into the open_clip stand-in of `experiment`: the first by id of the
+        runnable experiments training method clip, without boxes, on the backbone `weights.standins.backbones`
+        maps its backbone to, with nothing but a schedule as overrides."""
+        backbone = self.standins["backbones"].get(self.experiment(experiment).backbone)
+        return next((exp for exp in self.experiments() if self._plain_clip(exp, backbone) and self.runnable(exp)),
+                    None)
+
+    def _plain_clip(self, experiment: str, backbone: str | None) -> bool:
+        declared = self.experiment(experiment)
+        return (declared.source == "train" and declared.method == "clip" and declared.backbone == backbone
+                and not declared.boxes and set(declared.overrides) <= set(SCHEDULE_OVERRIDES))
 
     def model_of(self, experiment: str) -> str:
         """The experiment whose model serves `experiment`: of the trained experiments with the same recipe
@@ -183,9 +253,75 @@ class Plan:
         """The experiment ids the train rule makes (`trained`), or all the others."""
         return self.pattern(exp for exp in self.experiments() if self.trains(exp) == trained)
 
-    def source_pattern(self, prefix: str) -> str:
-        """The experiment ids whose `source` starts with `prefix` (e.g. `released:`)."""
-        return self.pattern(exp for exp in self.experiments() if self.experiment(exp).source.startswith(prefix))
+    def imported_pattern(self) -> str:
+        """The experiment ids whose weights the import rule brings in from outside."""
+        return self.pattern(exp for exp in self._outside if self.runnable(exp))
+
+    def source_checkpoint(self, source: str) -> str:
+        """The checkpoint holding the weights of outside `source` (e.g. a fine-tuning's base): that of the first
+        experiment, by id, declaring it. ValueError when none does."""
+        declaring = [exp for exp in self._outside if self.experiment(exp).source == source]
+        if not declaring:
+            raise ValueError(f"no experiment declares source {source!r}")
+        return self.checkpoint(declaring[0])
+
+    def weights_input(self, experiment: str) -> str:
+        """What the import rule reads for `experiment`: the path config `weights.local` gives for its source, or
+        its folder under data_dir/weights (fetched there, or a stand-in written there)."""
+        source = self.experiment(experiment).source
+        if source in self.weights["local"]:
+            return self.weights["local"][source]
+        return str(Path(self.config["data_dir"]) / "weights" / self.outside(experiment).folder)
+
+    def weights_folders(self) -> dict[str, str]:
+        """Weights folder -> the first (by id) runnable outside experiment reading it, for the folders the
+        workflow makes (fetched, or stood in for)."""
+        if self._weights_folders is None:
+            self._weights_folders = {}
+            for exp in self._outside:
+                if self.experiment(exp).source not in self.weights["local"] and self.runnable(exp):
+                    self._weights_folders.setdefault(self.weights_input(exp), exp)
+        return self._weights_folders
+
+    def standin_args(self, folder: str) -> list[str]:
+        """The `hypvl write-standin` arguments giving the layout of weights folder `folder` (the checkpoint's
+        file name, for a released one)."""
+        outside = self.outside(self.weights_folders()[folder])
+        named = ["--file", outside.checkpoint] if outside.checkpoint else []
+        return ["--kind", outside.library or "released", *named]
+
+    def standin_from(self, experiment: str) -> str:
+        """The checkpoint the stand-in of outside `experiment` is written from: its table row's trained model
+        (released), our CLIP (open_clip), or its own trained stand-in (transformers)."""
+        outside = self.outside(experiment)
+        if outside.library is None:
+            return self.checkpoint(self.model_of(self._counterpart[experiment]))
+        if outside.library == "open_clip":
+            return self.checkpoint(self.model_of(self.clip_counterpart(experiment)))
+        return str(self.results / "standins" / self.standin_trainer(experiment) / "checkpoint.pt")
+
+    def _standin_recipe(self, experiment: str) -> tuple:
+        declared = self.experiment(experiment)
+        return self.outside(experiment).architecture, self.standins["backbones"][declared.backbone], declared.seed
+
+    def standin_trainer(self, experiment: str) -> str:
+        """The outside experiment whose name the stand-in training of `experiment` runs under: the first by id
+        of those loaded by transformers with the same architecture, stand-in backbone and seed."""
+        recipe = self._standin_recipe(experiment)
+        return next(exp for exp in self._outside if self.outside(exp).library == "transformers"
+                    and self.runnable(exp) and self._standin_recipe(exp) == recipe)
+
+    def standin_trainings(self) -> list[str]:
+        """The experiments the stand-in training rule runs under (none where the real weights are fetched)."""
+        if self.standins is None:
+            return []
+        return sorted({self.standin_trainer(exp) for exp in self._outside
+                       if self.outside(exp).library == "transformers" and self.runnable(exp)
+                       and self.experiment(exp).source not in self.weights["local"]})
+
+    def standin_inputs(self) -> list[str]:
+        """What a stand-in training needs from the data stage: the smoke world's manifest and its corpus."""
+        return [str(Path(self.config["data_dir"]) / "manifest.json"), self.grounded_summary(self.standins["data"])]
 
     def trained_corpus(self, experiment: str) -> str | None:
         """The grounded corpus `experiment` trains on, or None (weights from outside, or data that is not a
@@ -231,11 +367,11 @@ class Plan:
         return [str(path) for path in paths]
 
     def evaluation_inputs(self, group: str, experiment: str) -> list[str]:
-        """What evaluating `group` on `experiment` needs from the data stage: `data_inputs`, and at paper scale the
-        acquisitions of the data the group reads."""
+        """What evaluating `group` on `experiment` needs from the data stage: `data_inputs`, the linear-probe splits
+        the group reads (`probe_inputs`), and at paper scale the acquisitions of the data the group reads."""
         if group not in self._group_acquisitions:
             self._group_acquisitions[group] = self.acquisitions(self.group_data(group))
-        return [*self.data_inputs(experiment), *self._group_acquisitions[group]]
+        return [*self.data_inputs(experiment), *self.probe_inputs([group]), *self._group_acquisitions[group]]
 
     def acquisition_folder(self, dataset: str) -> str:
         """The folder dataset `dataset` of the acquisition manifest is fetched into (config `acquire`)."""
@@ -269,6 +405,36 @@ class Plan:
         corpus = None if experiment is None else self.trained_corpus(experiment)
         return needs if corpus is None else [*needs, self.grounded_summary(corpus)]
 
+    def probe_datasets(self) -> list[str]:
+        """The linear-probe sets (MERU Table 7) of this scale."""
+        return linear_probe_datasets(self.scale)
+
+    def probe_source(self, name: str) -> str:
+        """The folder of linear-probe set `name`'s source splits (the smoke world writes it; at paper scale the user
+        puts CLIP_benchmark's webdataset or an image folder there)."""
+        return str(Path(self.config["data_dir"]) / self.config["eval"]["probe_source_dir"] / name)
+
+    def probe_source_inputs(self, name: str) -> list[str]:
+        """What cutting set `name`'s probe splits needs: at smoke scale its sources (the smoke world's); at paper scale
+        the acquisitions whose folders hold them (config `acquire`), if any: sources the user placed by hand are
+        checked by the job, which names a missing split, so that a run without them still plans."""
+        source = self.probe_source(name)
+        return [source] if self.scale == "smoke" else self.acquisitions([source])
+
+    def probe_folder(self, name: str) -> str:
+        """The folder of linear-probe set `name`'s train and val splits (`hypvl probe-splits`)."""
+        return str(Path(self.config["data_dir"]) / self.config["eval"]["linear_probe_dir"] / name)
+
+    def probe_splits_options(self) -> list[str]:
+        """`hypvl probe-splits` options beyond name, source and dest: at smoke scale the sources are the smoke world's
+        scaled-down stand-ins."""
+        return ["--scaled-source"] if self.scale == "smoke" else []
+
+    def probe_inputs(self, groups) -> list[str]:
+        """The linear-probe splits (rule probe_splits) the `linprobe_<set>` tasks of the task `groups` read."""
+        tasks = {task for group in groups for task in self.groups[group]}
+        return [self.probe_folder(name) for name in self.probe_datasets() if f"linprobe_{name}" in tasks]
+
     def training_run(self, experiment: str) -> Run:
         """The training run of `experiment` at this scale: its towers, global batch, steps, encodings per sample
         (2 for a method that also encodes a box image and text per sample) and whether its encoders are frozen."""
@@ -284,7 +450,8 @@ class Plan:
         return self.training_run(experiment).flops / 1e12
 
     def first_priority(self) -> float:
-        """A job priority above every training job's (`train_cost`): what the data acquisition jobs take."""
+        """A job priority above every training job's (`train_cost`): what the data acquisition and probe_splits jobs
+        take."""
         return 1 + max((self.train_cost(exp) for exp in self.experiments() if self.trains(exp) and self.runnable(exp)),
                        default=0)
 
@@ -340,7 +507,7 @@ class Plan:
         return max((job.attempts - 1 for job in jobs if job is not None), default=0)
 
     def step_resources(self, step: str) -> dict:
-        """Snakemake resources of the `ground`, `evaluate` or `acquire` jobs (config `resources.jobs`)."""
+        """Snakemake resources of the `ground`, `evaluate`, `acquire` or `import` jobs (config `resources.jobs`)."""
         fixed = self.config["resources"]["jobs"][step]
         return {"gpu": fixed["gpu"] or None, "mem_mb": fixed["mem_mb"], "runtime": fixed["runtime"]}
 
@@ -381,14 +548,16 @@ class Plan:
         return self._metric_files(self._with_variants(table_needs(self.specs[paper], table)))
 
     def row_inputs(self, paper: str, table: str, row: str) -> list[str]:
-        """Metric JSONs one printed row needs that the suite can compute (empty for an external row).
+        """Metric JSONs one printed row (or a printed row's released checkpoint, `<row>__released`) needs that
+        the suite can compute (empty for an external row).
 
         ValueError names the table's rows when `row` is not one of them.
         """
         table_spec = self.specs[paper].table(table)
-        if row not in table_spec.rows:
-            raise ValueError(f"{paper} {table} has no row {row!r} (rows: {', '.join(table_spec.rows)})")
-        experiment = table_spec.rows[row]
+        rows = table_spec.compared_rows()
+        if row not in rows:
+            raise ValueError(f"{paper} {table} has no row {row!r} (rows: {', '.join(rows)})")
+        experiment = rows[row][1]
         if not isinstance(experiment, str):
             return []
         return self._metric_files(self._with_variants({(experiment, task) for column in table_spec.columns.values()

@@ -1,15 +1,18 @@
 """Paper-scale data acquisition from the manifest `sources.yaml`.
 
-Each dataset lists HTTPS files (`files`), a Hugging Face Hub dataset snapshot (`hf_snapshot`:
-repo, revision, allow_patterns), or is `manual: true` with instructions for a human and the
+Each dataset lists HTTPS files (`files`), a Hugging Face Hub snapshot (`hf_snapshot`: repo,
+revision, allow_patterns, and `repo_type: model` for a model repository, e.g. the weights of
+`hypvl/models/weights.yaml`), or is `manual: true` with instructions for a human and the
 files the human step must leave. HTTP downloads go to
 `<file>.part`, resume with an HTTP Range request after an interruption, are checked against the
 manifest's sha256 (or md5) and renamed into place atomically. A published digest names where it was
 published (`checksum_source`), a Hub revision pinned to a commit where that commit was found
 (`revision_source`). Where no checksum is published (`sha256: null`, and every file of a Hub
-snapshot) the first fetch says so, computes one and records it in `<dest>/SHA256SUMS` (`sha256sum -c`
-format); later fetches verify against it. A Hub revision that is not a commit (a branch) is resolved
-on the first fetch, said so, and the commit recorded in `<dest>/HUB_COMMITS`; later fetches use it.
+snapshot) the first fetch computes one, records it in `<dest>/SHA256SUMS` (`sha256sum -c` format)
+and says the file is unverified; later fetches verify against it. A Hub revision that is not a
+commit (a branch) is resolved on the first fetch, said so, and the commit recorded in
+`<dest>/HUB_COMMITS`; later fetches use it. A response shorter than its Content-Length is an
+interrupted download (resumed), never a finished file.
 """
 
 import http.client
@@ -151,12 +154,19 @@ def read_checksum_record(dest, record=CHECKSUM_RECORD, length=64):
     return sums
 
 
-def _record_checksum(dest, relative, digest, record=CHECKSUM_RECORD):
-    """Add (or replace) `relative`'s digest in `dest`/`record`, atomically."""
+def _write_record(dest, name, digest, record=CHECKSUM_RECORD):
+    """Add (or replace) `name`'s digest in `dest`/`record`, atomically."""
     sums = read_checksum_record(dest, record, len(digest))
-    sums[relative] = digest
+    sums[name] = digest
     with atomic_write(Path(dest) / record) as handle:
-        handle.writelines(f"{d}  {name}\n" for name, d in sorted(sums.items()))
+        handle.writelines(f"{d}  {entry}\n" for entry, d in sorted(sums.items()))
+
+
+def _record_checksum(dest, relative, digest):
+    """Record `relative`'s sha256 in `dest`/SHA256SUMS on its first fetch, saying it is unverified."""
+    log.warning("%s: no published checksum; sha256 %s recorded in %s on first fetch (unverified: later fetches "
+                "are checked against this record only)", Path(dest) / relative, digest, Path(dest) / CHECKSUM_RECORD)
+    _write_record(dest, relative, digest)
 
 
 def _status(response):
@@ -177,9 +187,14 @@ def _download_to_part(url, part, opener, chunk_size):
         raise InputError(f"{url}: HTTP {error.code} {error.reason}") from error
     with response:
         resumed = offset and _status(response) == 206
+        expected = response.headers.get("Content-Length") if getattr(response, "headers", None) else None
+        received = 0
         with open(part, "ab" if resumed else "wb") as handle:
             while chunk := response.read(chunk_size):
                 handle.write(chunk)
+                received += len(chunk)
+        if expected is not None and received < int(expected):
+            raise ConnectionError(f"connection closed after {received} of {expected} bytes")
 
 
 def fetch_file(url, path, sha256=None, md5=None, opener=urllib.request.urlopen, retries=2,
@@ -238,14 +253,15 @@ def _unpack(archive, target):
 
 
 def _hub_snapshot(snapshot, dest, hub_download):
-    """Download a Hub dataset snapshot into `dest`/path; return its files (Hub metadata
-    excluded). `hub_download` takes huggingface_hub.snapshot_download's keyword arguments."""
+    """Download a Hub dataset snapshot into `dest`/path; return its files (Hub metadata and our records of
+    `dest` excluded). `hub_download` takes huggingface_hub.snapshot_download's keyword arguments."""
     if hub_download is None:
         from huggingface_hub import snapshot_download as hub_download
     local = dest / snapshot["path"]
-    hub_download(repo_id=snapshot["repo"], repo_type="dataset", revision=snapshot["revision"],
-                 allow_patterns=snapshot.get("allow_patterns"), local_dir=local)
-    return sorted(p for p in local.rglob("*") if p.is_file() and ".cache" not in p.parts)
+    hub_download(repo_id=snapshot["repo"], repo_type=snapshot.get("repo_type", "dataset"),
+                 revision=snapshot["revision"], allow_patterns=snapshot.get("allow_patterns"), local_dir=local)
+    records = {dest / CHECKSUM_RECORD, dest / HUB_RECORD}
+    return sorted(p for p in local.rglob("*") if p.is_file() and ".cache" not in p.parts and p not in records)
 
 
 def _hub_commit(snapshot, dest, hub_resolve) -> str:
@@ -262,47 +278,42 @@ def _hub_commit(snapshot, dest, hub_resolve) -> str:
         return recorded[repo]
     if hub_resolve is None:
         hub_resolve = _resolve_on_hub
-    commit = hub_resolve(repo, revision)
-    _record_checksum(dest, repo, commit, HUB_RECORD)
+    commit = hub_resolve(repo, revision, snapshot.get("repo_type", "dataset"))
+    _write_record(dest, repo, commit, HUB_RECORD)
     log.warning("%s: revision %r is not pinned to a commit in the manifest: resolved to %s now and recorded in %s "
                 "(later fetches use it)", repo, revision, commit, Path(dest) / HUB_RECORD)
     return commit
 
 
-def _resolve_on_hub(repo: str, revision: str) -> str:
-    """The commit a Hub dataset repository's `revision` (branch or tag) points at now."""
+def _resolve_on_hub(repo: str, revision: str, repo_type: str) -> str:
+    """The commit a Hub repository's `revision` (branch or tag) points at now."""
     from huggingface_hub import HfApi
 
     try:
-        return HfApi().dataset_info(repo, revision=revision).sha
+        return HfApi().repo_info(repo, repo_type=repo_type, revision=revision).sha
     except Exception as error:  # huggingface_hub raises several types (offline, unknown repo or revision, HTTP)
         raise InputError(f"{repo}: cannot resolve revision {revision!r} on the Hugging Face Hub ({error})") from None
 
 
-def _check_against_record(path, relative, recorded, dest) -> bool:
-    """Verify `path` against its recorded sha256, or record it if there is none; True when it was recorded now."""
+def _check_against_record(path, relative, recorded, dest) -> None:
+    """Verify `path` against its recorded sha256, or record it (saying it is unverified) if there is none."""
     digest = file_digest(path)
     if relative not in recorded:
         _record_checksum(dest, relative, digest)
-        return True
-    if recorded[relative] != digest:
+    elif recorded[relative] != digest:
         raise ChecksumMismatch(f"{path}: sha256 is {digest}, but {dest / CHECKSUM_RECORD} "
                                f"recorded {recorded[relative]} on first fetch")
-    return False
 
 
-def _say_how_verified(path, item, recorded_before: bool, digest: str, dest) -> None:
-    """Log how a fetched file was checked: against a published digest (naming its source), against the sha256 its
-    first fetch recorded, or not at all (first fetch of a file nobody publishes a checksum for)."""
+def _say_how_verified(path, item, recorded_before: bool, dest) -> None:
+    """Log how a fetched file was checked: against a published digest (naming its source) or against the sha256
+    its first fetch recorded (a first fetch of a file nobody publishes a checksum for says so as it records it)."""
     published = [algorithm for algorithm in ("sha256", "md5") if item.get(algorithm)]
     if published:
         log.info("%s: verified: %s published by %s", path, " and ".join(published), item["checksum_source"])
     elif recorded_before:
         log.info("%s: matches the sha256 its first fetch recorded in %s (no published checksum)", path,
                  dest / CHECKSUM_RECORD)
-    else:
-        log.warning("%s: NOT VERIFIED: no published checksum; sha256 %s recorded in %s on this first fetch (later "
-                    "fetches are checked against it)", path, digest, dest / CHECKSUM_RECORD)
 
 
 def fetch(name, dest, opener=urllib.request.urlopen, sources=None, retries=2, hub_download=None, hub_resolve=None):
@@ -312,7 +323,7 @@ def fetch(name, dest, opener=urllib.request.urlopen, sources=None, retries=2, hu
     ManualStepRequired with the instructions. Files without a published checksum get theirs
     computed and recorded on first fetch (said in a warning), and verified against the record afterwards;
     a Hub snapshot whose revision is not a commit is pinned to the commit it resolves to on the first fetch.
-    `hub_resolve(repo, revision) -> commit` and `hub_download` stand in for the Hub in tests.
+    `hub_resolve(repo, revision, repo_type) -> commit` and `hub_download` stand in for the Hub in tests.
     """
     sources = load_sources() if sources is None else sources
     if name not in sources:
@@ -327,9 +338,9 @@ def fetch(name, dest, opener=urllib.request.urlopen, sources=None, retries=2, hu
             path = dest / item["path"]
             if item.get("sha256") or item.get("md5"):
                 _verify(path, "the manual step", path, item.get("sha256"), item.get("md5"))
-                _say_how_verified(path, item, False, "", dest)
+                _say_how_verified(path, item, False, dest)
             else:
-                log.warning("%s: NOT VERIFIED: left by the manual step; no published checksum", path)
+                log.warning("%s: left by the manual step; no published checksum (unverified)", path)
         return [dest / item["path"] for item in expected]
     recorded = read_checksum_record(dest)
     paths = []
@@ -338,20 +349,17 @@ def fetch(name, dest, opener=urllib.request.urlopen, sources=None, retries=2, hu
         path = dest / relative
         digest = fetch_file(item["url"], path, item["sha256"] or recorded.get(relative),
                             item.get("md5"), opener, retries)
-        if not item["sha256"] and relative not in recorded:
-            _record_checksum(dest, relative, digest)
-        _say_how_verified(path, item, relative in recorded, digest, dest)
+        if not item["sha256"] and relative not in recorded:  # an md5 alone was verified: recorded without a word
+            (_write_record if item.get("md5") else _record_checksum)(dest, relative, digest)
+        _say_how_verified(path, item, relative in recorded, dest)
         if item.get("unpack"):
             _unpack(path, dest / item.get("unpack_to", "."))
         paths.append(path)
     if "hf_snapshot" in entry:
         snapshot = {**entry["hf_snapshot"], "revision": _hub_commit(entry["hf_snapshot"], dest, hub_resolve)}
         files = _hub_snapshot(snapshot, dest, hub_download)
-        new = sum(_check_against_record(path, str(path.relative_to(dest)), recorded, dest) for path in files)
-        if new:
-            log.warning("%s: NOT VERIFIED: the Hub publishes no checksums; the sha256 of %d files recorded in %s on "
-                        "this first fetch (later fetches are checked against it)", snapshot["repo"], new,
-                        dest / CHECKSUM_RECORD)
+        for path in files:
+            _check_against_record(path, str(path.relative_to(dest)), recorded, dest)
         paths += files
     return paths
 

@@ -1,85 +1,123 @@
-"""Linear-probe splits (MERU Table 7): `<dest>/{train,val,test}` built from a dataset's source splits by
-the catalog's slices (`DatasetInfo.probe_splits`, MERU's `meru/evaluation/catalog.py` SPLITS).
+"""Linear-probe splits (MERU Table 7): `<dest>/{train,val}` (and on request `test`) built from a dataset's
+source splits by the catalog's slices (`DatasetInfo.probe_splits`, MERU's `meru/evaluation/catalog.py` SPLITS).
 
 The source folder holds one folder per source split (e.g. `train`, `validation`), either in CLIP_benchmark's
 webdataset layout (`<source>/<split>/nshards.txt` and shards, `<source>/classnames.txt`; records in shard
 order) or as an image folder (`<source>/<split>/<class>/<image>`, as torchvision's Country211 and RenderedSST2
 keep them; class names from `<source>/classnames.txt` or the catalog). An image folder sorts its records by
-class, not in the source's record order, so it can only be taken whole: a sliced split needs the webdataset. The
-result is an image folder per split (`hypvl.data.formats.imagefolder`, labels kept), written beside `dest`
-and moved into place once complete. Every split must hold every class, since image-folder labels follow
-the class folders.
+class, so it can only be taken whole, unless its images are named by record number (a TFDS split materialised
+in its order, `hypvl.data.formats.imagefolder.in_record_order`). With `scaled` (the smoke world's sources) each
+source split is a scaled-down stand-in and record counts are taken as fractions (`hypvl.data.splits`). The
+result is an image folder per split (`hypvl.data.formats.imagefolder`, labels kept), written beside `dest` and
+moved into place once complete. Every split must hold every class, since image-folder labels follow the
+class folders.
 """
 
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from PIL import Image
 
-from hypvl.data.catalog import DatasetInfo, load_dataset_info
+from hypvl.data.catalog import PROBE_SPLITS, DatasetInfo, load_dataset_info
 from hypvl.data.formats import clip_benchmark_wds
 from hypvl.data.formats.imagefolder import (
+    in_record_order,
     load_image,
     read_imagefolder,
     write_imagefolder,
 )
 from hypvl.data.formats.images import decode_image
+from hypvl.data.splits import SplitSlice, count_extents
 from hypvl.errors import InputError
+
+BUILDABLE = (*PROBE_SPLITS, "test")
 
 
 def source_records(source: Path, split: str) -> tuple[list[tuple[int, Callable[[], Image.Image]]], list[str] | None,
                                                      bool]:
     """(label, image loader) of every record of source split `split`, the class names if the source gives
-    them, and whether the records are in the source's order (webdataset) or sorted by class (image folder)."""
+    them, and whether the records are in the source's order (a webdataset, a record-numbered image folder)."""
     source = Path(source)
     if (source / split / clip_benchmark_wds.NSHARDS).is_file():
         records = [(sample.label, lambda s=sample: decode_image(s.image, f"{source / split} {s.key}"))
                    for sample in clip_benchmark_wds.iter_clip_benchmark_samples(source, split)]
         return records, list(clip_benchmark_wds.read_classnames(source)), True
+    if not (source / split).is_dir():
+        raise InputError(f"{source / split}: source split not found (expected CLIP_benchmark's webdataset, "
+                         f"{split}/{clip_benchmark_wds.NSHARDS} and shards, or an image folder "
+                         f"{split}/<class>/<image>)")
     dataset = read_imagefolder(source, split)
-    return [(label, lambda p=path: load_image(p)) for path, label in dataset.samples], dataset.class_names, False
+    ordered = in_record_order(dataset.samples)
+    samples = ordered or dataset.samples
+    return [(label, lambda p=path: load_image(p)) for path, label in samples], dataset.class_names, ordered is not None
 
 
-def build_probe_splits(info: DatasetInfo, source: Path, dest: Path) -> dict[str, int]:
-    """Write `dest/{train,val,test}` from `source` by `info`'s slices; returns the image count per split."""
+def build_probe_splits(info: DatasetInfo, source: Path, dest: Path, splits: Sequence[str] = PROBE_SPLITS,
+                       scaled: bool = False) -> dict[str, int]:
+    """Write `dest/<split>` for each of `splits` (train, val, test) from `source` by `info`'s slices, the
+    source taken as a scaled-down stand-in with `scaled`; returns the image count per split."""
     source, dest = Path(source), Path(dest)
+    unknown = sorted(set(splits) - set(BUILDABLE))
+    if unknown:
+        raise InputError(f"probe splits {unknown}: the buildable splits are {list(BUILDABLE)}")
+    slices = info.probe_splits
+    extents = count_extents([slices[split] for split in PROBE_SPLITS], f"{info.path}: linear_probe") if scaled else {}
     partial = dest.with_name(f"{dest.name}.partial")
     shutil.rmtree(partial, ignore_errors=True)
-    records = {}
-    sizes = {}
-    for split, spec in info.probe_splits.items():
-        if spec.split not in records:
-            records[spec.split] = source_records(source, spec.split)
-        rows, names, ordered = records[spec.split]
-        if not ordered and (spec.start or spec.stop):
-            raise InputError(f"{source / spec.split}: an image folder keeps no record order, so {info.name}'s "
-                             f"{split} slice {spec} needs the split in CLIP_benchmark's webdataset layout")
-        chosen = [rows[i] for i in spec.indices(len(rows), f"{source / spec.split} ({info.name} {split}: {spec})")]
-        names = names or list(info.class_names)
-        missing = sorted(set(range(len(names))) - {label for label, _ in chosen})
-        if missing:
-            raise InputError(f"{source / spec.split}: {info.name} {split} split {spec} holds no image of "
-                             f"class(es) {missing[:10]}")
-        write_imagefolder(partial, split, names, ((label, load()) for label, load in chosen))
-        sizes[split] = len(chosen)
+    try:
+        sizes = _write_splits(info, {split: slices[split] for split in splits}, source, partial, extents)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
     shutil.rmtree(dest, ignore_errors=True)
     os.replace(partial, dest)
     return sizes
 
 
+def _write_splits(info: DatasetInfo, slices: dict[str, SplitSlice], source: Path, out: Path,
+                  extents: dict[str, int]) -> dict[str, int]:
+    """Write `out/<split>` for each split of `slices` from its slice of `source`; returns the image count per split."""
+    records = {}
+    sizes = {}
+    for split, spec in slices.items():
+        if spec.split not in records:
+            records[spec.split] = source_records(source, spec.split)
+        rows, names, ordered = records[spec.split]
+        if not ordered and (spec.start or spec.stop):
+            raise InputError(f"{source / spec.split}: an image folder not named by record number keeps no record "
+                             f"order, so {info.name}'s {split} slice {spec} needs the split in CLIP_benchmark's "
+                             "webdataset layout or its images named <record>.<ext>")
+        where = f"{source / spec.split} ({info.name} {split}: {spec})"
+        chosen = [rows[i] for i in spec.indices(len(rows), where, extents.get(spec.split))]
+        names = names or list(info.class_names)
+        missing = sorted(set(range(len(names))) - {label for label, _ in chosen})
+        if missing:
+            raise InputError(f"{source / spec.split}: {info.name} {split} split {spec} holds no image of "
+                             f"class(es) {missing[:10]}")
+        write_imagefolder(out, split, names, ((label, load()) for label, load in chosen))
+        sizes[split] = len(chosen)
+    return sizes
+
+
 def _run(args) -> None:
     """`hypvl probe-splits NAME --source DIR --dest DIR`: print the image count of each split written."""
-    sizes = build_probe_splits(load_dataset_info(args.name), args.source, args.dest)
+    sizes = build_probe_splits(load_dataset_info(args.name), args.source, args.dest, args.splits, args.scaled_source)
     for split, count in sizes.items():
         print(f"{split}\t{count}")
 
 
 def add_commands(subparsers) -> None:
-    """Register `probe-splits`: build a dataset's linear-probe train/val/test folders from its source splits."""
+    """Register `probe-splits`: build a dataset's linear-probe train/val folders from its source splits."""
     parser = subparsers.add_parser("probe-splits", help="build MERU's linear-probe splits of one catalog dataset")
     parser.add_argument("name", help="catalog dataset name (e.g. cifar10)")
-    parser.add_argument("--source", required=True, help="folder of the source splits (webdataset or image folder)")
-    parser.add_argument("--dest", required=True, help="output folder, e.g. <data_dir>/eval/classification/<name>")
+    parser.add_argument("--source", required=True, help="folder of the source splits (webdataset or image folder), "
+                                                        "e.g. <data_dir>/<eval.probe_source_dir>/<name>")
+    parser.add_argument("--dest", required=True, help="output folder, e.g. <data_dir>/<eval.linear_probe_dir>/<name>")
+    parser.add_argument("--splits", nargs="+", choices=BUILDABLE, default=list(PROBE_SPLITS),
+                        help="splits to build (default: train val; test is the catalog's test slice)")
+    parser.add_argument("--scaled-source", action="store_true",
+                        help="the source is a scaled-down stand-in (the smoke world): record counts become "
+                             "fractions of what the linear-probe slices read (hypvl.data.splits)")
     parser.set_defaults(func=_run)

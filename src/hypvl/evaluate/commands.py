@@ -19,7 +19,6 @@ def evaluate_group(args) -> None:
     from hypvl.evaluate.context import EvalContext
     from hypvl.evaluate.results import write_metrics
     from hypvl.models.checkpoints import load_checkpoint
-    from hypvl.models.encoders import Tokenizer
     from hypvl.provenance import config_hash, file_digest
 
     config = config_from_args(args)
@@ -34,9 +33,7 @@ def evaluate_group(args) -> None:
     torch.set_num_threads(args.threads)
     model, recipe = load_checkpoint(args.checkpoint)
     model = on_device(model, select_device(config["eval"]["device"]))
-    model_cfg = recipe["model_cfg"]
-    ctx = EvalContext(model, Tokenizer(model_cfg["text"]["context_length"]), model_cfg["image_size"], config,
-                      args.prompts)
+    ctx = EvalContext(model, model.tokenizer, model.image_size, config, args.prompts)
     digest = config_hash({"recipe": recipe, "eval": config["eval"], "data_dir": config["data_dir"],
                           "prompts": args.prompts})
     run = run_config(config, recipe)
@@ -55,7 +52,7 @@ def run_config(config: dict, recipe: dict) -> dict:
     """The settings every model of a run shares: the model and training sections the checkpoint was trained under
     (None for imported weights) and the evaluation's CPU code path and section. Numbers measured under two run
     configs are never joined in one table (`hypvl compare`)."""
-    return {"scale": config["scale"], "model": recipe["model_cfg"], "train": recipe.get("train_cfg"),
+    return {"scale": config["scale"], "model": recipe.get("model_cfg"), "train": recipe.get("train_cfg"),
             "cpu_code_path": config["cpu_code_path"], "eval": config["eval"]}
 
 

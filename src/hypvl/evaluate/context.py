@@ -18,8 +18,8 @@ class TaskResult:
 class EvalContext:
     """One model under evaluation plus the config sections the tasks read.
 
-    model: a CLIP/MERU/HyCoCLIP module in eval mode; tokenizer: texts -> (B, L) token ids; image_size:
-    the model's input size; config: the workflow config (`scale`, `data_dir`, `eval`); prompts: the
+    model: one of ours or a wrapped library model (`hypvl.models.clip.DualEncoder`) in eval mode; tokenizer:
+    the model's own, texts -> (B, L) token ids; image_size: the model's input size; config: the workflow config (`scale`, `data_dir`, `eval`); prompts: the
     catalog's prompt set zero-shot classifiers are built from (the experiment's `eval_prompts`).
     """
 
@@ -53,3 +53,8 @@ class EvalContext:
     def classification_root(self, name: str) -> Path:
         """Image-folder root of classification set `name` (`<data_dir>/<classification_dir>/<name>`)."""
         return Path(self.config["data_dir"]) / self.config["eval"]["classification_dir"] / name
+
+    def linear_probe_root(self, name: str) -> Path:
+        """Image-folder root of set `name`'s linear-probe train and val splits (`<data_dir>/<linear_probe_dir>/<name>`,
+        built by `hypvl probe-splits`)."""
+        return Path(self.config["data_dir"]) / self.config["eval"]["linear_probe_dir"] / name

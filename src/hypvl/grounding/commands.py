@@ -37,7 +37,7 @@ SUMMARY = "grounding.json"
 
 
 def raw_records(fmt: str, folder: Path, oracle: bool, counts: dict) -> Iterator[dict]:
-    """Records {"key", "image" (PIL), "image_bytes", "caption"[, "regions"]} of a raw corpus folder.
+    """Records {"key", "image" (PIL), "image_bytes", "caption"[, "subreddit"][, "regions"]} of a raw corpus folder.
 
     GRIT records carry their own spans as regions; RedCaps/CC3M records get the side file's regions
     when `oracle`. Samples whose image does not decode are skipped and counted (samples_corrupt)."""
@@ -50,6 +50,8 @@ def raw_records(fmt: str, folder: Path, oracle: bool, counts: dict) -> Iterator[
         try:
             record = grit_record(sample, str(folder)) if fmt == "grit" else {
                 "key": sample.key, "image": decode_image(sample.image, where), "caption": sample.caption}
+            if fmt == "redcaps":  # kept for MERU's text augmentation
+                record["subreddit"] = sample.subreddit
         except CorruptImage:
             counts["samples_corrupt"] += 1
             continue
@@ -66,7 +68,8 @@ def grounded_records(samples, source: str) -> Iterator[GroundedRecord]:
     with their phrases, and the parse."""
     for sample in samples:
         boxes = [(encode_image(crop), box["phrase"]) for crop, box in zip(sample["crops"], sample["boxes"])]
-        yield GroundedRecord(sample["key"], sample["image_bytes"], sample["caption"], boxes, source, sample["parse"])
+        yield GroundedRecord(sample["key"], sample["image_bytes"], sample["caption"], boxes, source, sample["parse"],
+                             sample.get("subreddit"))
 
 
 def box_source_for(fmt: str, detector: str, device: str = "cpu", revision: str | None = None):

@@ -7,7 +7,7 @@ the query rows, as in the reference code. Everything computes in float32 under a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -15,6 +15,7 @@ from torch import Tensor
 
 from hypvl.geometry import lorentz
 from hypvl.geometry.precision import full_precision
+from hypvl.losses.distributed import gather_with_grad
 
 HCC_TERMS = ("i2t", "t2i", "boxi2t", "boxt2i")
 
@@ -44,6 +45,23 @@ def symmetric_contrastive(logits: Tensor) -> Tensor:
         () the average of the image-to-text and text-to-image losses.
     """
     return 0.5 * (info_nce(logits) + info_nce(logits.T))
+
+
+def global_contrastive(logits_of: Callable[[Tensor, Tensor], Tensor], images: Tensor, texts: Tensor) -> Tensor:
+    """`symmetric_contrastive` over the global batch: this rank's images against every rank's texts and its texts
+    against every rank's images (gathered with gradients, `hypvl.losses.distributed`).
+
+    Args:
+        logits_of: (queries (B1, D), candidates (B2, D)) -> (B1, B2) logits of a symmetric similarity.
+        images, texts: (B, D) this rank's embeddings, pairs row by row.
+    Returns:
+        () the mean of the image-to-text and text-to-image losses of this rank's pairs.
+    """
+    all_images, offset = gather_with_grad(images)
+    if all_images is images:  # one process
+        return symmetric_contrastive(logits_of(images, texts))
+    all_texts, _ = gather_with_grad(texts)
+    return 0.5 * (info_nce(logits_of(images, all_texts), offset) + info_nce(logits_of(texts, all_images), offset))
 
 
 @full_precision
@@ -144,14 +162,16 @@ def hcc_loss(
         curv: positive c of the curvature -c.
         logit_scale: log inverse temperature.
         terms: enabled term names (distinct, non-empty subset of `HCC_TERMS`).
-        all_image, all_text: (N, D) candidate columns, e.g. the images/texts gathered
-            across ranks as in the reference code (boxes are never gathered); default the
-            local `image`/`text`.
-        offset: column of row 0's positive among the candidates (`rank * B` when gathered).
+        all_image, all_text: (N, D) candidate columns; by default the images/texts of every
+            rank, gathered as in the reference code (boxes are never gathered).
+        offset: column of row 0's positive among given candidates (`rank * B` when gathered).
     Returns:
         () loss.
     """
     check_terms(terms, HCC_TERMS)
+    if all_image is None and all_text is None:  # the global batch
+        all_image, offset = gather_with_grad(image)
+        all_text, _ = gather_with_grad(text)
     all_image = image if all_image is None else all_image
     all_text = text if all_text is None else all_text
     pairs = {

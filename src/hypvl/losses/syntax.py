@@ -12,12 +12,14 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from hypvl.losses.distributed import global_mean
 from hypvl.losses.entailment import entailment_residuals
 
 
 def syntax_loss(initial: Tensor, contextual: Tensor, edges: Tensor, curv: float | Tensor,
                 min_radius: float = 0.1) -> Tensor:
-    """Mean of the edge terms l_ent(e_c^cont, e_p^cont) and the word terms l_ent(e_w^init, e_w^cont).
+    """Mean of the edge terms l_ent(e_c^cont, e_p^cont) and the word terms l_ent(e_w^init, e_w^cont), over the
+    global batch (every rank's words; this rank's share, `global_mean`).
 
     Args:
         initial: (W, D) space components of every word's initial embedding in the batch.
@@ -28,9 +30,7 @@ def syntax_loss(initial: Tensor, contextual: Tensor, edges: Tensor, curv: float 
     Returns:
         () loss; zero for a batch with no words.
     """
-    if not len(initial):
-        return contextual.sum() * 0.0
     parent, child = edges[:, 0], edges[:, 1]
     edge_terms = entailment_residuals(contextual[child], contextual[parent], curv, min_radius=min_radius)
     word_terms = entailment_residuals(initial, contextual, curv, min_radius=min_radius)
-    return torch.cat([edge_terms, word_terms]).mean()
+    return global_mean(torch.cat([edge_terms, word_terms]))

@@ -1,4 +1,8 @@
-"""Checkpoints: the model's state dict (learned scalars in log space) plus what is needed to rebuild it."""
+"""Checkpoints: the model's state dict (learned scalars in log space) plus what is needed to rebuild it.
+
+Every experiment's model ends as one: trained by the suite (the recipe names method, backbone and the scale's
+`model` config) or imported from outside (the recipe names the library and its config; `hypvl.models.library`).
+"""
 
 from pathlib import Path
 
@@ -11,7 +15,7 @@ from .build import build_model
 
 ZIP_MAGIC = b"PK\x03\x04"  # torch.save's format since PyTorch 1.6
 PICKLE_PROTOCOL = b"\x80"  # the legacy format: a bare pickle (protocol 2 and later)
-RECIPE_KEYS = ("method", "backbone", "model_cfg")
+RECIPE_KEYS = ("method", "backbone", "model_cfg")  # a model of ours; a library's names its `library` instead
 
 
 def save_checkpoint(path: Path, model, recipe: dict, step: int) -> None:
@@ -63,15 +67,21 @@ def read_checkpoint(path: Path, required=("model",)) -> dict:
 
 
 def load_checkpoint(path: Path):
-    """Rebuild the model saved at `path` in eval mode; returns it and its recipe (method, backbone,
-    overrides, model_cfg, experiment)."""
+    """Rebuild the model saved at `path` in eval mode; returns it and its recipe (ours: method, backbone,
+    overrides, model_cfg, experiment; a library's: library and its config, experiment, source)."""
     blob = read_checkpoint(path, ("model", "recipe"))
     recipe = blob["recipe"]
-    if not isinstance(recipe, dict) or any(key not in recipe for key in RECIPE_KEYS):
-        raise InputError(f"{path}: the checkpoint's recipe must be a mapping with {', '.join(RECIPE_KEYS)}")
-    try:
-        model = build_model(recipe["method"], recipe["backbone"], recipe["model_cfg"], recipe.get("overrides"))
-    except (InputError, KeyError, TypeError) as exc:
-        raise InputError(f"{path}: the checkpoint's recipe does not build a model ({exc})") from None
+    if isinstance(recipe, dict) and "library" in recipe:
+        from .library import build_library_model
+
+        model = build_library_model(recipe, str(path))
+    elif not isinstance(recipe, dict) or any(key not in recipe for key in RECIPE_KEYS):
+        raise InputError(f"{path}: the checkpoint's recipe must be a mapping with {', '.join(RECIPE_KEYS)} "
+                         "(or a library's)")
+    else:
+        try:
+            model = build_model(recipe["method"], recipe["backbone"], recipe["model_cfg"], recipe.get("overrides"))
+        except (InputError, KeyError, TypeError) as exc:
+            raise InputError(f"{path}: the checkpoint's recipe does not build a model ({exc})") from None
     load_state(model, blob["model"], str(path))
     return model.eval(), recipe

@@ -1,55 +1,37 @@
 """CLIP baseline: image and text encoders, bias-free projections, cosine similarity with a temperature.
 
-Images arrive in [0, 1] and are normalised inside the model (ImageNet mean/std, as MERU does).
+`DualEncoder` is what every model the suite evaluates offers (ours, and the wrappers around open_clip and
+transformers models in `hypvl.models.library`): projected features, their embeddings (unit vectors here;
+MERU and its kin override the lifting), CLIP's prompt ensembling, the similarity, the symmetric InfoNCE
+loss, and the model's own `tokenizer` and input `image_size`. Images arrive in [0, 1] and each model
+normalises them itself (ours: ImageNet mean/std, as MERU does).
 """
 
 import math
+from functools import cached_property
 
 import torch
 from torch import nn
 
-from hypvl.losses.contrastive import clip_logits, symmetric_contrastive
+from hypvl.losses.contrastive import clip_logits, global_contrastive
 
-from .encoders import ImageEncoder, TextEncoder
+from .encoders import ImageEncoder, TextEncoder, Tokenizer
 
 PIXEL_MEAN = (0.485, 0.456, 0.406)
 PIXEL_STD = (0.229, 0.224, 0.225)
 MAX_LOGIT_SCALE = math.log(100.0)  # temperature clipped at 0.01
 
 
-class CLIP(nn.Module):
-    """Euclidean CLIP; `loss(batch)` is the symmetric InfoNCE over cosine logits."""
+class DualEncoder(nn.Module):
+    """The evaluation interface, Euclidean: subclasses give `image_features`, `text_features`,
+    `trunk_features`, `tokenizer`, `image_size`, `text_parameters` and a log-space `logit_scale`."""
 
     geometry = "euclidean"
-    scalar_names = ("logit_scale",)
-
-    def __init__(self, visual: ImageEncoder, textual: TextEncoder, embed_dim: int, temperature: float = 0.07):
-        super().__init__()
-        self.visual, self.textual = visual, textual
-        self.visual_proj = nn.Linear(visual.width, embed_dim, bias=False)
-        self.textual_proj = nn.Linear(textual.width, embed_dim, bias=False)
-        nn.init.normal_(self.visual_proj.weight, std=visual.width ** -0.5)
-        nn.init.normal_(self.textual_proj.weight, std=textual.width ** -0.5)
-        self.logit_scale = nn.Parameter(torch.tensor(math.log(1.0 / temperature)))
-        self.register_buffer("pixel_mean", torch.tensor(PIXEL_MEAN).view(3, 1, 1))
-        self.register_buffer("pixel_std", torch.tensor(PIXEL_STD).view(3, 1, 1))
 
     def clamp_scalars(self) -> None:
         """Clamp learned log-space scalars to the papers' ranges (called before each forward)."""
         with torch.no_grad():
             self.logit_scale.clamp_(max=MAX_LOGIT_SCALE)
-
-    def trunk_features(self, images: torch.Tensor) -> torch.Tensor:
-        """(B, 3, H, W) in [0, 1] -> (B, width) image-encoder output before the projection."""
-        return self.visual((images - self.pixel_mean) / self.pixel_std)
-
-    def image_features(self, images: torch.Tensor) -> torch.Tensor:
-        """(B, 3, H, W) in [0, 1] -> (B, embed_dim) projected, not yet normalised or lifted."""
-        return self.visual_proj(self.trunk_features(images))
-
-    def text_features(self, tokens: torch.Tensor) -> torch.Tensor:
-        """(B, L) token ids -> (B, embed_dim) projected, not yet normalised or lifted."""
-        return self.textual_proj(self.textual(tokens))
 
     def embed_image(self, feats: torch.Tensor) -> torch.Tensor:
         """Projected image features -> embeddings (unit vectors for CLIP)."""
@@ -74,9 +56,64 @@ class CLIP(nn.Module):
         """(B1, D), (B2, D) embeddings -> (B1, B2) scores, higher is more similar (cosine)."""
         return images @ texts.T
 
+    def forward(self, batch: dict) -> dict[str, torch.Tensor]:
+        """The loss terms of a training batch (`loss`), so that DistributedDataParallel wraps training steps."""
+        return self.loss(batch)
+
     def loss(self, batch: dict) -> dict[str, torch.Tensor]:
-        """Symmetric InfoNCE over the batch; returns {'loss': ..., 'contrastive': ...}."""
+        """Symmetric InfoNCE over the (global) batch; returns {'loss': ..., 'contrastive': ...}."""
         img = self.encode_image(batch["images"])
         txt = self.encode_text(batch["tokens"])
-        contrastive = symmetric_contrastive(clip_logits(img, txt, self.logit_scale))
+        contrastive = global_contrastive(lambda a, b: clip_logits(a, b, self.logit_scale), img, txt)
         return {"loss": contrastive, "contrastive": contrastive.detach()}
+
+
+class CLIP(DualEncoder):
+    """Euclidean CLIP; `loss(batch)` is the symmetric InfoNCE over cosine logits."""
+
+    scalar_names = ("logit_scale",)
+
+    def __init__(self, visual: ImageEncoder, textual: TextEncoder, embed_dim: int, temperature: float = 0.07):
+        super().__init__()
+        self.visual, self.textual = visual, textual
+        self.visual_proj = nn.Linear(visual.width, embed_dim, bias=False)
+        self.textual_proj = nn.Linear(textual.width, embed_dim, bias=False)
+        nn.init.normal_(self.visual_proj.weight, std=visual.width ** -0.5)
+        nn.init.normal_(self.textual_proj.weight, std=textual.width ** -0.5)
+        self.logit_scale = nn.Parameter(torch.tensor(math.log(1.0 / temperature)))
+        self.register_buffer("pixel_mean", torch.tensor(PIXEL_MEAN).view(3, 1, 1))
+        self.register_buffer("pixel_std", torch.tensor(PIXEL_STD).view(3, 1, 1))
+
+    def set_grad_checkpointing(self, enable: bool = True) -> None:
+        """Recompute the encoders' activations in the backward pass instead of keeping them (activation
+        checkpointing: the same gradients for less memory and about a third more compute)."""
+        self.visual.vit.set_grad_checkpointing(enable)
+        self.textual.transformer.set_grad_checkpointing(enable)
+
+    @cached_property
+    def tokenizer(self) -> Tokenizer:
+        """CLIP's BPE tokenizer at the text encoder's context length."""
+        return Tokenizer(self.textual.context_length)
+
+    @property
+    def image_size(self) -> int:
+        """The ViT's input size (pixels, square)."""
+        return self.visual.image_size
+
+    def text_parameters(self) -> list[nn.Parameter]:
+        """The text tower, its projection and the text-side learned scalar where the model has one (what
+        text-only fine-tuning trains)."""
+        scalar = [self.textual_alpha] if hasattr(self, "textual_alpha") else []
+        return [*self.textual.parameters(), *self.textual_proj.parameters(), *scalar]
+
+    def trunk_features(self, images: torch.Tensor) -> torch.Tensor:
+        """(B, 3, H, W) in [0, 1] -> (B, width) image-encoder output before the projection."""
+        return self.visual((images - self.pixel_mean) / self.pixel_std)
+
+    def image_features(self, images: torch.Tensor) -> torch.Tensor:
+        """(B, 3, H, W) in [0, 1] -> (B, embed_dim) projected, not yet normalised or lifted."""
+        return self.visual_proj(self.trunk_features(images))
+
+    def text_features(self, tokens: torch.Tensor) -> torch.Tensor:
+        """(B, L) token ids -> (B, embed_dim) projected, not yet normalised or lifted."""
+        return self.textual_proj(self.textual(tokens))

@@ -1,28 +1,114 @@
-"""`hypvl import-weights`: a released MERU / HyCoCLIP checkpoint turned into ours."""
+"""`hypvl import-weights`: weights from outside (a released MERU/HyCoCLIP checkpoint, a public dual encoder in
+open_clip's or transformers' layout) turned into the experiment's checkpoint.pt; `hypvl write-standin`: a smoke
+stand-in written in such a layout from one of our checkpoints."""
 
+import logging
 from pathlib import Path
 
 from hypvl.config import add_config_arguments, config_from_args
+from hypvl.errors import InputError
+
+log = logging.getLogger(__name__)
+
+
+def weights_record(outside, path: Path, standin: bool) -> dict:
+    """What the checkpoint records of the weights it was made from: where, each file's sha256, whether each
+    was verified against a published digest, and whether they are a smoke stand-in. A file whose digest
+    differs from the manifest's or from the first-fetch record (SHA256SUMS) is refused."""
+    from hypvl.data.acquire import CHECKSUM_RECORD, ChecksumMismatch, read_checksum_record
+    from hypvl.models.sources import weights_manifest
+    from hypvl.provenance import file_digest
+
+    folder = path if path.is_dir() else path.parent
+    if path.is_dir():
+        unknown = outside.unrecognised(path)
+        if unknown:
+            raise InputError(f"{outside.source}: {path} holds files the manifest does not list for {outside.entry}: "
+                             f"{', '.join(unknown)} (expected: {', '.join(outside.files)})")
+        files = sorted(p for p in path.rglob("*") if p.is_file() and p.name != CHECKSUM_RECORD
+                       and not any(part.startswith(".") for part in p.relative_to(path).parts))
+    else:
+        files = [path]
+    published = {item["path"]: item["sha256"] for item in weights_manifest()[outside.entry].get("files", ())}
+    recorded = read_checksum_record(folder) if (folder / CHECKSUM_RECORD).is_file() else {}
+    digests, verified = {}, {}
+    for file in files:
+        name = file.relative_to(folder).as_posix()
+        listed = outside.checkpoint if file == path else name  # a file you hold may have any name
+        digest = digests[name] = file_digest(file)
+        expected = published.get(listed) or recorded.get(name)
+        if expected is not None and expected != digest:
+            raise ChecksumMismatch(f"{outside.source}: {file}: sha256 is {digest}, expected {expected}")
+        verified[name] = published.get(listed) == digest
+        if not verified[name] and not standin:
+            log.warning("%s: %s has no published checksum (sha256 %s): loaded unverified", outside.source, file,
+                        digest)
+    return {"path": str(path), "sha256": digests, "verified": verified, "standin": standin}
 
 
 def _import_weights(args) -> None:
+    from hypvl.spec import load_spec
+
     from .checkpoints import save_checkpoint
+    from .library import import_library_model
     from .released import import_released
+    from .sources import outside_weights
 
     config = config_from_args(args)
-    model = import_released(args.weights, args.method, args.backbone, config["model"])
-    recipe = {"method": args.method, "backbone": args.backbone, "overrides": {}, "model_cfg": config["model"],
-              "experiment": args.experiment, "weights": str(args.weights)}
+    spec = load_spec(args.spec)
+    if args.experiment not in spec.experiments:
+        raise InputError(f"{args.spec}: no experiment {args.experiment!r}")
+    declared = spec.experiments[args.experiment]
+    outside = outside_weights(declared.source, config["weights"]["library"])
+    path = Path(args.weights)
+    if not path.exists():
+        raise InputError(f"{declared.source}: {path} does not exist (fetch it, or set config weights.local)")
+    standin = config["weights"]["standins"] is not None and declared.source not in config["weights"]["local"]
+    record = weights_record(outside, path, standin)
+    if outside.library is None:
+        checkpoint = path / outside.checkpoint if path.is_dir() else path
+        try:
+            model = import_released(checkpoint, declared.method, declared.backbone, config["model"])
+        except InputError as exc:
+            raise InputError(f"{declared.source}: {exc}") from None
+        recipe = {"method": declared.method, "backbone": declared.backbone, "overrides": {},
+                  "model_cfg": config["model"]}
+    else:
+        model = import_library_model(path, outside.library, declared.source)
+        found = model.model.config.model_type if outside.library == "transformers" else "clip"
+        if found != outside.architecture:
+            raise InputError(f"{declared.source}: {path} holds a {found!r} model, the manifest declares "
+                             f"{outside.architecture!r}")
+        recipe = model.recipe()
+    recipe.update(experiment=declared.id, source=declared.source, weights=record)
     save_checkpoint(Path(args.out), model, recipe, step=0)
 
 
+def _write_standin(args) -> None:
+    from .standins import WRITERS, write_released
+
+    if args.kind == "released":
+        if not args.file:
+            raise InputError("hypvl write-standin --kind released needs --file (the released checkpoint's name)")
+        write_released(Path(args.checkpoint), Path(args.out), args.file)
+    else:
+        WRITERS[args.kind](Path(args.checkpoint), Path(args.out))
+
+
 def add_commands(subparsers) -> None:
-    """Register `import-weights`."""
-    weights = subparsers.add_parser("import-weights", help="turn a released MERU/HyCoCLIP checkpoint into ours")
+    """Register `import-weights` and `write-standin`."""
+    weights = subparsers.add_parser("import-weights", help="turn weights from outside into an experiment's checkpoint")
     add_config_arguments(weights)
-    weights.add_argument("--weights", required=True, help="the released .pth file")
-    weights.add_argument("--method", required=True, choices=["clip", "meru", "hycoclip"])
-    weights.add_argument("--backbone", required=True, help="vit_s16 | vit_b16 | vit_l16")
-    weights.add_argument("--experiment", required=True, help="experiment id (recorded in the checkpoint)")
+    weights.add_argument("--spec", required=True, help="replication/<paper>.yaml declaring the experiment")
+    weights.add_argument("--experiment", required=True, help="an experiment whose source is released: or pretrained:")
+    weights.add_argument("--weights", required=True,
+                         help="its weights: the folder fetched (or stood in) for its source, or a file/folder you hold")
     weights.add_argument("--out", required=True, help="results/<scale>/models/<experiment>/checkpoint.pt")
     weights.set_defaults(func=_import_weights)
+    standin = subparsers.add_parser("write-standin",
+                                    help="write one of our checkpoints in an outside source's on-disk layout (smoke)")
+    standin.add_argument("--kind", required=True, choices=["released", "open_clip", "transformers"])
+    standin.add_argument("--checkpoint", required=True, help="our checkpoint.pt to write out")
+    standin.add_argument("--file", help="released: the checkpoint's file name (e.g. meru_vit_s.pth)")
+    standin.add_argument("--out", required=True, help="the source's folder under the weights folder")
+    standin.set_defaults(func=_write_standin)

@@ -42,16 +42,20 @@ class TextConfig:
 
 
 def sincos_2d_position_embedding(grid: int, width: int, temperature: float = 10000.0) -> torch.Tensor:
-    """(grid*grid, width) fixed sin-cos embedding of patch positions (MoCo v3 / MERU), rows then columns."""
+    """(grid*grid, width) fixed sin-cos embedding of the patches in timm's order (row-major), as MERU builds it
+    (after MoCo v3): [sin(row w), cos(row w), sin(col w), cos(col w)] for w = temperature^(-k/(width/4)).
+
+    MERU meshes its grid with `meshgrid` in 'ij' order, so the first half of the features encodes the patch's
+    row (the index along the first grid axis) and the second half its column."""
     if width % 4:
         raise ValueError(f"ViT width {width} must be divisible by 4 for a 2-D sin-cos embedding")
-    ys, xs = torch.meshgrid(torch.arange(grid, dtype=torch.float32), torch.arange(grid, dtype=torch.float32),
-                            indexing="ij")
+    rows, cols = torch.meshgrid(torch.arange(grid, dtype=torch.float32), torch.arange(grid, dtype=torch.float32),
+                                indexing="ij")
     quarter = width // 4
     omega = 1.0 / temperature ** (torch.arange(quarter, dtype=torch.float32) / quarter)
-    out_x = xs.flatten()[:, None] * omega[None]
-    out_y = ys.flatten()[:, None] * omega[None]
-    return torch.cat([out_x.sin(), out_x.cos(), out_y.sin(), out_y.cos()], dim=1)
+    out_rows = rows.flatten()[:, None] * omega[None]
+    out_cols = cols.flatten()[:, None] * omega[None]
+    return torch.cat([out_rows.sin(), out_rows.cos(), out_cols.sin(), out_cols.cos()], dim=1)
 
 
 class ImageEncoder(nn.Module):
@@ -75,7 +79,7 @@ class ImageEncoder(nn.Module):
             with torch.no_grad():
                 self.vit.pos_embed.copy_(pos[None])
             self.vit.pos_embed.requires_grad_(False)
-        self.width = cfg.width
+        self.width, self.image_size = cfg.width, cfg.image_size
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         return self.vit(images)

@@ -14,7 +14,7 @@ from hypvl.geometry import lorentz
 from hypvl.losses.contrastive import (
     lorentz_inner_logits,
     lorentz_logits,
-    symmetric_contrastive,
+    global_contrastive,
 )
 from hypvl.losses.entailment import entailment_loss
 
@@ -81,7 +81,7 @@ class MERU(CLIP):
     def pair_terms(self, img: torch.Tensor, txt: torch.Tensor) -> dict[str, torch.Tensor]:
         """MERU's loss terms on (B, D) image and text embeddings of the batch's pairs."""
         curv = self.curvature
-        contrastive = symmetric_contrastive(self.contrastive_logits(img, txt, curv, self.logit_scale))
+        contrastive = global_contrastive(lambda a, b: self.contrastive_logits(a, b, curv, self.logit_scale), img, txt)
         entail = entailment_loss(txt, img, curv)
         return {"loss": contrastive + self.entail_weight * entail,
                 "contrastive": contrastive.detach(), "entailment": entail.detach()}

@@ -14,7 +14,7 @@ vector (the image of MERU's Lorentz exp map in the ball).
 import torch
 
 from hypvl.geometry import poincare
-from hypvl.losses.contrastive import symmetric_contrastive
+from hypvl.losses.contrastive import global_contrastive
 from hypvl.losses.poinclip import (
     ENTAILMENT_ORDERS,
     ENTROPY_INPUTS,
@@ -62,7 +62,7 @@ class PoinCLIP(MERU):
         img = self.encode_image(batch["images"])
         txt = self.encode_text(batch["tokens"])
         curv = self.curvature
-        contrastive = symmetric_contrastive(poincare_logits(img, txt, curv, self.logit_scale))
+        contrastive = global_contrastive(lambda a, b: poincare_logits(a, b, curv, self.logit_scale), img, txt)
         entail = poinclip_entailment(img, txt, curv, self.lambda_reg, self.entailment_order, self.entropy)
         return {"loss": contrastive + self.entail_weight * entail,
                 "contrastive": contrastive.detach(), "entailment": entail.detach()}

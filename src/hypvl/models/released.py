@@ -22,21 +22,28 @@ PREFIXES = (
     ("textual.resblocks.", "textual.transformer.transformer.resblocks."),
     ("textual.ln_final.", "textual.transformer.ln_final."),
 )
-DROPPED = ("textual.attn_mask",)  # our causal mask is rebuilt, not stored
+CAUSAL_MASK = "textual.attn_mask"  # the reference text encoder's stored causal mask; ours is rebuilt, not stored
+
+
+def _renamed(state: dict[str, torch.Tensor], prefixes) -> dict[str, torch.Tensor]:
+    """`state` with each key's first matching (old, new) prefix replaced."""
+    renamed = {}
+    for key, value in state.items():
+        old, new = next(((old, new) for old, new in prefixes if key.startswith(old)), ("", ""))
+        renamed[new + key[len(old):]] = value
+    return renamed
 
 
 def rename_reference_keys(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """A MERU/HyCoCLIP `model` state dict with our parameter names."""
-    renamed = {}
-    for key, value in state.items():
-        if key in DROPPED:
-            continue
-        for old, new in PREFIXES:
-            if key.startswith(old):
-                key = new + key[len(old):]
-                break
-        renamed[key] = value
-    return renamed
+    return _renamed({key: value for key, value in state.items() if key != CAUSAL_MASK}, PREFIXES)
+
+
+def reference_state(state: dict[str, torch.Tensor], context_length: int) -> dict[str, torch.Tensor]:
+    """Our `model` state dict under the reference code's names, with its causal mask buffer (True above the
+    diagonal, as MERU's text encoder registers it): what MERU and HyCoCLIP save."""
+    mask = torch.ones(context_length, context_length, dtype=torch.bool).triu(1)
+    return {**_renamed(state, [(new, old) for old, new in PREFIXES]), CAUSAL_MASK: mask}
 
 
 def import_released(path: Path, method: str, backbone: str, model_cfg: dict):

@@ -26,7 +26,7 @@ def _compare(args) -> None:
         raise InputError(f"--seeds: must be a JSON object {{experiment: [seed, ...]}}, not {args.seeds!r}")
     frame = compare_table(spec, args.table, args.metrics_dir, args.scale, seeds)
     if args.row is not None:
-        rows = spec.table(args.table).rows
+        rows = spec.table(args.table).compared_rows()
         if args.row not in rows:
             raise InputError(f"{spec.path}: table {args.table} has no row {args.row!r} (rows: {', '.join(rows)})")
         frame = frame[frame["row"] == args.row]

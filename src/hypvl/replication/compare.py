@@ -130,23 +130,39 @@ def _check_seeds(spec: PaperSpec, table_name: str, seeds: dict) -> None:
 
 def _check_one_run_config(provenances: dict) -> None:
     """InputError when the metric JSONs joined in one table were measured under different run configs (or some
-    without a record of theirs): names a file of each config and the settings that differ."""
-    groups = {}
-    for path, provenance in provenances.items():
-        groups.setdefault(provenance.get("run_config_hash"), []).append((path, provenance.get("run_config")))
-    if len(groups) < 2:
-        return
-    (first, config_one), (second, config_two) = (members[0] for members in
-                                                sorted(groups.values(), key=len, reverse=True)[:2])
-    differ = (config_differences(config_one, config_two) if config_one and config_two
-              else ["one records no run config (written by an older hypvl)"])
-    raise InputError(f"{second}: measured under another config than {first} ({'; '.join(differ[:5])}"
+    without a record of theirs): per section of the run config, every JSON recording it must agree with the most
+    common value (weights from outside record no `train` section, so only the models trained here are compared
+    there); names a file of each and the settings that differ."""
+    configs = {path: provenance.get("run_config") for path, provenance in provenances.items()}
+    unrecorded = sorted(path for path, config in configs.items() if config is None)
+    if unrecorded and len(unrecorded) < len(configs):
+        recorded = min(path for path, config in configs.items() if config is not None)
+        _refuse_mixed(unrecorded[0], recorded, ["one records no run config (written by an older hypvl)"])
+    values = {}
+    for path, config in sorted((path, config) for path, config in configs.items() if config is not None):
+        for section, value in config.items():
+            if value is not None:
+                values.setdefault(section, []).append((path, value))
+    for section, found in values.items():
+        texts = [json.dumps(value, sort_keys=True) for _, value in found]
+        common = max(set(texts), key=texts.count)
+        odd = next((index for index, text in enumerate(texts) if text != common), None)
+        if odd is not None:
+            base = texts.index(common)
+            _refuse_mixed(found[odd][0], found[base][0],
+                          config_differences({section: found[base][1]}, {section: found[odd][1]}))
+
+
+def _refuse_mixed(odd, base, differ: list[str]) -> None:
+    """The InputError of a metric JSON `odd` measured under another run config than `base`."""
+    raise InputError(f"{odd}: measured under another config than {base} ({'; '.join(differ[:5])}"
                      f"{'; ...' if len(differ) > 5 else ''}): rerun its experiment's evaluation under the config of "
                      f"the rest, or compare the two runs' tables separately")
 
 
 def compare_table(spec: PaperSpec, table_name: str, metrics_dir, scale: str, seeds: dict | None = None) -> pd.DataFrame:
-    """One line per printed cell (rows, then columns, in printed order); see COLUMNS and VERDICTS.
+    """One line per printed cell (rows, then columns, in printed order), then one per cell of each released
+    checkpoint's row (`<row>__released`, against the row's printed numbers); see COLUMNS and VERDICTS.
 
     paper/ours/delta are NaN where absent; delta = ours - paper. `seeds` ({experiment: [seed, ...]}) makes a
     row the mean over those seeds' models (`hypvl train --seed`), each needed in full for the cell.
@@ -166,11 +182,11 @@ def compare_table(spec: PaperSpec, table_name: str, metrics_dir, scale: str, see
         return cache[(path, metric)]
 
     lines = []
-    for row, experiment in table.rows.items():
+    for row, (printed, experiment) in table.compared_rows().items():
         runs = ([seed_variant(spec.experiments[experiment], seed) for seed in seeds.get(experiment, [])]
                 or [experiment]) if isinstance(experiment, str) else []
         for column, mapped in table.columns.items():
-            cell = expected.cells[(row, column)]
+            cell = expected.cells[(printed, column)]
             line = {
                 "row": row, "column": column, "experiment": experiment if isinstance(experiment, str) else "",
                 "task": "", "metric": "", "tolerance": table.tolerance_for(column),

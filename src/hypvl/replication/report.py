@@ -57,6 +57,27 @@ def row_labels(expected: ExpectedTable) -> dict[str, str]:
     return {row: " ".join(text for text in expected.labels[row].values() if text) or row for row in expected.rows}
 
 
+def outside_mark(spec: PaperSpec, experiment, scale: str, released: bool = False) -> str:
+    """How a row says where its weights come from: ` (released)` for a printed row's released checkpoint, and
+    `stand-in` where, at any scale but full, weights from outside are stood in for by a smoke-trained model
+    written in their format (hypvl.models.standins)."""
+    outside = isinstance(experiment, str) and spec.experiments[experiment].source != "train"
+    marks = (["released"] if released else []) + (["stand-in"] if outside and scale != FULL_SCALE else [])
+    return f" ({', '.join(marks)})" if marks else ""
+
+
+def marked_rows(spec: PaperSpec, table_name: str, scale: str) -> dict[str, tuple[str, str]]:
+    """Compared row id (released checkpoints' rows too) -> (the printed row it reports, its `outside_mark`)."""
+    return {row: (printed, outside_mark(spec, experiment, scale, released=row != printed))
+            for row, (printed, experiment) in spec.table(table_name).compared_rows().items()}
+
+
+def compared_labels(spec: PaperSpec, table_name: str, expected: ExpectedTable, scale: str) -> dict[str, str]:
+    """Compared row id -> its printed label with its mark."""
+    printed = row_labels(expected)
+    return {row: printed[source] + mark for row, (source, mark) in marked_rows(spec, table_name, scale).items()}
+
+
 def _decimals(expected: ExpectedTable) -> dict[str, int]:
     """Column -> decimals for our numbers: one more than the paper prints in that column (2 if it prints none)."""
     decimals = {}
@@ -104,15 +125,18 @@ def _delta_cell(line, places: int) -> str:
     return f"{line.delta:+.{places}f} {escape(MARKERS[line.verdict])}"
 
 
-def _grid(expected: ExpectedTable, cell_text) -> list[str]:
-    """A printed-layout table: label columns, then one column per value column; cell_text(row, column) -> str."""
+def _grid(expected: ExpectedTable, cell_text, rows: dict[str, tuple[str, str]] | None = None) -> list[str]:
+    """A printed-layout table: label columns, then one column per value column; cell_text(row, column) -> str.
+    `rows`: row id -> (printed row whose labels it shows, mark appended to its last label); default the
+    printed rows, unmarked."""
     label_columns = list(expected.labels[expected.rows[0]])
     header = [escape(name.lstrip("_")) for name in label_columns] or ["row"]
     header += [escape(column) for column in expected.columns]
     body = []
-    for row in expected.rows:
-        labels = [escape(expected.labels[row][name]) for name in label_columns] or [escape(row)]
-        body.append(labels + [cell_text(row, column) for column in expected.columns])
+    for row, (printed, mark) in (rows or {row: (row, "") for row in expected.rows}).items():
+        labels = [expected.labels[printed][name] for name in label_columns] or [printed]
+        labels[-1] += mark
+        body.append([escape(label) for label in labels] + [cell_text(row, column) for column in expected.columns])
     return markdown_table(header, body)
 
 
@@ -136,11 +160,12 @@ def _tolerance_text(spec: PaperSpec, table_name: str) -> str:
 
 
 def _mapping_sections(spec: PaperSpec, table_name: str, frame: pd.DataFrame, labels: dict[str, str]) -> list[str]:
-    """The Rows section (experiment or external reason, config hashes, note) and Columns (task, metric, tolerance)."""
+    """The Rows section (experiment or external reason, config hashes, note) and Columns (task, metric, tolerance);
+    `labels`: compared row id -> label."""
     table = spec.table(table_name)
     lines = ["## Rows", ""]
     body = []
-    for row, target in table.rows.items():
+    for row, (_, target) in table.compared_rows().items():
         hashes = " ".join(f"`{code}`" for code in split_joined(frame.loc[frame["row"] == row, "config_hash"]))
         if isinstance(target, External):
             body.append([f"`{row}`", escape(labels[row]), f"external: {escape(target.reason)}", "–", ""])
@@ -197,7 +222,7 @@ def provenance_section(frame: pd.DataFrame, per_row: bool = True) -> list[str]:
 def _check_frame(frame: pd.DataFrame, spec: PaperSpec, table_name: str, source) -> None:
     """Raise InputError naming `source` unless the compare frame covers exactly the spec's cells."""
     table = spec.table(table_name)
-    wanted = [(row, column) for row in table.rows for column in table.columns]
+    wanted = [(row, column) for row in table.compared_rows() for column in table.columns]
     have = list(zip(frame["row"], frame["column"]))
     if have != wanted:
         raise InputError(f"{source}: cells do not match {spec.path} table {table_name!r}; rerun compare")
@@ -207,7 +232,8 @@ def report_markdown(spec: PaperSpec, table_name: str, frame: pd.DataFrame, plot_
     """The markdown of one table report; plot_link is the PNG's path relative to the report."""
     table = spec.table(table_name)
     expected = load_expected(table.expected_path)
-    labels = row_labels(expected)
+    compared = marked_rows(spec, table_name, frame_scale(frame))
+    labels = compared_labels(spec, table_name, expected, frame_scale(frame))
     decimals = _decimals(expected)
     lines_by_cell = {(line.row, line.column): line for line in frame.itertuples(index=False)}
 
@@ -238,12 +264,12 @@ def report_markdown(spec: PaperSpec, table_name: str, frame: pd.DataFrame, plot_
         "",
         "## Ours",
         "",
-        *_grid(expected, ours),
+        *_grid(expected, ours, compared),
         *_seeds_note(frame),
         "",
         "## Difference (ours − paper) and verdict",
         "",
-        *_grid(expected, delta),
+        *_grid(expected, delta, compared),
         "",
         f"Markers: {legend}.",
         "",
@@ -261,7 +287,7 @@ def write_report(spec: PaperSpec, table_name: str, frame: pd.DataFrame, out, als
     out = Path(out)
     plot_path = out.with_suffix(".png")
     table = spec.table(table_name)
-    labels = row_labels(load_expected(table.expected_path))
+    labels = compared_labels(spec, table_name, load_expected(table.expected_path), frame_scale(frame))
     title = f"{spec.paper} {table_name}: {table.title} — {frame_scale(frame)} scale"
     plot_table(frame, labels, title, table.tolerance, plot_path)
     for path in [out, *map(Path, also)]:

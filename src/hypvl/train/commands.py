@@ -25,6 +25,31 @@ def experiment_from_spec(spec_path, experiment_id: str, seed: int | None = None)
             "boxes": exp.boxes, "seed": seed, "overrides": dict(exp.overrides)}
 
 
+def standin_experiment(spec_path, experiment_id: str, config: dict) -> tuple[dict, str]:
+    """The training run of the smoke stand-in of `experiment_id` (a pretrained source loaded by transformers,
+    whose architecture no model of ours converts into): CLIP's contrastive loss on the corpus and at the size
+    config `weights.standins` give. Returns it and the architecture (transformers' model type)."""
+    from hypvl.models.sources import outside_weights
+    from hypvl.spec import load_spec
+
+    standins = config["weights"]["standins"]
+    if standins is None:
+        raise InputError("config: weights.standins is null (this scale fetches the real weights)")
+    spec = load_spec(spec_path)
+    if experiment_id not in spec.experiments:
+        raise InputError(f"{spec_path}: no experiment {experiment_id!r} (known: {sorted(spec.experiments)})")
+    exp = spec.experiments[experiment_id]
+    outside = outside_weights(exp.source, config["weights"]["library"]) if exp.source != "train" else None
+    if outside is None or outside.library != "transformers":
+        raise InputError(f"{spec_path}: experiment {exp.id!r} (source {exp.source!r}) has no trained stand-in; "
+                         "only a pretrained source loaded by transformers has one")
+    backbones = standins["backbones"]
+    if exp.backbone not in backbones:
+        raise InputError(f"config: weights.standins.backbones has no entry for {exp.backbone!r} ({exp.id})")
+    return {"id": exp.id, "method": "clip", "backbone": backbones[exp.backbone], "data": standins["data"],
+            "boxes": False, "seed": exp.seed, "overrides": {}}, outside.architecture
+
+
 def corpus_shards(config: dict, corpus: str) -> list[Path]:
     """The shard files of training corpus `corpus` under the config's data_dir."""
     from hypvl.data.formats.shards import shard_paths
@@ -34,6 +59,20 @@ def corpus_shards(config: dict, corpus: str) -> list[Path]:
     return shard_paths(Path(config["data_dir"]) / config["corpora"][corpus])
 
 
+def _standin_builder(architecture: str, config: dict, backbone: str, shards: list[Path]):
+    """A callable making the stand-in model (its vocabulary, for ALIGN's BERT, from the corpus's texts)."""
+    from hypvl.data.formats.grounded import iter_grounded
+    from hypvl.models.standins import standin_model
+
+    def texts():
+        for shard in shards:
+            for record in iter_grounded(shard):
+                yield record.caption
+                yield from (phrase for _, phrase in record.boxes)
+
+    return lambda: standin_model(architecture, config["model"], backbone, texts())
+
+
 def _train(args) -> None:
     import torch
 
@@ -41,9 +80,18 @@ def _train(args) -> None:
 
     config = config_from_args(args)
     torch.set_num_threads(args.threads)
-    experiment = experiment_from_spec(args.spec, args.experiment, args.seed)
-    summary = train(experiment, config["model"], config["train"], corpus_shards(config, experiment["data"]),
-                    Path(args.out), progress=not args.quiet, init_checkpoint=args.init_checkpoint)
+    build = None
+    if args.standin:
+        experiment, architecture = standin_experiment(args.spec, args.experiment, config)
+        shards = corpus_shards(config, experiment["data"])
+        build = _standin_builder(architecture, config, experiment["backbone"], shards)
+    else:
+        experiment = experiment_from_spec(args.spec, args.experiment, args.seed)
+        shards = corpus_shards(config, experiment["data"])
+    summary = train(experiment, config["model"], config["train"], shards, Path(args.out), progress=not args.quiet,
+                    init_checkpoint=args.init_checkpoint, build=build)
+    if not summary:  # a data-parallel process other than the main one
+        return
     log.info("%s: %d steps in %s s, final loss %.4f, %d samples read, %d corrupt images skipped", experiment["id"],
              summary["schedule"]["steps"], summary["seconds"], summary["final"]["loss"], summary["samples_read"],
              summary["corrupt_images_skipped"])
@@ -51,7 +99,8 @@ def _train(args) -> None:
 
 def add_commands(subparsers) -> None:
     """Register `train`."""
-    train = subparsers.add_parser("train", help="train one experiment of a replication spec")
+    train = subparsers.add_parser("train", help="train one experiment of a replication spec (data-parallel under "
+                                  "`torchrun --nproc-per-node N -m hypvl.cli train ...`; resumes from --out/resume.pt)")
     add_config_arguments(train)
     train.add_argument("--spec", required=True, help="replication/<paper>.yaml")
     train.add_argument("--experiment", required=True, help="experiment id in the spec")
@@ -60,6 +109,8 @@ def add_commands(subparsers) -> None:
     train.add_argument("--out", required=True, help="results/<scale>/models/<experiment>")
     train.add_argument("--init-checkpoint", type=Path, default=None,
                        help="checkpoint of the experiment named by the `init_from` override")
+    train.add_argument("--standin", action="store_true",
+                       help="train the smoke stand-in of an experiment whose weights come from transformers")
     train.add_argument("--threads", type=positive_int, default=1, help="torch threads")
     train.add_argument("--quiet", action="store_true", help="no progress bar")
     train.set_defaults(func=_train)

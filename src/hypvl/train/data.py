@@ -1,46 +1,67 @@
-"""The training stream: grounded shards -> shuffled (image, caption[, box crop, box phrase]) batches.
+"""The training input pipeline: grounded webdataset shards -> seeded, resumable batches through a DataLoader.
 
-Three views of one grounded corpus, matching the papers' training setups:
-- whole pairs only (CLIP, MERU);
+Three views of one grounded corpus, matching the papers' training setups (`MODES`):
+- whole pairs only (CLIP, MERU; syntax-preserving MERU with each caption's parse);
 - whole pairs plus every box as an extra independent pair ("CLIP/MERU w/ boxes", HyCoCLIP Table 1);
-- whole pairs with one box drawn uniformly per step, samples without boxes dropped (HyCoCLIP).
-A corrupt image is skipped and counted; past `max_corrupt_fraction` of the samples read, the run fails.
+- whole pairs with one box drawn uniformly per sample, samples without boxes dropped (HyCoCLIP).
+With `subreddit_prefix` p > 0, a caption is prefixed with its RedCaps subreddit with probability p (MERU Sec. 4.1).
 
-With `cache=True` each shard is parsed, its images decoded and its texts tokenised once, the first time
-the stream reaches it, and later epochs reuse them (a smoke-scale corpus is a few hundred MB decoded; a
-paper-scale one is streamed from its shards on every pass). Either way the stream draws the same random
-numbers in the same order, so it yields the same batches. `batches(n)` prepares them on a background
-thread, a few ahead of the training step.
+Shards are read with webdataset and each sample is checked complete (`grounded_record`). The shards are dealt
+round-robin to *readers*, one per DataLoader worker (or the process itself) of each data-parallel rank. Each
+epoch a reader visits its shards in a seeded order, a *window* of consecutive shards holding at least
+`shuffle_buffer` samples at a time, and yields the window's samples in a seeded order: the mixing of
+webdataset's shuffle buffer, but every draw (order, box, prefix, the batch's crops) is a function of
+(seed, reader, epoch, window, position), so a reader's `ReaderState` says exactly where its stream is, and a
+reader restarted from one continues it bitwise. Images get torchvision.transforms.v2's RandomResizedCrop
+(scale 0.5-1, bicubic, as MERU and HyCoCLIP train). A corrupt image is skipped and counted; past
+`max_corrupt_fraction` of the samples read, the run fails.
+
+With `cache=True` a reader keeps each shard parsed, decoded and tokenised after its first pass (a smoke-scale
+corpus fits in memory; a paper-scale one is streamed from its shards on every pass); the batches are the same.
 """
 
-import queue
-import random
-import threading
+import copy
+import tarfile
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import numpy as np
 import torch
+import webdataset as wds
+from torch.utils.data import DataLoader, IterableDataset, get_worker_info
+from torchvision.transforms import v2
 
-from hypvl.data.formats.grounded import GroundedRecord, iter_grounded
+from hypvl.data.formats.grounded import GroundedRecord, grounded_record, iter_grounded
 from hypvl.data.formats.images import CorruptImage, decode_image
 from hypvl.data.formats.shards import shard_paths
-from hypvl.data.transforms import random_resized_crop, to_tensor_batch
+from hypvl.data.transforms import to_tensor_batch
 from hypvl.errors import InputError
 
+from .subreddits import prefixed_caption
 from .syntax import SyntaxTargets, collate_syntax, syntax_targets
 
 MODES = ("pairs", "boxes_as_pairs", "compositional")
+CROP_SCALE = (0.5, 1.0)
 
 
 @dataclass
-class StreamCounts:
-    """How many samples the stream read, yielded and skipped (corrupt images, no box)."""
+class ReaderState:
+    """Where a reader's stream is: its epoch, the window (index of the window's first shard in the epoch's shard
+    order), the sample in the window's order and the pairs of that sample already yielded; and its counts of
+    samples read, corrupt images skipped (with the first few messages) and samples dropped for having no box."""
 
+    epoch: int = 0
+    window: int = 0
+    index: int = 0
+    pair: int = 0
     read: int = 0
     corrupt: int = 0
     no_box: int = 0
     corrupt_examples: list[str] = field(default_factory=list)
+
+    def position(self) -> tuple[int, int, int, int]:
+        return self.epoch, self.window, self.index, self.pair
 
 
 class _Image:
@@ -65,142 +86,247 @@ class _Image:
 
 @dataclass
 class _Sample:
-    """One grounded record as the stream uses it: images (decoded lazily) and tokenised texts."""
+    """One grounded record as the stream uses it: images (decoded lazily), the caption and its tokens, box crops
+    and phrase tokens, the subreddit and the syntax targets where the run needs them."""
 
     image: _Image
-    caption: torch.Tensor
+    caption: str
+    tokens: torch.Tensor
     boxes: list[tuple[_Image, torch.Tensor]]
+    subreddit: str | None = None
     syntax: SyntaxTargets | None = None
 
 
-class TrainingStream:
-    """An endless, seeded stream of training batches from grounded shards."""
+def read_shard(path: Path) -> Iterator[GroundedRecord]:
+    """The records of one grounded shard, read by webdataset; a truncated or unreadable shard is an InputError."""
+    _check_ends(path)
+    pipeline = wds.DataPipeline(wds.SimpleShardList([str(path)]), wds.tarfile_to_samples(handler=wds.reraise_exception))
+    try:
+        for sample in pipeline:
+            yield grounded_record(path, sample["__key__"],
+                                  {name: data for name, data in sample.items() if not name.startswith("__")})
+    except InputError:
+        raise
+    except (tarfile.TarError, EOFError, OSError, ValueError) as exc:  # webdataset's and tarfile's read errors
+        raise InputError(f"{path}: truncated or corrupt tar shard ({type(exc).__name__}: {exc})") from None
 
-    def __init__(self, shards: list[Path], tokenizer, image_size: int, batch_size: int, mode: str,
-                 seed: int, shuffle_buffer: int = 1000, max_corrupt_fraction: float = 0.01, cache: bool = True,
-                 syntax: bool = False):
+
+def _check_ends(path: Path) -> None:
+    """A tar archive ends with two zero blocks; one cut at a member boundary does not (webdataset's reader would
+    stop there silently). `hypvl data check` validates shards fully."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, 2)
+            size = handle.tell()
+            handle.seek(max(0, size - 2 * tarfile.BLOCKSIZE))
+            tail = handle.read()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the shard ({exc.strerror})") from None
+    if len(tail) < 2 * tarfile.BLOCKSIZE or tail.count(0) != len(tail):
+        raise InputError(f"{path}: truncated tar shard (no end-of-archive blocks)")
+
+
+class TrainingStream(IterableDataset):
+    """Seeded batches of a grounded corpus for one data-parallel rank, each reader resumable (module docstring).
+
+    Iterated through `loader()`: each yielded batch holds the tensors and `stream` = (reader, ReaderState as a
+    dict after the batch), or, when the stream fails on bad input, only `error` (the message), which the
+    consumer raises: a worker process's exception would reach it as a traceback.
+    """
+
+    def __init__(self, shards: list[Path], tokenizer, image_size: int, batch_size: int, mode: str, seed: int,
+                 shuffle_buffer: int = 1000, max_corrupt_fraction: float = 0.01, cache: bool = True,
+                 syntax: bool = False, subreddit_prefix: float = 0.0, rank: int = 0, world: int = 1,
+                 workers: int = 0, states: dict[int, dict] | None = None, rotation: int = 0):
         if mode not in MODES or (syntax and mode != "pairs"):
             raise ValueError(f"unknown stream mode {mode!r}" + (" with syntax targets" if syntax else ""))
         self.shards = shard_paths(shards) if shards else []
         if not self.shards:
             raise InputError("no training shards given")
-        self.syntax = syntax
         if syntax:
             _check_parsed(self.shards)
-        self.tokenizer, self.batch_size, self.mode = tokenizer, batch_size, mode
-        self.image_size = image_size
-        self.rng = random.Random(seed)
-        self.shuffle_buffer = shuffle_buffer
-        self.max_corrupt_fraction = max_corrupt_fraction
-        self.counts = StreamCounts()
-        self._cache: dict[Path, list[_Sample]] | None = {} if cache else None
-        self._tokens: dict[str, torch.Tensor] = {}  # text -> token ids: phrases repeat across records
-
-    def _shard_samples(self, shard: Path) -> list[_Sample] | Iterator[_Sample]:
-        """The samples of one shard: parsed once and kept when caching, else re-read on every pass."""
-        if self._cache is None:
-            return map(self._sample, iter_grounded(shard))
-        if shard not in self._cache:
-            self._cache[shard] = [self._sample(record) for record in iter_grounded(shard)]
-        return self._cache[shard]
-
-    def _sample(self, record: GroundedRecord) -> _Sample:
-        texts = [record.caption, *(phrase for _, phrase in record.boxes)]
-        new = [text for text in dict.fromkeys(texts) if text not in self._tokens]
-        if new:
-            self._tokens.update(zip(new, self.tokenizer(new)))
-        boxes = [(_Image(crop, record.where(f"parent{i:03d}.jpg")), self._tokens[phrase])
-                 for i, (crop, phrase) in enumerate(record.boxes)]
-        syntax = None
-        if self.syntax:
-            if record.parse is None:
-                raise _unparsed(record.source, record.key)
-            positions = self.tokenizer.word_positions(record.caption, record.parse["tokens"])
-            syntax = syntax_targets(record.parse, positions, self.tokenizer.context_length)
-        return _Sample(_Image(record.image, record.where()), self._tokens[record.caption], boxes, syntax)
-
-    def _samples(self) -> Iterator[tuple]:
-        """(image PIL, tokens[, box PIL, box tokens]) forever, shard order reshuffled every epoch; a pass
-        over every shard that yields nothing is an error (the stream would never fill a batch)."""
-        while True:
-            order = self.shards[:]
-            self.rng.shuffle(order)
-            yielded = 0
-            for shard in order:
-                for sample in self._shard_samples(shard):
-                    self.counts.read += 1
-                    try:
-                        for pair in self._pairs(sample):
-                            yielded += 1
-                            yield pair
-                    except CorruptImage as exc:
-                        self._count_corrupt(str(exc))
-            if not yielded:
-                what = "samples with a box" if self.mode == "compositional" else "samples with a readable image"
-                raise InputError(f"{self.shards[0].parent}: the training shards hold no {what} "
-                                 f"({self.counts.read} samples read)")
-
-    def _pairs(self, sample: _Sample) -> Iterator[tuple]:
-        if self.mode == "compositional":
-            if not sample.boxes:
-                self.counts.no_box += 1
-                return
-            crop, phrase = sample.boxes[self.rng.randrange(len(sample.boxes))]
-            yield sample.image.get(), sample.caption, crop.get(), phrase
-            return
-        if self.syntax:
-            yield sample.image.get(), sample.caption, sample.syntax
-            return
-        yield sample.image.get(), sample.caption
-        if self.mode == "boxes_as_pairs":
-            for crop, phrase in sample.boxes:
-                yield crop.get(), phrase
-
-    def _count_corrupt(self, message: str) -> None:
-        self.counts.corrupt += 1
-        if len(self.counts.corrupt_examples) < 10:
-            self.counts.corrupt_examples.append(message)
-        fraction = self.counts.corrupt / max(self.counts.read, 1)
-        if self.counts.read >= 100 and fraction > self.max_corrupt_fraction:
-            raise InputError(f"{self.counts.corrupt} of {self.counts.read} training samples have corrupt images "
-                             f"({fraction:.1%} > max_corrupt_fraction {self.max_corrupt_fraction:.1%}); "
-                             f"first: {self.counts.corrupt_examples[0]}")
-
-    def _shuffled(self) -> Iterator[tuple]:
-        buffer = []
-        for sample in self._samples():
-            if len(buffer) < self.shuffle_buffer:
-                buffer.append(sample)
-                continue
-            i = self.rng.randrange(len(buffer))
-            yield buffer[i]
-            buffer[i] = sample
+        if syntax and subreddit_prefix:
+            raise ValueError("a subreddit prefix would misalign the caption with its parse")
+        self.tokenizer, self.image_size, self.batch_size, self.mode = tokenizer, image_size, batch_size, mode
+        self.seed, self.shuffle_buffer, self.max_corrupt_fraction = seed, shuffle_buffer, max_corrupt_fraction
+        self.cache, self.syntax, self.subreddit_prefix = cache, syntax, subreddit_prefix
+        self.workers = workers
+        slots = max(1, workers)
+        readers = world * slots
+        if len(self.shards) < readers:
+            raise InputError(f"{self.shards[0].parent}: {len(self.shards)} training shards cannot feed {world} "
+                             f"process(es) x {slots} reader(s): every reader needs a shard of its own (fewer "
+                             "DataLoader workers, or smaller shards)")
+        self.readers = [rank * slots + slot for slot in range(slots)]  # this rank's readers
+        self.shards_of = {reader: self.shards[reader::readers] for reader in self.readers}
+        self.states = {reader: ReaderState(**copy.deepcopy((states or {}).get(reader, {}))) for reader in self.readers}
+        self.rotation = rotation  # batches already consumed: the reader of the loader's first worker
 
     def __iter__(self) -> Iterator[dict]:
-        batch = []
-        for sample in self._shuffled():
-            batch.append(sample)
-            if len(batch) == self.batch_size:
-                yield self._collate(batch)
-                batch = []
+        info = get_worker_info()
+        slot = ((info.id if info is not None else 0) + self.rotation) % len(self.readers)
+        reader = self.readers[slot]
+        try:
+            yield from _Reader(self, reader, self.states[reader]).batches()
+        except InputError as exc:
+            yield {"error": str(exc)}
 
-    def batches(self, count: int, ahead: int = 2) -> Iterator[dict]:
-        """The first `count` batches, prepared on a background thread up to `ahead` batches before they are
-        taken; an error there is raised here. The stream reads exactly what `count` batches need."""
-        return _background(iter(self), count, ahead)
+    def loader(self, pin_memory: bool = False) -> DataLoader:
+        """A DataLoader over this stream: `workers` seeded worker processes (0: in this process), batches taken
+        from them in turn (worker k makes batches k, k + workers, ...), pinned for the GPU when asked."""
+        return DataLoader(self, batch_size=None, num_workers=self.workers, pin_memory=pin_memory,
+                          prefetch_factor=4 if self.workers else None,
+                          generator=torch.Generator().manual_seed(self.seed))
 
-    def _crops(self, images):
-        """(B, 3, S, S) random resized crops (scale 0.5-1, bicubic), one per image, as MERU and HyCoCLIP train."""
-        return to_tensor_batch([random_resized_crop(img, self.image_size, self.rng) for img in images])
 
-    def _collate(self, batch: list[tuple]) -> dict:
-        out = {"images": self._crops(s[0] for s in batch), "tokens": torch.stack([s[1] for s in batch])}
-        if self.mode == "compositional":
-            out["box_images"] = self._crops(s[2] for s in batch)
-            out["box_tokens"] = torch.stack([s[3] for s in batch])
-        if self.syntax:
+class _Reader:
+    """One reader's endless stream of batches, from `state` on (advanced in place)."""
+
+    def __init__(self, stream: TrainingStream, reader: int, state: ReaderState):
+        self.stream, self.reader, self.state = stream, reader, state
+        self.shards = stream.shards_of[reader]
+        self.crop = v2.RandomResizedCrop(stream.image_size, scale=CROP_SCALE,
+                                         interpolation=v2.InterpolationMode.BICUBIC, antialias=True)
+        self._cache: dict[Path, list[_Sample]] | None = {} if stream.cache else None
+        self._tokens: dict[str, torch.Tensor] = {}  # text -> token ids, kept only with the cache
+
+    def batches(self) -> Iterator[dict]:
+        items = self._items()
+        state = self.state
+        while True:
+            begin = (self.stream.seed, self.reader, *state.position())
+            batch = [next(items) for _ in range(self.stream.batch_size)]
+            yield {**self._collate(batch, begin), "stream": (self.reader, asdict(state))}
+
+    def _rng(self, *key: int) -> np.random.Generator:
+        return np.random.default_rng([self.stream.seed, self.reader, *key])
+
+    def _items(self) -> Iterator[tuple]:
+        """The reader's training items forever (mode-dependent tuples), advancing the state before each yield, so
+        that after a batch the state points at the next item. A whole epoch that yields nothing is an error (the
+        stream would never fill a batch)."""
+        state = self.state
+        while True:
+            whole_epoch, yielded = state.position()[1:] == (0, 0, 0), False
+            order = self._rng(state.epoch).permutation(len(self.shards))
+            while state.window < len(order):
+                samples, end = self._window(order, state.window)
+                rng = self._rng(state.epoch, state.window)
+                permutation, draws = rng.permutation(len(samples)), rng.random((len(samples), 2))
+                while state.index < len(samples):
+                    i = permutation[state.index]
+                    items = self._sample_items(samples[i], draws[i], first_visit=state.pair == 0)
+                    for k in range(state.pair, len(items)):
+                        state.index, state.pair = (state.index, k + 1) if k + 1 < len(items) else (state.index + 1, 0)
+                        yielded = True
+                        yield items[k]
+                    if not items:
+                        state.index, state.pair = state.index + 1, 0
+                state.window, state.index = end, 0
+            if whole_epoch and not yielded:
+                what = "samples with a box" if self.stream.mode == "compositional" else "samples with a readable image"
+                raise InputError(f"{self.shards[0].parent}: the training shards hold no {what} "
+                                 f"({state.read} samples read)")
+            state.epoch, state.window = state.epoch + 1, 0
+
+    def _window(self, order, start: int) -> tuple[list[_Sample], int]:
+        """The samples of the shards order[start:end], end the first index at which they hold `shuffle_buffer`."""
+        samples, end = [], start
+        while end < len(order) and (end == start or len(samples) < self.stream.shuffle_buffer):
+            samples += self._shard_samples(self.shards[order[end]])
+            end += 1
+        return samples, end
+
+    def _shard_samples(self, shard: Path) -> list[_Sample]:
+        """The samples of one shard: parsed once and kept when caching, else read again on every pass."""
+        if self._cache is None:
+            return [self._sample(record) for record in read_shard(shard)]
+        if shard not in self._cache:
+            self._cache[shard] = [self._sample(record) for record in read_shard(shard)]
+        return self._cache[shard]
+
+    def _tokenised(self, texts: list[str]) -> list[torch.Tensor]:
+        if self._cache is None:
+            return list(self.stream.tokenizer(texts))
+        new = [text for text in dict.fromkeys(texts) if text not in self._tokens]
+        if new:
+            self._tokens.update(zip(new, self.stream.tokenizer(new)))
+        return [self._tokens[text] for text in texts]
+
+    def _sample(self, record: GroundedRecord) -> _Sample:
+        stream = self.stream
+        if stream.subreddit_prefix and record.subreddit is None:
+            raise InputError(f"{record.where('subreddit.txt')}: no subreddit, which MERU's RedCaps caption "
+                             "augmentation prefixes: ground the corpus again with `hypvl ground`")
+        tokens = self._tokenised([record.caption, *(phrase for _, phrase in record.boxes)])
+        boxes = [(_Image(crop, record.where(f"parent{i:03d}.jpg")), phrase_tokens)
+                 for i, ((crop, _), phrase_tokens) in enumerate(zip(record.boxes, tokens[1:]))]
+        syntax = None
+        if stream.syntax:
+            if record.parse is None:
+                raise _unparsed(record.source, record.key)
+            positions = stream.tokenizer.word_positions(record.caption, record.parse["tokens"])
+            syntax = syntax_targets(record.parse, positions, stream.tokenizer.context_length)
+        return _Sample(_Image(record.image, record.where()), record.caption, tokens[0], boxes, record.subreddit, syntax)
+
+    def _sample_items(self, sample: _Sample, draws: np.ndarray, first_visit: bool) -> list[tuple]:
+        """The items of one sample (none when it is skipped), counting it when first visited; `draws` are its two
+        uniform draws: the caption prefix's coin and the box."""
+        state, stream = self.state, self.stream
+        if first_visit:
+            state.read += 1
+        if stream.mode == "compositional" and not sample.boxes:
+            state.no_box += first_visit
+            return []
+        try:
+            image = sample.image.get()
+            boxes = [(crop.get(), phrase) for crop, phrase in sample.boxes] if stream.mode == "boxes_as_pairs" else []
+            if stream.mode == "compositional":
+                crop, phrase = sample.boxes[int(draws[1] * len(sample.boxes))]
+                boxes = [(crop.get(), phrase)]
+        except CorruptImage as exc:
+            if first_visit:
+                self._count_corrupt(str(exc))
+            return []
+        tokens = sample.tokens
+        if draws[0] < stream.subreddit_prefix:
+            [tokens] = self._tokenised([prefixed_caption(sample.caption, sample.subreddit)])
+        if stream.syntax:
+            return [(image, tokens, sample.syntax)]
+        if stream.mode == "compositional":
+            return [(image, tokens, *boxes[0])]
+        return [(image, tokens), *boxes]
+
+    def _count_corrupt(self, message: str) -> None:
+        state = self.state
+        state.corrupt += 1
+        if len(state.corrupt_examples) < 10:
+            state.corrupt_examples.append(message)
+        fraction = state.corrupt / max(state.read, 1)
+        if state.read >= 100 and fraction > self.stream.max_corrupt_fraction:
+            raise InputError(f"{state.corrupt} of {state.read} training samples have corrupt images "
+                             f"({fraction:.1%} > max_corrupt_fraction {self.stream.max_corrupt_fraction:.1%}); "
+                             f"first: {state.corrupt_examples[0]}")
+
+    def _collate(self, batch: list[tuple], begin: tuple[int, ...]) -> dict:
+        """Tensors of a batch; the random crops are seeded by the batch's first position."""
+        seed = int(np.random.SeedSequence(begin).generate_state(1, dtype=np.uint64)[0])
+        compositional = self.stream.mode == "compositional"
+        with torch.random.fork_rng(devices=[]):
+            torch.default_generator.manual_seed(seed)  # the CPU generator only (torch.manual_seed also queues GPUs')
+            out = {"images": self._views(s[0] for s in batch), "tokens": torch.stack([s[1] for s in batch])}
+            if compositional:
+                out["box_images"] = self._views(s[2] for s in batch)
+                out["box_tokens"] = torch.stack([s[3] for s in batch])
+        if self.stream.syntax:
             out.update(collate_syntax([s[2] for s in batch]))
         return out
+
+    def _views(self, images) -> torch.Tensor:
+        """(B, 3, S, S) in [0, 1]: a RandomResizedCrop of each image, drawn from torch's (seeded) generator. The
+        transform's two steps are called directly (a plain call also flattens and re-packs its input each time)."""
+        crop = self.crop
+        return to_tensor_batch([crop.transform(image, crop.make_params([image])) for image in images])
 
 
 def _unparsed(shard, key: str) -> InputError:
@@ -214,48 +340,3 @@ def _check_parsed(shards: list[Path]) -> None:
         first = next(iter_grounded(shard), None)
         if first is not None and first.parse is None:
             raise _unparsed(shard, first.key)
-
-
-_DONE = object()
-
-
-def _background(items: Iterator, count: int, ahead: int) -> Iterator:
-    """The first `count` items of `items`, computed by a worker thread at most `ahead` items early.
-
-    Written by hand: torch's DataLoader parallelises map-style work across processes; this stream is one
-    sequential, seeded generator whose state must stay in one place, so one thread and a bounded queue.
-    """
-    out: queue.Queue = queue.Queue(maxsize=ahead)
-    stop = threading.Event()
-
-    def put(item) -> bool:
-        while not stop.is_set():
-            try:
-                out.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def work() -> None:
-        try:
-            for _, item in zip(range(count), items):
-                if not put(item):
-                    return
-            put(_DONE)
-        except BaseException as exc:  # handed to the consumer, which raises it
-            put(exc)
-
-    worker = threading.Thread(target=work, name="training-batches", daemon=True)
-    worker.start()
-    try:
-        while True:
-            item = out.get()
-            if item is _DONE:
-                return
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-    finally:
-        stop.set()
-        worker.join()

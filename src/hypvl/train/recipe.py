@@ -6,8 +6,15 @@ from dataclasses import dataclass
 from hypvl.errors import InputError
 from hypvl.models.methods import ARCHITECTURE_OVERRIDES, EVAL_OVERRIDES, METHOD_NAMES, MODEL_OVERRIDES, PARSE_METHODS
 
-# experiment overrides the trainer itself reads (the schedule, and MERU Table 3's frozen-encoder runs)
-TRAINER_OVERRIDES = ("steps", "batch_size", "lr", "init_from", "freeze_encoders")
+# experiment overrides the trainer itself reads (the schedule, MERU Table 3's frozen-encoder runs, which parameters
+# escape weight decay)
+TRAINER_OVERRIDES = ("steps", "batch_size", "lr", "init_from", "freeze_encoders", "no_weight_decay",
+                     "subreddit_prefix")
+# `no_weight_decay`: the learned scalars only (the public MERU and HyCoCLIP code; the default), or also every gain
+# and bias (MERU's and PoinCLIP's text); see hypvl.train.optim.param_groups
+NO_WEIGHT_DECAY = ("scalars", "gains_biases_scalars")
+# MERU's text augmentation (Sec. 4.1): the probability of prefixing a RedCaps caption with its subreddit
+MERU_SUBREDDIT_PREFIX = 0.5
 
 
 def supported_overrides(method: str) -> set[str]:
@@ -23,7 +30,15 @@ def check_recipe(experiment: dict) -> None:
     if method in PARSE_METHODS and experiment.get("boxes", False):
         raise InputError(f"experiment {experiment['id']!r}: {method} trains on whole image-caption pairs with their "
                          "parses; it takes no boxes (set boxes: false)")
-    ignored = sorted(set(experiment.get("overrides") or {}) - supported_overrides(method))
+    overrides = experiment.get("overrides") or {}
+    if overrides.get("no_weight_decay", "scalars") not in NO_WEIGHT_DECAY:
+        raise InputError(f"experiment {experiment['id']!r}: no_weight_decay {overrides['no_weight_decay']!r} is not "
+                         f"one of {', '.join(NO_WEIGHT_DECAY)}")
+    prefix = overrides.get("subreddit_prefix", 0.0)
+    if not (isinstance(prefix, (int, float)) and 0 <= prefix <= 1) or (prefix and method in PARSE_METHODS):
+        raise InputError(f"experiment {experiment['id']!r}: subreddit_prefix {prefix!r} must be a probability in "
+                         f"[0, 1], and 0 for {', '.join(PARSE_METHODS)} (a prefix would misalign the caption's parse)")
+    ignored = sorted(set(overrides) - supported_overrides(method))
     if ignored:
         raise InputError(f"experiment {experiment['id']!r}: method {method!r} does not support the overrides "
                          f"{ignored} (supported: {sorted(supported_overrides(method))})")
@@ -50,6 +65,18 @@ def resolve_schedule(overrides: dict, train_cfg: dict) -> Schedule:
     batch = max(2, round(overrides.get("batch_size", train_cfg["paper_batch_size"]) * train_cfg["batch_size_scale"]))
     warmup = max(1, round(steps * min(1.0, train_cfg["paper_warmup"] / paper_steps)))
     return Schedule(steps, batch, warmup, overrides.get("lr", train_cfg["lr"]))
+
+
+def subreddit_prefix(experiment: dict) -> float:
+    """The probability of MERU's subreddit prefix on a training caption: the `subreddit_prefix` override, else
+    MERU's 0.5 for whole pairs from RedCaps (MERU's RedCaps mapper, which HyCoCLIP's CLIP and MERU reproductions
+    and PoinCLIP follow), else 0 (HyCoCLIP's grounded-shard mapper has no subreddit; other corpora have none)."""
+    overrides = experiment.get("overrides") or {}
+    if "subreddit_prefix" in overrides:
+        return float(overrides["subreddit_prefix"])
+    whole_pairs = stream_mode(experiment["method"], experiment.get("boxes", False)) == "pairs"
+    redcaps_pairs = experiment.get("data") == "redcaps" and whole_pairs and experiment["method"] not in PARSE_METHODS
+    return MERU_SUBREDDIT_PREFIX if redcaps_pairs else 0.0
 
 
 def stream_mode(method: str, boxes: bool) -> str:

@@ -1,4 +1,11 @@
-"""Train one experiment: seeded, bitwise reproducible on CPU, with a loss log and a final checkpoint."""
+"""Train one experiment: seeded, bitwise reproducible on CPU, data-parallel under torchrun, resumable.
+
+One process trains on the whole batch; under `torchrun --nproc-per-node N -m hypvl.cli train ...` each of the N
+processes trains on its 1/N of it, the losses seeing the global batch (`hypvl.losses.distributed`) and
+DistributedDataParallel averaging the gradients. Every `train.checkpoint_every` steps the run writes `resume.pt`
+(`hypvl.train.resume`) and a restarted run continues from it. The main process writes checkpoint.pt,
+train_log.csv and train_summary.json, and removes resume.pt once they are written.
+"""
 
 import csv
 import json
@@ -13,14 +20,16 @@ from hypvl.errors import InputError
 from hypvl.io import atomic_write
 from hypvl.models.build import build_model
 from hypvl.models.checkpoints import load_state, read_checkpoint, save_checkpoint
-from hypvl.models.encoders import Tokenizer
 from hypvl.models.methods import PARSE_METHODS
 
-from .data import TrainingStream
+from . import distributed
+from .data import ReaderState, TrainingStream
 from .optim import build_optimizer, build_scheduler
-from .recipe import check_recipe, resolve_schedule, stream_mode
+from .recipe import check_recipe, resolve_schedule, stream_mode, subreddit_prefix
+from .resume import RESUME, fingerprint, load_resume, save_resume, set_rng_states
 
 LOG_FIELDS = ("step", "loss", "contrastive", "entailment", "syntax", "lr", "curvature", "temperature")
+TERMS = ("loss", "contrastive", "entailment", "syntax")
 
 
 def init_encoders(model, checkpoint: Path, freeze: bool) -> None:
@@ -35,20 +44,36 @@ def init_encoders(model, checkpoint: Path, freeze: bool) -> None:
 
 
 def train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path], out_dir: Path,
-          progress: bool = True, init_checkpoint: Path | None = None) -> dict:
-    """Train `experiment` ({id, method, backbone, boxes, seed, overrides}) and write into `out_dir`:
-    checkpoint.pt, train_log.csv and train_summary.json. Returns the summary. An experiment with
-    `init_from` starts from the encoders of `init_checkpoint` (frozen with `freeze_encoders`)."""
+          progress: bool = True, init_checkpoint: Path | None = None, build=None) -> dict:
+    """Train `experiment` ({id, method, backbone, data, boxes, seed, overrides}) and write into `out_dir`:
+    checkpoint.pt, train_log.csv and train_summary.json. Returns the summary. An experiment with `init_from` starts
+    from the encoders of `init_checkpoint` (frozen with `freeze_encoders`). `build`, when given, makes the model
+    instead (after seeding): a smoke stand-in of a library's architecture (`hypvl.models.standins`), whose
+    checkpoint recipe is its own. Under torchrun every process calls it."""
     check_recipe(experiment)
-    out_dir = Path(out_dir)
-    device = select_device(train_cfg["device"])
+    ranks = distributed.from_environment()
+    device = distributed.start(ranks, select_device(train_cfg["device"]))
+    try:
+        return _train(experiment, model_cfg, train_cfg, shards, Path(out_dir), ranks, device, progress,
+                      init_checkpoint, build)
+    finally:
+        distributed.stop(ranks)
+
+
+def _train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path], out_dir: Path,
+           ranks: distributed.Ranks, device: torch.device, progress: bool, init_checkpoint: Path | None,
+           build) -> dict:
     amp = train_cfg["amp"] and device.type == "cuda"
-    torch.manual_seed(experiment.get("seed", 0))
+    seed = experiment.get("seed", 0)
+    torch.manual_seed(seed)
     torch.use_deterministic_algorithms(device.type == "cpu")
     overrides = experiment.get("overrides") or {}
     schedule = resolve_schedule(overrides, train_cfg)
+    if schedule.batch_size % ranks.world:
+        raise InputError(f"experiment {experiment['id']!r}: batch size {schedule.batch_size} does not split over "
+                         f"{ranks.world} processes")
     try:
-        model = build_model(experiment["method"], experiment["backbone"], model_cfg, overrides)
+        model = build() if build else build_model(experiment["method"], experiment["backbone"], model_cfg, overrides)
     except (TypeError, ValueError) as exc:  # an override value the model rejects
         raise InputError(f"experiment {experiment['id']!r}: {exc}") from exc
     if "init_from" in overrides:
@@ -56,53 +81,117 @@ def train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path]
             raise InputError(f"experiment {experiment['id']!r} starts from {overrides['init_from']!r}: "
                              "give that experiment's checkpoint")
         init_encoders(model, init_checkpoint, overrides.get("freeze_encoders", False))
+    if experiment["backbone"] in train_cfg["activation_checkpointing"]:
+        model.set_grad_checkpointing(True)
     model = model.to(device)
-    optimizer = build_optimizer(model, schedule.lr, train_cfg["weight_decay"], train_cfg["betas"])
+    optimizer = build_optimizer(model, schedule.lr, train_cfg["weight_decay"], train_cfg["betas"],
+                                overrides.get("no_weight_decay", "scalars"))
     scheduler = build_scheduler(optimizer, schedule.warmup, schedule.steps)
-    stream = TrainingStream(shards, Tokenizer(model_cfg["text"]["context_length"]), model_cfg["image_size"],
-                            schedule.batch_size, stream_mode(experiment["method"], experiment.get("boxes", False)),
-                            seed=experiment.get("seed", 0), shuffle_buffer=train_cfg["shuffle_buffer"],
-                            max_corrupt_fraction=train_cfg["max_corrupt_fraction"], cache=train_cfg["cache_decoded"],
-                            syntax=experiment["method"] in PARSE_METHODS)
-    start = time.perf_counter()
-    rows = []
-    model.train()
-    bar = tqdm(total=schedule.steps, desc=experiment["id"], disable=not progress, mininterval=2.0)
     scaler = torch.amp.GradScaler(device.type, enabled=amp)
-    for step, batch in enumerate(stream.batches(schedule.steps)):
+    run = Run(fingerprint(experiment, model_cfg, train_cfg, shards),
+              {"world": ranks.world, "workers": train_cfg["num_workers"]})
+    resumed = load_resume(out_dir / RESUME, run.digest, run.layout)
+    if resumed is not None:
+        run.restore(resumed, model, optimizer, scheduler, scaler, ranks)
+    stream = TrainingStream(shards, model.tokenizer, model.image_size, schedule.batch_size // ranks.world,
+                            stream_mode(experiment["method"], experiment.get("boxes", False)), seed=seed,
+                            shuffle_buffer=train_cfg["shuffle_buffer"],
+                            max_corrupt_fraction=train_cfg["max_corrupt_fraction"], cache=train_cfg["cache_decoded"],
+                            syntax=experiment["method"] in PARSE_METHODS, subreddit_prefix=subreddit_prefix(experiment),
+                            rank=ranks.rank, world=ranks.world, workers=train_cfg["num_workers"], states=run.streams,
+                            rotation=run.step)
+    step_model = distributed.data_parallel(model, ranks, device)
+    model.train()
+    bar = tqdm(total=schedule.steps, initial=run.step, desc=experiment["id"], disable=not (progress and ranks.main),
+               mininterval=2.0)
+    every = train_cfg["checkpoint_every"]
+    for step, batch in zip(range(run.step, schedule.steps), stream.loader(pin_memory=device.type == "cuda")):
+        if "error" in batch:
+            raise InputError(batch["error"])
+        reader, state = batch.pop("stream")
+        run.streams[reader] = state
+        lr = scheduler.get_last_lr()[0]
         model.clamp_scalars()
         with torch.autocast(device.type, dtype=torch.float16, enabled=amp):  # geometry stays float32 inside
-            terms = model.loss({key: value.to(device, non_blocking=True) for key, value in batch.items()})
+            terms = step_model({key: value.to(device, non_blocking=True) for key, value in batch.items()})
         optimizer.zero_grad(set_to_none=True)
         scaler.scale(terms["loss"]).backward()
         scaler.step(optimizer)
         scaler.update()
         scheduler.step()
-        rows.append(_log_row(step, terms, scheduler.get_last_lr()[0], model))
+        run.rows.append(_log_row(step, _averaged_terms(terms, ranks), lr, model))
+        run.step = step + 1
+        if every and run.step % every == 0 and run.step < schedule.steps:
+            run.save(out_dir / RESUME, model, optimizer, scheduler, scaler, ranks)
         bar.update()
-        bar.set_postfix(loss=f"{rows[-1]['loss']:.3f}", refresh=False)
+        bar.set_postfix(loss=f"{run.rows[-1]['loss']:.3f}", refresh=False)
     bar.close()
     model.clamp_scalars()
-    recipe = {"method": experiment["method"], "backbone": experiment["backbone"], "overrides": overrides,
-              "model_cfg": model_cfg, "train_cfg": train_cfg, "seed": experiment.get("seed", 0),
-              "experiment": experiment["id"]}
+    counts = [ReaderState(**state) for states in distributed.gather_objects(ranks, run.streams)
+              for state in states.values()]
+    if not ranks.main:
+        return {}
+    recipe = {**model.recipe(), "experiment": experiment["id"]} if build else {
+        "method": experiment["method"], "backbone": experiment["backbone"], "overrides": overrides,
+        "model_cfg": model_cfg, "experiment": experiment["id"]}
+    recipe.update(train_cfg=train_cfg, seed=experiment.get("seed", 0))  # what every model of a run shares, and its seed
     save_checkpoint(out_dir / "checkpoint.pt", model, recipe, schedule.steps)
     with atomic_write(out_dir / "train_log.csv") as handle:
         writer = csv.DictWriter(handle, LOG_FIELDS, restval="")  # empty: a term the method does not have
         writer.writeheader()
-        writer.writerows(rows)
-    summary = {"experiment": experiment["id"], "schedule": schedule.__dict__, "final": rows[-1],
-               "samples_read": stream.counts.read, "corrupt_images_skipped": stream.counts.corrupt,
-               "corrupt_examples": stream.counts.corrupt_examples, "samples_without_box": stream.counts.no_box,
-               "seconds": round(time.perf_counter() - start, 2)}
+        writer.writerows(run.rows)
+    summary = {"experiment": experiment["id"], "schedule": schedule.__dict__, "final": run.rows[-1],
+               "processes": ranks.world, "resumed_at_step": resumed["step"] if resumed is not None else None,
+               "samples_read": sum(c.read for c in counts), "corrupt_images_skipped": sum(c.corrupt for c in counts),
+               "corrupt_examples": [m for c in counts for m in c.corrupt_examples][:10],
+               "samples_without_box": sum(c.no_box for c in counts), "seconds": round(run.seconds(), 2)}
     with atomic_write(out_dir / "train_summary.json") as handle:
         json.dump(summary, handle, indent=1)
+    (out_dir / RESUME).unlink(missing_ok=True)
     return summary
 
 
+class Run:
+    """What a run has done so far: steps, log rows, stream states (reader -> ReaderState dict of this rank),
+    seconds; saved in and restored from resume checkpoints."""
+
+    def __init__(self, digest: str, layout: dict):
+        self.digest, self.layout = digest, layout
+        self.step, self.rows, self.streams = 0, [], {}
+        self.started, self.before = time.perf_counter(), 0.0
+
+    def seconds(self) -> float:
+        return self.before + time.perf_counter() - self.started
+
+    def save(self, path: Path, model, optimizer, scheduler, scaler, ranks: distributed.Ranks) -> None:
+        """Every rank's stream states to the main process, which writes the resume checkpoint."""
+        streams = distributed.gather_objects(ranks, self.streams)
+        if ranks.main:
+            save_resume(path, {"fingerprint": self.digest, "layout": self.layout, "step": self.step,
+                               "model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                               "scheduler": scheduler.state_dict(), "scaler": scaler.state_dict(),
+                               "streams": streams, "rows": self.rows, "seconds": self.seconds()})
+
+    def restore(self, state: dict, model, optimizer, scheduler, scaler, ranks: distributed.Ranks) -> None:
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+        scaler.load_state_dict(state["scaler"])
+        set_rng_states(state["rng"])
+        self.step, self.rows, self.streams = state["step"], state["rows"], state["streams"][ranks.rank]
+        self.before = state["seconds"]
+
+
+def _averaged_terms(terms: dict, ranks: distributed.Ranks) -> dict[str, torch.Tensor]:
+    """The batch's loss terms averaged over the ranks: the global batch's terms."""
+    names = [name for name in TERMS if name in terms]
+    values = distributed.average(ranks, torch.stack([terms[name].detach().float() for name in names]))
+    return dict(zip(names, values))
+
+
 def _log_row(step: int, terms: dict, lr: float, model) -> dict:
+    """One log row: the step's loss terms, the learning rate it trained with, the scalars after it."""
     with torch.no_grad():
         curvature = model.curvature.item() if hasattr(model, "curvature") else float("nan")
-        return {"step": step, "loss": terms["loss"].item(), "contrastive": terms["contrastive"].item(),
-                **{term: terms[term].item() for term in ("entailment", "syntax") if term in terms},
+        return {"step": step, **{name: value.item() for name, value in terms.items()},
                 "lr": lr, "curvature": curvature, "temperature": (-model.logit_scale).exp().item()}

@@ -6,7 +6,9 @@ Each sample of a webdataset tar holds ``<key>.child.jpg``, ``<key>.child.txt``,
 ``utils/prepare_GRIT_webdataset.py``. Boxes are "parents": more general than the whole ("child").
 Our grounding step adds an optional ``<key>.child.parse.json``: the caption's dependency parse
 (`hypvl.data.formats.parses`), for the syntax-preserving paper; readers that do not know
-it ignore it, and shards without it read with ``parse = None``.
+it ignore it, and shards without it read with ``parse = None``. Samples grounded from RedCaps also keep their
+post's subreddit as ``<key>.subreddit.txt`` (MERU's text augmentation prefixes it to the caption);
+without it ``subreddit = None``.
 """
 
 import json
@@ -30,6 +32,7 @@ class GroundedRecord:
     boxes: list[tuple[bytes, str]] = field(default_factory=list)
     source: str = ""
     parse: dict | None = None
+    subreddit: str | None = None
 
     def where(self, part: str = "child.jpg") -> str:
         return f"{self.source}: sample {self.key!r} ({part})"
@@ -64,6 +67,8 @@ def _members(rec: GroundedRecord) -> dict[str, bytes]:
         members[f"parent{i:03d}.txt"] = text.encode()
     if rec.parse is not None:
         members["child.parse.json"] = json.dumps(rec.parse).encode()
+    if rec.subreddit is not None:
+        members["subreddit.txt"] = rec.subreddit.encode()
     return members
 
 
@@ -72,10 +77,11 @@ def iter_grounded(source) -> Iterator[GroundedRecord]:
     each sample is complete; a truncated shard is an error naming it."""
     for path in shard_paths(source):
         for key, _, parts in iter_tar_samples(path):
-            yield _record(path, key, parts)
+            yield grounded_record(path, key, parts)
 
 
-def _record(path: Path, key: str, parts: dict[str, bytes]) -> GroundedRecord:
+def grounded_record(path: Path, key: str, parts: dict[str, bytes]) -> GroundedRecord:
+    """The record of sample `key` of shard `path` from its members ({extension: bytes}), checked complete."""
     where = f"{path}: sample {key!r}"
     for required in ("child.jpg", "child.txt", "numparents.txt"):
         if required not in parts:
@@ -99,4 +105,6 @@ def _record(path: Path, key: str, parts: dict[str, bytes]) -> GroundedRecord:
         if not isinstance(parse, dict):
             raise InputError(f"{where}: child.parse.json should be an object")
         validate_parse(parse, f"{where} (child.parse.json)")
-    return GroundedRecord(key, parts["child.jpg"], parts["child.txt"].decode().strip(), boxes, str(path), parse)
+    subreddit = parts["subreddit.txt"].decode().strip() if "subreddit.txt" in parts else None
+    return GroundedRecord(key, parts["child.jpg"], parts["child.txt"].decode().strip(), boxes, str(path), parse,
+                          subreddit)

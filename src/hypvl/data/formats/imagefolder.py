@@ -3,6 +3,10 @@
 Class indices follow the sorted class-directory names, as torchvision's ImageFolder does (so
 ImageNet's WordNet-id folders map to the catalog's class order). An optional ``<root>/classnames.txt``
 gives one class name per line in that order; otherwise names come from the dataset catalog.
+
+Sorted by class, a folder keeps no record order of the split it was made from, unless every image is named
+by its record number (``<split>/<class>/<record>.png``, numbers distinct across classes, as a TFDS split
+materialised in its order would be): `in_record_order` restores that order.
 """
 
 from collections.abc import Iterator
@@ -65,17 +69,27 @@ def iter_imagefolder(split_dir: Path, check_images: bool = True) -> Iterator[tup
         yield path, label
 
 
+def in_record_order(samples: list[tuple[Path, int]]) -> list[tuple[Path, int]] | None:
+    """`samples` of a split in its record order when every image is named by its record number (distinct
+    numbers); None when they are not (the folder then keeps no record order)."""
+    stems = [path.stem for path, _ in samples]
+    if not all(stem.isdigit() for stem in stems) or len({int(stem) for stem in stems}) < len(stems):
+        return None
+    return sorted(samples, key=lambda sample: int(sample[0].stem))
+
+
 def write_imagefolder(root: Path, split: str, class_names: list[str],
-                      items: list[tuple[int, Image.Image]]) -> None:
-    """Write `items` (label, image) as PNGs under ``<root>/<split>/<label:04d>/`` plus classnames.txt."""
+                      items: list[tuple[int, Image.Image]], record_names: bool = False) -> None:
+    """Write `items` (label, image) as PNGs under ``<root>/<split>/<label:04d>/`` plus classnames.txt, each
+    named by its index within its class, or with `record_names` by its index in `items` (its record number)."""
     root = Path(root)
     counts: dict[int, int] = {}
-    for label, image in items:
+    for record, (label, image) in enumerate(items):
         folder = root / split / f"{label:04d}"
         folder.mkdir(parents=True, exist_ok=True)
         index = counts.get(label, 0)
         counts[label] = index + 1
-        image.save(folder / f"{index:05d}.png")
+        image.save(folder / (f"{record:06d}.png" if record_names else f"{index:05d}.png"))
     (root / "classnames.txt").write_text("".join(f"{name}\n" for name in class_names))
 
 

@@ -16,7 +16,9 @@ def decode_image(data: bytes, where: str) -> Image.Image:
     try:
         with Image.open(io.BytesIO(data)) as img:
             return img.convert("RGB")
-    except (UnidentifiedImageError, OSError, ValueError) as exc:
+    except UnidentifiedImageError as exc:  # its message names a memory address: not reproducible
+        raise CorruptImage(f"{where}: image does not decode (not an image format PIL identifies)") from exc
+    except (OSError, ValueError) as exc:
         raise CorruptImage(f"{where}: image does not decode ({exc})") from exc
 
 

@@ -1,5 +1,6 @@
 """Write the smoke world to disk in the real formats: raw training corpora (each with a `corpus.json`),
-classification image folders and every evaluation set, plus `manifest.json` listing the evaluation sets.
+classification test folders, the linear-probe sets' source splits and every evaluation set, plus `manifest.json`
+listing the evaluation sets.
 The corpora and the evaluation sets are written separately, so the workflow grounds a corpus while the
 evaluation sets are still being drawn.
 
@@ -16,6 +17,7 @@ from hypvl.io import atomic_write
 from . import evalsets
 from .classification import ALL_CLASSIFICATION_SETS, CLASSIFICATION_SETS, MERU_EXTRA_SETS, write_classification_set
 from .corpora import RAW_FORMATS, write_corpus
+from .probe_sources import probe_source_sets, write_probe_sources
 from .settings import WorldSettings
 from .world import COCO_CATEGORY_OF, TAXONOMY, isa_edges
 
@@ -47,19 +49,22 @@ def write_raw_corpus(settings: WorldSettings, out: Path, corpus: str, folder: st
 
 
 def write_evaluation_world(settings: WorldSettings, out: Path, datasets: dict[str, str],
-                           classification_dir: str = "eval/classification") -> dict:
+                           classification_dir: str = "eval/classification",
+                           probe_source_dir: str = "eval/probe_sources") -> dict:
     """Write every evaluation set under `out` and `manifest.json` listing them; returns the manifest.
 
-    datasets: config `eval.datasets` (name -> path under `out`); classification_dir: config
-    `eval.classification_dir`.
+    datasets: config `eval.datasets` (name -> path under `out`); classification_dir and probe_source_dir: config
+    `eval.classification_dir` (test folders) and `eval.probe_source_dir` (the linear-probe sets' source splits).
     """
     out = Path(out)
     missing = [name for name in EVAL_DATASETS if name not in datasets]
     if missing:
         raise ValueError(f"eval.datasets lacks {missing}")
-    manifest = {"settings": settings.as_dict(), "classification": {}, "eval": {}}
+    manifest = {"settings": settings.as_dict(), "classification": {}, "probe_sources": {}, "eval": {}}
     for name in ALL_CLASSIFICATION_SETS:
         manifest["classification"][name] = write_classification_set(settings, name, out / classification_dir)
+    for name in probe_source_sets():
+        manifest["probe_sources"][name] = write_probe_sources(settings, name, out / probe_source_dir)
     path = {name: out / datasets[name] for name in EVAL_DATASETS}
     manifest["eval"] = {
         "coco": evalsets.write_coco(settings, path["coco_captions"], path["coco_instances"]),
@@ -71,7 +76,8 @@ def write_evaluation_world(settings: WorldSettings, out: Path, datasets: dict[st
         "hyperlex": evalsets.write_hyperlex_set(settings, path["hyperlex"]),
         "breeds": evalsets.write_breeds_sets(path["breeds"], CLASSIFICATION_SETS["imagenet"].classes),
     }
-    manifest["paths"] = {"classification": classification_dir, **{n: datasets[n] for n in EVAL_DATASETS}}
+    manifest["paths"] = {"classification": classification_dir, "probe_sources": probe_source_dir,
+                         **{n: datasets[n] for n in EVAL_DATASETS}}
     manifest["hierarchy"] = {"isa": isa_edges(), "taxonomy": {k: list(v) for k, v in TAXONOMY.items()},
                              "coco_category_of": COCO_CATEGORY_OF}
     with atomic_write(out / MANIFEST) as handle:
@@ -80,8 +86,9 @@ def write_evaluation_world(settings: WorldSettings, out: Path, datasets: dict[st
 
 
 def build_world(settings: WorldSettings, out: Path, raw_corpora: dict[str, str], datasets: dict[str, str],
-                classification_dir: str = "eval/classification") -> dict:
+                classification_dir: str = "eval/classification", probe_source_dir: str = "eval/probe_sources") -> dict:
     """Write the whole world under `out`: every raw corpus (raw_corpora: corpus -> folder under `out`, config
     `grounding.raw.<corpus>.path`) and the evaluation sets; returns the manifest plus the corpora's summaries."""
     corpora = {corpus: write_raw_corpus(settings, out, corpus, folder) for corpus, folder in raw_corpora.items()}
-    return {**write_evaluation_world(settings, out, datasets, classification_dir), "corpora": corpora}
+    return {**write_evaluation_world(settings, out, datasets, classification_dir, probe_source_dir),
+            "corpora": corpora}

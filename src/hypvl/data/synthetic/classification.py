@@ -1,4 +1,5 @@
-"""The smoke world's classification sets as image folders: test split plus linear-probe train/val.
+"""The smoke world's classification sets: each test split as an image folder, and the pictures its linear-probe
+sources are drawn from (`probe_sources`).
 
 The 16 sets of HyCoCLIP Table 1 slice the world (leaf concept, scene, texture or country); MERU's
 four further sets are drawn apart from it, simple but well defined: seven-segment digit glyphs
@@ -78,7 +79,7 @@ MERU_EXTRA_SETS = {
 """MERU's four further zero-shot and linear-probe sets (Tables 2 and 7)."""
 
 ALL_CLASSIFICATION_SETS = {**CLASSIFICATION_SETS, **MERU_EXTRA_SETS}
-SPLITS = ("test", "train", "val")
+TEST_SPLIT = "test"
 
 
 def world_picture(rng, spec: ClassificationSet, label: str, size: int) -> Image.Image:
@@ -183,27 +184,13 @@ def classification_picture(rng, spec: ClassificationSet, label: str, size: int) 
     return world_picture(rng, spec, label, size)
 
 
-def split_size(settings: WorldSettings, split: str) -> int:
-    """Images per class of `split`."""
-    return {"test": settings.per_class, "train": settings.probe_train_per_class,
-            "val": settings.probe_val_per_class}[split]
-
-
 def write_classification_set(settings: WorldSettings, name: str, root: Path) -> dict[str, int]:
-    """Write set `name` as an image folder `root/name/<split>/` for test, train and val; returns
-    the image count per split. Test images keep their v1 seeds ((name/class, i)); the probe splits
-    draw from (name/split/class, i)."""
+    """Write the test split of set `name` as an image folder `root/name/test/`, `per_class` images per class
+    from the streams (name/class, i); returns its image count."""
     spec = ALL_CLASSIFICATION_SETS[name]
-    sizes = {}
-    for split in SPLITS:
-        items = []
-        for label, cls in enumerate(spec.classes):
-            stream = f"{name}/{cls}" if split == "test" else f"{name}/{split}/{cls}"
-            for i in range(split_size(settings, split)):
-                items.append((label, classification_picture(rng_for(settings.seed, stream, i), spec, cls,
-                                                            settings.image_size)))
-        if (root / name / split).is_dir():  # a rerun with fewer images per class leaves no old ones behind
-            shutil.rmtree(root / name / split)
-        write_imagefolder(root / name, split, list(spec.classes), items)
-        sizes[split] = len(items)
-    return sizes
+    items = [(label, classification_picture(rng_for(settings.seed, f"{name}/{cls}", i), spec, cls, settings.image_size))
+             for label, cls in enumerate(spec.classes) for i in range(settings.per_class)]
+    if (root / name / TEST_SPLIT).is_dir():  # a rerun with fewer images per class leaves no old ones behind
+        shutil.rmtree(root / name / TEST_SPLIT)
+    write_imagefolder(root / name, TEST_SPLIT, list(spec.classes), items)
+    return {TEST_SPLIT: len(items)}

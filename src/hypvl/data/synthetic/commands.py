@@ -26,7 +26,7 @@ def _synthesize(args) -> None:
         start = time.perf_counter()
         if part == EVALUATION:
             manifest = write_evaluation_world(settings, out, config["eval"]["datasets"],
-                                              config["eval"]["classification_dir"])
+                                              config["eval"]["classification_dir"], config["eval"]["probe_source_dir"])
             log.info("smoke world in %s: %d classification sets, eval sets %s (%.1f s)", out,
                      len(manifest["classification"]), sorted(manifest["eval"]), time.perf_counter() - start)
         else:

@@ -17,8 +17,8 @@ class WorldSettings:
     cc3m_samples: int = 1000
     yfcc15m_samples: int = 3000
     per_class: int = 20               # classification test images per class
-    probe_train_per_class: int = 10   # linear-probe train images per class (MERU Table 7)
-    probe_val_per_class: int = 5
+    probe_train_per_class: int = 10   # linear-probe (MERU Table 7) train slice images per class, at least
+    probe_val_per_class: int = 5      # images per class of a linear-probe val split held apart
     retrieval_images: int = 100       # COCO val2017-like and Flickr30K-test-like images
     vlchecklist_per_group: int = 40   # items per VL-CheckList corpus file
     vg_attribution_per_pair: int = 25  # items per attribute pair (ARO keeps pairs with >= 25)

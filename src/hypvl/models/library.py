@@ -1,0 +1,300 @@
+"""Public dual encoders loaded by open_clip or transformers, wrapped behind the evaluation interface.
+
+A folder in the library's own on-disk format (what the Hub serves, or a smoke stand-in written the same way)
+is loaded by the library's own code (`open_clip.create_model("local-dir:...")`,
+`transformers.AutoModel.from_pretrained`); nothing the libraries load is re-implemented. The wrapper adds
+what our evaluation reads (`DualEncoder`): projected features, the model's own tokenizer and input size, and
+its pixel normalisation. Its recipe says how to rebuild the architecture without any download (the
+library, its config, the tokenizer files), so `hypvl.models.checkpoints.load_checkpoint` rebuilds it and
+loads the weights strictly.
+"""
+
+import json
+import logging
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from hypvl.errors import InputError
+
+from .clip import DualEncoder
+from .sources import LIBRARIES
+
+OPEN_CLIP_CONFIG = "open_clip_config.json"
+# transformers model types wrapped here -> whether the text tower needs the padding mask (BERT attends both
+# ways; CLIP's causal text tower never lets the tokens after the end-of-text token reach its features)
+TEXT_PADDING_MASK = {"clip": False, "align": True}
+MIN_TEMPERATURE = 0.01  # ALIGN's learned temperature, kept at CLIP's bound while a stand-in trains
+
+
+class LibraryModel(DualEncoder):
+    """A library's dual encoder (`self.model`) with its tokenizer and pixel affine (x * scale + shift, per
+    channel, on images in [0, 1]); the state dict is the library's, under `model.`."""
+
+    def __init__(self, model: nn.Module, tokenizer, image_size: int, pixel_scale, pixel_shift):
+        super().__init__()
+        self.model, self._tokenizer, self._image_size = model, tokenizer, int(image_size)
+        self.register_buffer("pixel_scale", torch.tensor(pixel_scale, dtype=torch.float32).view(3, 1, 1),
+                             persistent=False)
+        self.register_buffer("pixel_shift", torch.tensor(pixel_shift, dtype=torch.float32).view(3, 1, 1),
+                             persistent=False)
+
+    @property
+    def tokenizer(self):
+        """The library's own tokenizer: texts -> (B, L) token ids."""
+        return self._tokenizer
+
+    @property
+    def image_size(self) -> int:
+        return self._image_size
+
+    def pixels(self, images: torch.Tensor) -> torch.Tensor:
+        """(B, 3, H, W) in [0, 1] -> what the library's vision tower takes."""
+        return images * self.pixel_scale + self.pixel_shift
+
+
+class OpenCLIPModel(LibraryModel):
+    """An open_clip CLIP; `config` is its `open_clip_config.json` (model_cfg, preprocess_cfg)."""
+
+    def __init__(self, model, tokenizer, config: dict):
+        mean, std = model.visual.preprocess_cfg["mean"], model.visual.preprocess_cfg["std"]
+        size = model.visual.preprocess_cfg["size"]
+        super().__init__(model, tokenizer, size if isinstance(size, int) else size[0],
+                         [1 / s for s in std], [-m / s for m, s in zip(mean, std)])
+        self.config = config
+
+    @property
+    def logit_scale(self) -> nn.Parameter:
+        return self.model.logit_scale
+
+    def recipe(self) -> dict:
+        return {"library": "open_clip", "open_clip_config": self.config}
+
+    def image_features(self, images):
+        return self.model.encode_image(self.pixels(images))
+
+    def text_features(self, tokens):
+        return self.model.encode_text(tokens)
+
+    def trunk_features(self, images):
+        """The vision transformer's pooled output before its projection (open_clip's own steps)."""
+        visual = self.model.visual
+        if not hasattr(visual, "_embeds"):
+            raise InputError(f"open_clip vision tower {type(visual).__name__} gives no trunk features here")
+        pooled, _ = visual._pool(visual.transformer(visual._embeds(self.pixels(images))))
+        return pooled
+
+    def text_parameters(self) -> list[nn.Parameter]:
+        model = self.model
+        return [*model.token_embedding.parameters(), model.positional_embedding, *model.transformer.parameters(),
+                *model.ln_final.parameters(), model.text_projection]
+
+
+class TransformersModel(LibraryModel):
+    """A transformers CLIPModel or AlignModel with its tokenizer and image processor; `files` are their saved
+    files (name -> text), which rebuild both without a download."""
+
+    def __init__(self, model, tokenizer, processor, files: dict[str, str]):
+        if model.config.model_type not in TEXT_PADDING_MASK:
+            raise InputError(f"transformers model type {model.config.model_type!r} is not wrapped here "
+                             f"(wrapped: {', '.join(TEXT_PADDING_MASK)})")
+        super().__init__(model, _PaddedTokenizer(tokenizer, model.config.text_config.max_position_embeddings),
+                         _processor_size(processor), *pixel_affine(processor))
+        self.files = files
+        self._pad_id = tokenizer.pad_token_id if TEXT_PADDING_MASK[model.config.model_type] else None
+
+    @property
+    def logit_scale(self) -> torch.Tensor:
+        model = self.model
+        return model.logit_scale if hasattr(model, "logit_scale") else -model.temperature.log()
+
+    def clamp_scalars(self) -> None:
+        if hasattr(self.model, "logit_scale"):
+            super().clamp_scalars()
+        else:
+            with torch.no_grad():
+                self.model.temperature.clamp_(min=MIN_TEMPERATURE)
+
+    def recipe(self) -> dict:
+        return {"library": "transformers", "config": self.model.config.to_dict(), "files": self.files}
+
+    def image_features(self, images):
+        return self.model.get_image_features(pixel_values=self.pixels(images)).pooler_output  # the projection
+
+    def text_features(self, tokens):
+        mask = None if self._pad_id is None else (tokens != self._pad_id).long()
+        return self.model.get_text_features(input_ids=tokens, attention_mask=mask).pooler_output
+
+    def trunk_features(self, images):
+        """The vision tower's pooled output, before any projection."""
+        return self.model.vision_model(pixel_values=self.pixels(images)).pooler_output
+
+    def text_parameters(self) -> list[nn.Parameter]:
+        return [*self.model.text_model.parameters(), *self.model.text_projection.parameters()]
+
+    def save_pretrained(self, folder: Path) -> None:
+        """Write the model, tokenizer and image processor in transformers' on-disk layout into `folder`."""
+        with _quiet("transformers"):
+            self.model.save_pretrained(folder)
+        for name, text in self.files.items():
+            (Path(folder) / name).write_text(text, encoding="utf-8")
+
+
+def wrap_transformers(model, tokenizer, processor) -> TransformersModel:
+    """`model` wrapped with its tokenizer and image processor (their saved files kept for the recipe)."""
+    with tempfile.TemporaryDirectory() as scratch:
+        tokenizer.save_pretrained(scratch)
+        processor.save_pretrained(scratch)
+        files = {path.name: path.read_text(encoding="utf-8") for path in sorted(Path(scratch).iterdir())}
+    return TransformersModel(model, tokenizer, processor, files)
+
+
+class _PaddedTokenizer:
+    """A transformers tokenizer as a callable texts -> (B, L) ids, padded (and truncated) to L."""
+
+    def __init__(self, tokenizer, context_length: int):
+        self.tokenizer = tokenizer
+        self.context_length = min(context_length, tokenizer.model_max_length)
+
+    def __call__(self, texts) -> torch.Tensor:
+        return self.tokenizer(list(texts), padding="max_length", truncation=True, max_length=self.context_length,
+                              return_tensors="pt")["input_ids"]
+
+
+def pixel_affine(processor) -> tuple[list[float], list[float]]:
+    """Per-channel (scale, shift) with which `processor` maps pixels in [0, 1] to the model's input, found by
+    running it (resizing and cropping off) on black and white images: our pipeline has already resized."""
+    probe = torch.stack([torch.zeros(3, 2, 2), torch.full((3, 2, 2), 255.0)])
+    out = processor(images=list(probe), do_resize=False, do_center_crop=False, return_tensors="pt")["pixel_values"]
+    black, white = out[0, :, 0, 0], out[1, :, 0, 0]
+    return (white - black).tolist(), black.tolist()
+
+
+def _processor_size(processor) -> int:
+    """The square input size a transformers image processor produces (its crop, else its resize)."""
+    size = processor.crop_size if getattr(processor, "do_center_crop", False) else processor.size
+    size = size if isinstance(size, int) else size.get("height", size.get("shortest_edge"))
+    if size is None:
+        raise InputError(f"{type(processor).__name__}: no square input size in {processor.size}")
+    return int(size)
+
+
+def _library_error(source: str, folder, exc: Exception, limit: int = 400) -> InputError:
+    """One line naming the source and folder and what the library said (its lines joined, shortened)."""
+    detail = " ".join(line.strip() for line in str(exc).splitlines() if line.strip()) or type(exc).__name__
+    detail = detail if len(detail) <= limit else detail[:limit] + " ..."
+    return InputError(f"{source}: {folder} does not load ({type(exc).__name__}: {detail})")
+
+
+@contextmanager
+def _quiet(*loggers):
+    """Silence the libraries' info/warning chatter (e.g. 'no weights found' when rebuilding an architecture)
+    and transformers' progress bars."""
+    if "transformers" in loggers:
+        from transformers.utils.logging import disable_progress_bar
+
+        disable_progress_bar()
+    previous = [(name, logging.getLogger(name).level) for name in loggers]
+    for name, _ in previous:
+        logging.getLogger(name).setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        for name, level in previous:
+            logging.getLogger(name).setLevel(level)
+
+
+def _open_clip_from_folder(folder: Path):
+    """open_clip's model and tokenizer for a `local-dir:` folder (with weights, or only its config)."""
+    import open_clip
+
+    with _quiet("root"):
+        model = open_clip.create_model(f"local-dir:{folder}")
+        tokenizer = open_clip.get_tokenizer(f"local-dir:{folder}")
+    return model, tokenizer
+
+
+def import_open_clip(folder: Path, source: str) -> OpenCLIPModel:
+    """The open_clip model saved in `folder` (`open_clip_config.json` and its weights), as the Hub serves it."""
+    folder = Path(folder)
+    config_path = folder / OPEN_CLIP_CONFIG
+    if not config_path.is_file():
+        raise InputError(f"{source}: {folder} is not an open_clip model folder (no {OPEN_CLIP_CONFIG})")
+    try:
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+        model, tokenizer = _open_clip_from_folder(folder)
+    except Exception as exc:  # open_clip, timm and torch raise many types for a config or weights they reject
+        raise _library_error(source, folder, exc) from None
+    return OpenCLIPModel(model.float().eval(), tokenizer, config).eval()
+
+
+def _transformers_parts(folder: Path):
+    """transformers' model (with its loading report), tokenizer and image processor saved in `folder`."""
+    from transformers import AutoImageProcessor, AutoModel, AutoTokenizer
+
+    with _quiet("transformers"):
+        # mismatched weights come back in the loading report (and are refused below, by name)
+        model, info = AutoModel.from_pretrained(folder, output_loading_info=True, ignore_mismatched_sizes=True)
+        return model.float(), info, AutoTokenizer.from_pretrained(folder), AutoImageProcessor.from_pretrained(folder)
+
+
+def import_transformers(folder: Path, source: str) -> TransformersModel:
+    """The transformers model saved in `folder` (`save_pretrained` layout: config, weights, tokenizer and image
+    processor files); a weight the architecture lacks, or lacks a weight for, is an error naming them."""
+    folder = Path(folder)
+    if not (folder / "config.json").is_file():
+        raise InputError(f"{source}: {folder} is not a transformers model folder (no config.json)")
+    try:
+        model, info, tokenizer, processor = _transformers_parts(folder)
+    except Exception as exc:  # transformers raises many types for files it cannot use
+        raise _library_error(source, folder, exc) from None
+    wrong = {key: sorted(map(str, info.get(key) or ())) for key in ("missing_keys", "unexpected_keys",
+                                                                     "mismatched_keys")}
+    if any(wrong.values()):
+        raise InputError(f"{source}: the weights in {folder} do not fit the architecture of its config.json: "
+                         + "; ".join(f"{key.replace('_', ' ')} {names}" for key, names in wrong.items() if names))
+    return wrap_transformers(model, tokenizer, processor).eval()
+
+
+IMPORTERS = {"open_clip": import_open_clip, "transformers": import_transformers}
+
+
+def import_library_model(folder: Path, library: str, source: str) -> LibraryModel:
+    """The model in `folder`, in `library`'s on-disk format, wrapped (eval mode)."""
+    if library not in IMPORTERS:
+        raise InputError(f"{source}: unknown library {library!r} (known: {', '.join(LIBRARIES)})")
+    return IMPORTERS[library](folder, source)
+
+
+def build_library_model(recipe: dict, source: str) -> LibraryModel:
+    """The architecture a wrapper's recipe describes, freshly initialised: no download, no weights read."""
+    library = recipe["library"]
+    with tempfile.TemporaryDirectory() as scratch:
+        scratch = Path(scratch)
+        try:
+            if library == "open_clip":
+                (scratch / OPEN_CLIP_CONFIG).write_text(json.dumps(recipe["open_clip_config"]), encoding="utf-8")
+                model, tokenizer = _open_clip_from_folder(scratch)
+                return OpenCLIPModel(model.float(), tokenizer, recipe["open_clip_config"])
+            if library == "transformers":
+                from transformers import AutoConfig, AutoImageProcessor, AutoModel, AutoTokenizer
+
+                for name, text in recipe["files"].items():
+                    (scratch / name).write_text(text, encoding="utf-8")
+                config = dict(recipe["config"])
+                config = AutoConfig.for_model(config.pop("model_type"), **config)
+                with _quiet("transformers"):
+                    model = AutoModel.from_config(config).float()
+                    tokenizer = AutoTokenizer.from_pretrained(scratch)
+                    processor = AutoImageProcessor.from_pretrained(scratch)
+                return TransformersModel(model, tokenizer, processor, recipe["files"])
+        except InputError:
+            raise
+        except Exception as exc:  # the libraries raise many types for a config they cannot build
+            raise InputError(f"{source}: the recipe's {library} config does not build a model "
+                             f"({type(exc).__name__}: {exc})") from None
+    raise InputError(f"{source}: unknown library {library!r} (known: {', '.join(LIBRARIES)})")
+

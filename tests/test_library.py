@@ -1,0 +1,162 @@
+"""Public dual encoders in open_clip's and transformers' on-disk layouts: a model saved in each real layout,
+imported through the library's own loader and wrapped, gives the library's own embeddings (1e-6); its checkpoint
+rebuilds it without a download; weights that do not fit, and models the installed libraries do not know, are
+refused naming the source. The oracle is the library model itself, called as its documentation says."""
+
+import json
+
+import open_clip
+import pytest
+import torch
+from open_clip.model import CLIP as OpenCLIP
+from transformers import (AlignConfig, AlignModel, BertTokenizer, CLIPConfig, CLIPImageProcessor, CLIPModel,
+                          EfficientNetImageProcessor)
+
+from open_clip.tokenizer import bytes_to_unicode
+from transformers import CLIPTokenizer
+from transformers.utils.logging import disable_progress_bar
+
+from hypvl.errors import InputError
+from hypvl.models.checkpoints import load_checkpoint, save_checkpoint
+from hypvl.models.library import import_library_model
+
+TEXTS = ["a photo of a cat.", "Two dogs, running!", "", "a caption far longer than the context it is given here"]
+OPEN_CLIP_CFG = {"model_cfg": {"embed_dim": 16,
+                               "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "head_width": 16,
+                                              "patch_size": 8},
+                               "text_cfg": {"context_length": 12, "vocab_size": 49408, "width": 32, "heads": 2,
+                                            "layers": 1}},
+                 "preprocess_cfg": {"mean": [0.4, 0.5, 0.6], "std": [0.2, 0.3, 0.25]}}
+TEXT_TOWER = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 2,
+              "max_position_embeddings": 12}
+
+
+def byte_clip_tokenizer() -> CLIPTokenizer:
+    """CLIP's byte-level BPE with no merges (one token per character): small, so the tests stay fast."""
+    characters = list(bytes_to_unicode().values())
+    tokens = characters + [c + "</w>" for c in characters] + ["<|startoftext|>", "<|endoftext|>"]
+    return CLIPTokenizer(vocab={token: i for i, token in enumerate(tokens)}, merges=[], model_max_length=12)
+
+
+def images(n=3, size=32):
+    return torch.rand(n, 3, size, size, generator=torch.Generator().manual_seed(1))
+
+
+def open_clip_folder(tmp_path, config=OPEN_CLIP_CFG, state=None):
+    """An open_clip model folder as the Hub serves LAION's: open_clip_config.json and the weights."""
+    torch.manual_seed(0)
+    model = OpenCLIP(**config["model_cfg"]).eval()
+    folder = tmp_path / "open_clip"
+    folder.mkdir()
+    (folder / "open_clip_config.json").write_text(json.dumps(config))
+    torch.save(model.state_dict() if state is None else state, folder / "open_clip_pytorch_model.bin")
+    return model, folder
+
+
+def transformers_folder(tmp_path, architecture):
+    """A save_pretrained folder of a small CLIPModel or AlignModel, with its tokenizer and image processor."""
+    torch.manual_seed(0)
+    if architecture == "clip":
+        tokenizer = byte_clip_tokenizer()
+        ids = {"vocab_size": len(tokenizer), "bos_token_id": len(tokenizer) - 2, "eos_token_id": len(tokenizer) - 1}
+        model = CLIPModel(CLIPConfig(text_config={**TEXT_TOWER, **ids}, projection_dim=16, vision_config={
+            "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 2,
+            "image_size": 32, "patch_size": 8}))
+        processor = CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
+    else:
+        vocab = {token: i for i, token in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "photo", "of",
+                                                     "cat", "two", "dogs", ",", "!", ".", "##s"])}
+        model = AlignModel(AlignConfig(
+            text_config={**TEXT_TOWER, "vocab_size": len(vocab)}, projection_dim=16,
+            vision_config={"image_size": 32, "hidden_dim": 16, "kernel_sizes": [3], "in_channels": [32],
+                           "out_channels": [16], "strides": [2], "num_block_repeats": [1], "expand_ratios": [1],
+                           "depthwise_padding": [], "width_coefficient": 1.0, "depth_coefficient": 1.0}))
+        tokenizer = BertTokenizer(vocab=vocab, model_max_length=12)
+        processor = EfficientNetImageProcessor(size={"height": 32, "width": 32}, do_center_crop=False,
+                                               rescale_factor=1 / 127.5, rescale_offset=True)
+    folder = tmp_path / architecture
+    disable_progress_bar()
+    for part in (model, tokenizer, processor):
+        part.save_pretrained(folder)
+    return model.eval(), tokenizer, processor, folder
+
+
+def test_an_open_clip_folder_gives_open_clips_embeddings(tmp_path):
+    model, folder = open_clip_folder(tmp_path)
+    wrapped = import_library_model(folder, "open_clip", "pretrained:laion/test")
+    pixels = (images() - torch.tensor([0.4, 0.5, 0.6]).view(3, 1, 1)) / torch.tensor([0.2, 0.3, 0.25]).view(3, 1, 1)
+    tokens = open_clip.get_tokenizer("ViT-B-32", context_length=12)(TEXTS)
+    assert torch.equal(wrapped.tokenizer(TEXTS), tokens)
+    assert torch.allclose(wrapped.encode_image(images()), model.encode_image(pixels, normalize=True), atol=1e-6)
+    assert torch.allclose(wrapped.encode_text(tokens), model.encode_text(tokens, normalize=True), atol=1e-6)
+    assert wrapped.image_size == 32 and wrapped.trunk_features(images()).shape == (3, 32)
+    assert wrapped.logit_scale is model.logit_scale or torch.equal(wrapped.logit_scale, model.logit_scale)
+
+
+@pytest.mark.parametrize("architecture", ["clip", "align"])
+def test_a_transformers_folder_gives_the_models_own_embeddings(tmp_path, architecture):
+    model, tokenizer, processor, folder = transformers_folder(tmp_path, architecture)
+    wrapped = import_library_model(folder, "transformers", f"pretrained:test/{architecture}")
+    inputs = tokenizer(TEXTS, padding="max_length", truncation=True, max_length=12, return_tensors="pt")
+    pixels = processor(images=list(images() * 255), do_resize=False, do_center_crop=False,
+                       return_tensors="pt")["pixel_values"]
+    with torch.no_grad():
+        expected_text = model.get_text_features(**inputs).pooler_output  # with its padding mask
+        expected_image = model.get_image_features(pixel_values=pixels).pooler_output
+        assert torch.equal(wrapped.tokenizer(TEXTS), inputs["input_ids"])
+        assert torch.allclose(wrapped.text_features(wrapped.tokenizer(TEXTS)), expected_text, atol=1e-6)
+        assert torch.allclose(wrapped.image_features(images()), expected_image, atol=1e-6)
+        scores = wrapped.similarity(wrapped.encode_image(images()), wrapped.encode_text(wrapped.tokenizer(TEXTS)))
+    assert scores.shape == (3, len(TEXTS)) and wrapped.image_size == 32
+
+
+@pytest.mark.parametrize("library", ["open_clip", "transformers"])
+def test_a_checkpoint_of_a_wrapped_model_rebuilds_it_without_a_download(tmp_path, library):
+    folder = open_clip_folder(tmp_path)[1] if library == "open_clip" else transformers_folder(tmp_path, "clip")[3]
+    wrapped = import_library_model(folder, library, "pretrained:test")
+    save_checkpoint(tmp_path / "checkpoint.pt", wrapped, {**wrapped.recipe(), "experiment": "e"}, step=0)
+    rebuilt, recipe = load_checkpoint(tmp_path / "checkpoint.pt")
+    assert recipe["library"] == library and type(rebuilt) is type(wrapped)
+    tokens = wrapped.tokenizer(TEXTS)
+    assert torch.equal(rebuilt.tokenizer(TEXTS), tokens)
+    assert torch.equal(rebuilt.encode_image(images()), wrapped.encode_image(images()))
+    assert torch.equal(rebuilt.encode_text(tokens), wrapped.encode_text(tokens))
+
+
+@pytest.mark.parametrize("library", ["open_clip", "transformers"])
+def test_text_parameters_are_the_text_tower_and_its_projection(tmp_path, library):
+    folder = open_clip_folder(tmp_path)[1] if library == "open_clip" else transformers_folder(tmp_path, "align")[3]
+    wrapped = import_library_model(folder, library, "pretrained:test")
+    text = {"open_clip": ("model.token_embedding.", "model.positional_embedding", "model.transformer.",
+                          "model.ln_final.", "model.text_projection"),
+            "transformers": ("model.text_model.", "model.text_projection.")}[library]
+    expected = {id(p) for name, p in wrapped.named_parameters() if name.startswith(text)}
+    assert {id(p) for p in wrapped.text_parameters()} == expected
+    assert len(expected) < len(list(wrapped.parameters()))  # the image tower and the scale stay out
+
+
+def test_weights_of_another_architecture_are_refused_naming_the_source(tmp_path):
+    wider = {**OPEN_CLIP_CFG, "model_cfg": {**OPEN_CLIP_CFG["model_cfg"], "embed_dim": 24}}
+    _, folder = open_clip_folder(tmp_path, state=OpenCLIP(**wider["model_cfg"]).state_dict())
+    with pytest.raises(InputError, match=r"pretrained:laion/test: .*open_clip does not load.*size mismatch"):
+        import_library_model(folder, "open_clip", "pretrained:laion/test")
+    _, _, _, clip = transformers_folder(tmp_path, "clip")
+    config = json.loads((clip / "config.json").read_text())
+    config["projection_dim"] = 24
+    (clip / "config.json").write_text(json.dumps(config))
+    with pytest.raises(InputError, match=r"pretrained:openai/test: .*(do not fit|does not load).*projection"):
+        import_library_model(clip, "transformers", "pretrained:openai/test")
+
+
+def test_a_model_the_installed_open_clip_does_not_know_is_refused(tmp_path):
+    unknown = {**OPEN_CLIP_CFG, "model_cfg": {**OPEN_CLIP_CFG["model_cfg"],
+                                              "vision_cfg": {"timm_model_name": "vit_no_such_model", "image_size": 32}}}
+    folder = tmp_path / "unknown"
+    folder.mkdir()
+    (folder / "open_clip_config.json").write_text(json.dumps(unknown))
+    with pytest.raises(InputError, match=r"^pretrained:laion/unknown: .*does not load.*vit_no_such_model"):
+        import_library_model(folder, "open_clip", "pretrained:laion/unknown")
+    with pytest.raises(InputError, match=r"pretrained:laion/unknown: .* is not an open_clip model folder"):
+        import_library_model(tmp_path, "open_clip", "pretrained:laion/unknown")
+    with pytest.raises(InputError, match="unknown library 'jax'"):
+        import_library_model(folder, "jax", "pretrained:laion/unknown")

@@ -1,0 +1,168 @@
+"""The training input pipeline: the three views, MERU's subreddit prefix, corrupt images, caching, readers across
+ranks and loader workers, and streams restarted from a saved position."""
+
+import io
+import tarfile
+
+import pytest
+import torch
+from PIL import Image
+
+from hypvl.data.formats.grounded import GroundedRecord, write_grounded_shards
+from hypvl.data.formats.images import encode_image
+from hypvl.errors import InputError
+from hypvl.models.encoders import Tokenizer
+from hypvl.train.data import TrainingStream, read_shard
+from hypvl.train.subreddits import prefixed_caption, subreddit_words
+
+TOKENIZER = Tokenizer(12)
+
+
+def _shards(tmp_path, n=12, corrupt=(), boxes=lambda i: i % 3, subreddit=lambda i: None, shard_size=5):
+    records = []
+    for i in range(n):
+        image = b"\xff\xd8 broken" if i in corrupt else encode_image(Image.new("RGB", (24, 24), (i * 20, 0, 0)))
+        crops = [(encode_image(Image.new("RGB", (24, 24), (0, i * 20, 0))), f"box {i} {j}") for j in range(boxes(i))]
+        records.append(GroundedRecord(f"k{i:04d}", image, f"caption {i}", crops, subreddit=subreddit(i)))
+    return write_grounded_shards(records, tmp_path, shard_size=shard_size)
+
+
+def _stream(shards, mode="pairs", batch_size=4, **kw):
+    return TrainingStream(shards, TOKENIZER, 16, batch_size, mode, seed=0, shuffle_buffer=4, **kw)
+
+
+def _take(stream, count, **kw) -> list[dict]:
+    batches = [batch for _, batch in zip(range(count), stream.loader(**kw))]
+    for batch in batches:
+        if "error" in batch:
+            raise InputError(batch["error"])
+    return batches
+
+
+def _captions(batch) -> list[int]:
+    """The caption number of each row ("caption 7" -> 7), from its tokens."""
+    numbers = {tuple(TOKENIZER([f"caption {i}"])[0].tolist()): i for i in range(100)}
+    return [numbers[tuple(row.tolist())] for row in batch["tokens"]]
+
+
+def _same(a: dict, b: dict) -> bool:
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) if torch.is_tensor(a[k]) else a[k] == b[k] for k in a)
+
+
+def test_three_views(tmp_path):
+    shards = _shards(tmp_path)
+    [batch] = _take(_stream(shards), 1)
+    assert batch["images"].shape == (4, 3, 16, 16) and batch["tokens"].shape == (4, 12)
+    assert 0.0 <= batch["images"].min() and batch["images"].max() <= 1.0
+    [batch] = _take(_stream(shards, "boxes_as_pairs", batch_size=24), 1)
+    reader, state = batch["stream"]
+    assert reader == 0 and state["read"] < 24  # box pairs fill the batch beside whole pairs
+    [batch] = _take(_stream(shards, "compositional"), 1)
+    assert batch["box_images"].shape == (4, 3, 16, 16) and batch["box_tokens"].shape == (4, 12)
+    assert batch["stream"][1]["no_box"] > 0  # samples without boxes are dropped
+
+
+def test_an_epoch_visits_every_sample_once_in_a_seeded_order(tmp_path):
+    shards = _shards(tmp_path)  # 12 samples in shards of 5, 5, 2
+    epochs = [[n for batch in _take(_stream(shards), 6)[e * 3:(e + 1) * 3] for n in _captions(batch)] for e in (0, 1)]
+    assert sorted(epochs[0]) == sorted(epochs[1]) == list(range(12))
+    assert epochs[0] != epochs[1] and epochs[0] != list(range(12))  # reshuffled every epoch
+    other = TrainingStream(shards, TOKENIZER, 16, 4, "pairs", seed=1, shuffle_buffer=4)
+    assert [n for batch in _take(other, 3) for n in _captions(batch)] != epochs[0]
+
+
+def test_corrupt_images_are_skipped_and_counted_then_fail_past_the_limit(tmp_path):
+    shards = _shards(tmp_path, n=120, corrupt={7}, shard_size=40)
+    state = _take(_stream(shards, max_corrupt_fraction=0.05), 40)[-1]["stream"][1]
+    assert state["corrupt"] == 1 and "k0007" in state["corrupt_examples"][0] and state["read"] >= 120
+    bad = _shards(tmp_path / "bad", n=120, corrupt=set(range(0, 120, 10)), shard_size=40)
+    with pytest.raises(InputError, match=r"corrupt images .* > max_corrupt_fraction"):
+        _take(_stream(bad, max_corrupt_fraction=0.05), 40)
+
+
+@pytest.mark.parametrize("mode", ["pairs", "boxes_as_pairs", "compositional"])
+def test_decoding_once_yields_the_batches_of_reading_every_pass(tmp_path, mode):
+    """Epochs of a 12-sample corpus: the cached stream (decoded once) equals the re-reading one."""
+    shards = _shards(tmp_path, corrupt={5})
+    cached, reread = (_take(_stream(shards, mode, cache=cache), 12) for cache in (True, False))
+    assert all(_same(a, b) for a, b in zip(cached, reread))
+    state = cached[-1]["stream"][1]
+    assert state["epoch"] >= 2 and state["corrupt"] >= 2 and all("k0005" in m for m in state["corrupt_examples"])
+
+
+@pytest.mark.parametrize("mode", ["pairs", "boxes_as_pairs", "compositional"])
+def test_a_stream_restarted_from_a_batchs_state_continues_bitwise(tmp_path, mode):
+    shards = _shards(tmp_path, corrupt={5})
+    batches = _take(_stream(shards, mode, batch_size=3), 14)
+    for k in (0, 3, 8):  # mid-epoch, mid-window and, for boxes as pairs, mid-sample
+        reader, state = batches[k]["stream"]
+        again = _take(_stream(shards, mode, batch_size=3, states={reader: state}), 14 - k - 1)
+        assert all(_same(a, b) for a, b in zip(again, batches[k + 1:]))
+    assert any(batch["stream"][1]["pair"] for batch in batches) == (mode == "boxes_as_pairs")
+
+
+def test_loader_workers_take_turns_and_restart_where_they_were(tmp_path):
+    shards = _shards(tmp_path, n=24)  # 5 shards: readers 0 and 1 get 3 and 2
+    stream = _stream(shards, workers=2)
+    batches = _take(stream, 9)
+    assert [batch["stream"][0] for batch in batches] == [0, 1] * 4 + [0]
+    assert {n for batch in batches[0::2] for n in _captions(batch)}.isdisjoint(
+        {n for batch in batches[1::2] for n in _captions(batch)})  # each reader its own shards
+    states = {}
+    for batch in batches[:5]:  # a run that consumed 5 batches
+        states[batch["stream"][0]] = batch["stream"][1]
+    again = _take(_stream(shards, workers=2, states=states, rotation=5), 4)
+    assert all(_same(a, b) for a, b in zip(again, batches[5:]))
+
+
+def test_ranks_read_disjoint_shares_and_need_a_shard_per_reader(tmp_path):
+    shards = _shards(tmp_path, n=20)  # 4 shards
+    seen = [{n for batch in _take(_stream(shards, rank=rank, world=2), 4) for n in _captions(batch)}
+            for rank in (0, 1)]
+    assert seen[0].isdisjoint(seen[1]) and seen[0] | seen[1] == set(range(20))
+    with pytest.raises(InputError, match="4 training shards cannot feed 2 process\\(es\\) x 3 reader\\(s\\)"):
+        _stream(shards, rank=0, world=2, workers=3)
+
+
+def test_merus_subreddit_prefix_with_its_probability(tmp_path):
+    shards = _shards(tmp_path, n=40, subreddit=lambda i: ["itookapicture", "EarthPorn"][i % 2], shard_size=10)
+    plain = {i: TOKENIZER([f"caption {i}"])[0] for i in range(40)}
+    words = ["i took a picture", "earth porn"]
+    prefixed = {i: TOKENIZER([f"{words[i % 2]} : caption {i}"])[0] for i in range(40)}
+    for probability, low, high in [(0.0, 0, 0), (1.0, 40, 40), (0.5, 10, 30)]:
+        rows = [row for batch in _take(_stream(shards, batch_size=8, subreddit_prefix=probability), 5)
+                for row in batch["tokens"]]
+        assert all(any(torch.equal(row, t) for t in (*plain.values(), *prefixed.values())) for row in rows)
+        count = sum(any(torch.equal(row, t) for t in prefixed.values()) for row in rows)
+        assert low <= count <= high
+    bare = _shards(tmp_path / "bare")
+    with pytest.raises(InputError, match="k00.*subreddit.txt.*no subreddit.*hypvl ground"):
+        _take(_stream(bare, subreddit_prefix=0.5), 1)
+
+
+def test_subreddit_words_are_merus_segmentation():
+    # the examples of MERU's code and of RedCaps subreddits, segmented by wordsegment as MERU does
+    assert subreddit_words("itookapicture") == "i took a picture"
+    assert subreddit_words("EarthPorn") == "earth porn" and subreddit_words("aww") == "aww"
+    assert prefixed_caption("my cat", "itookapicture") == "i took a picture : my cat"
+
+
+def test_truncated_shards_are_errors_naming_the_file(tmp_path):
+    [shard] = _shards(tmp_path, n=3)
+    data = shard.read_bytes()
+    assert len(list(read_shard(shard))) == 3
+    with tarfile.open(shard) as archive:
+        boundary = archive.getmembers()[3].offset
+    for cut in (len(data) // 2, boundary):  # inside a member; at a member boundary (no end-of-archive blocks)
+        shard.write_bytes(data[:cut])
+        with pytest.raises(InputError, match=f"{shard.name}: truncated"):
+            list(read_shard(shard))
+    incomplete = tmp_path / "incomplete.tar"
+    with tarfile.open(incomplete, "w") as archive:
+        for name, payload in [("k0.child.jpg", b"x"), ("k0.numparents.txt", b"0")]:
+            info = tarfile.TarInfo(name)
+            info.size = len(payload)
+            archive.addfile(info, io.BytesIO(payload))
+    with pytest.raises(InputError, match="incomplete.tar: sample 'k0': missing child.txt"):
+        list(read_shard(incomplete))
+

@@ -1,0 +1,100 @@
+# Weights from outside: an experiment whose `source` is released:<name> or pretrained:<hub id> gets its
+# checkpoint.pt by importing its weights folder (hypvl/models/weights.yaml says what each holds). The folder is
+# fetched at paper scale (`hypvl acquire`, checksums verified or recorded), or read where config `weights.local`
+# says you keep the files; at smoke scale a stand-in is written there in the same layout from a smoke-trained
+# model, so the import reads it through the very code path the real files take.
+from hypvl.models.sources import WEIGHTS_MANIFEST
+
+WEIGHTS_FOLDERS = PLAN.weights_folders()  # folder -> an experiment reading it
+WEIGHTS_PATTERN = PLAN.pattern(str(Path(folder).relative_to(f"{DATA}/weights")) for folder in WEIGHTS_FOLDERS)
+
+
+if PLAN.standins is None:
+
+    localrules:
+        fetch_weights,  # downloads need the network, which cluster nodes often lack (as workflows/acquire.smk)
+
+    rule fetch_weights:
+        output:
+            folder=directory(f"{DATA}/weights/{{weights}}"),
+        wildcard_constraints:
+            weights=WEIGHTS_PATTERN,
+        params:
+            entry=lambda w, output: PLAN.outside(WEIGHTS_FOLDERS[output.folder]).entry,
+            manifest=str(WEIGHTS_MANIFEST),
+        resources:
+            **PLAN.step_resources("acquire"),
+        priority: PLAN.first_priority()  # before any other job: a download that fails is named at the start
+        log:
+            f"{RESULTS}/logs/fetch_weights/{{weights}}.log",
+        conda:
+            ENV
+        shell:
+            "hypvl acquire {params.entry:q} --sources {params.manifest:q} --dest {output.folder:q} > {log:q} 2>&1"
+
+else:
+
+    rule train_standin:
+        # a transformers architecture no model of ours converts into, trained like our CLIP at this scale
+        input:
+            PLAN.standin_inputs() if PLAN.standin_trainings() else [],
+        output:
+            checkpoint=f"{RESULTS}/standins/{{experiment}}/checkpoint.pt",
+            log=f"{RESULTS}/standins/{{experiment}}/train_log.csv",
+            summary=f"{RESULTS}/standins/{{experiment}}/train_summary.json",
+        wildcard_constraints:
+            experiment=PLAN.pattern(PLAN.standin_trainings()),
+        params:
+            spec=lambda w: PLAN.spec_path(w.experiment),
+            cfg=PLAN.step_config("standin"),
+            out=lambda w, output: above(output.checkpoint),
+        threads: THREADS
+        resources:
+            **PLAN.step_resources("train"),
+        log:
+            f"{RESULTS}/logs/train_standin/{{experiment}}.log",
+        conda:
+            ENV
+        shell:
+            "hypvl train --spec {params.spec:q} --experiment {wildcards.experiment} --standin"
+            " --config-json {params.cfg} --out {params.out:q} --threads {threads} --quiet > {log:q} 2>&1"
+
+    rule write_standin:
+        input:
+            checkpoint=lambda w: PLAN.standin_from(WEIGHTS_FOLDERS[f"{DATA}/weights/{w.weights}"]),
+        output:
+            folder=directory(f"{DATA}/weights/{{weights}}"),
+        wildcard_constraints:
+            weights=WEIGHTS_PATTERN,
+        params:
+            layout=lambda w, output: PLAN.standin_args(output.folder),
+        resources:
+            **PLAN.step_resources("import"),
+        log:
+            f"{RESULTS}/logs/write_standin/{{weights}}.log",
+        conda:
+            ENV
+        shell:
+            "hypvl write-standin {params.layout:q} --checkpoint {input.checkpoint:q} --out {output.folder:q}"
+            " > {log:q} 2>&1"
+
+
+rule import_weights:
+    input:
+        weights=lambda w: PLAN.weights_input(w.experiment),
+    output:
+        checkpoint=f"{RESULTS}/models/{{experiment}}/checkpoint.pt",
+    wildcard_constraints:
+        experiment=PLAN.imported_pattern(),
+    params:
+        spec=lambda w: PLAN.spec_path(w.experiment),
+        cfg=PLAN.step_config("import"),
+    resources:
+        **PLAN.step_resources("import"),
+    log:
+        f"{RESULTS}/logs/import_weights/{{experiment}}.log",
+    conda:
+        ENV
+    shell:
+        "hypvl import-weights --spec {params.spec:q} --experiment {wildcards.experiment} --weights {input.weights:q}"
+        " --config-json {params.cfg} --out {output.checkpoint:q} > {log:q} 2>&1"
