@@ -4,6 +4,7 @@ opener from tests/data/acquire (never the network)."""
 import hashlib
 import io
 import json
+import logging
 import re
 import shutil
 import subprocess
@@ -134,26 +135,87 @@ def test_archive_is_unpacked_once(tmp_path, sources):
     assert not extracted.exists()  # the marker says it was unpacked already
 
 
-def test_hub_snapshot_files_are_recorded(tmp_path, sources):
-    calls = []
+COMMIT = "fedcba9876543210fedcba9876543210fedcba98"
 
-    def fake_snapshot(**kwargs):
-        calls.append(kwargs)
+
+def write_shard(body):
+    """A huggingface_hub.snapshot_download stand-in writing test/0.tar with `body`; it records its calls."""
+    def download(**kwargs):
+        download.calls.append(kwargs)
         shard = Path(kwargs["local_dir"]) / "test" / "0.tar"
         shard.parent.mkdir(parents=True, exist_ok=True)
-        shard.write_bytes(b"shard zero")
+        shard.write_bytes(body)
+    download.calls = []
+    return download
 
-    [path] = fetch("hub", tmp_path, sources=sources, hub_download=fake_snapshot)
-    assert calls[0]["repo_id"] == "someone/wds_fixture" and calls[0]["allow_patterns"] == ["test/*"]
+
+def test_hub_snapshot_files_are_recorded(tmp_path, sources, caplog):
+    download = write_shard(b"shard zero")
+    with caplog.at_level(logging.INFO, logger="hypvl"):
+        [path] = fetch("hub", tmp_path, sources=sources, hub_download=download, hub_resolve=lambda repo, rev, kind: COMMIT)
+    assert download.calls[0]["repo_id"] == "someone/wds_fixture" and download.calls[0]["allow_patterns"] == ["test/*"]
     assert path == tmp_path / "wds" / "test" / "0.tar"
     assert (tmp_path / "SHA256SUMS").read_text().split() == [
         hashlib.sha256(b"shard zero").hexdigest(), "wds/test/0.tar"]
-
-    def changed_snapshot(**kwargs):
-        (Path(kwargs["local_dir"]) / "test" / "0.tar").write_bytes(b"shard changed upstream")
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings == [
+        f"someone/wds_fixture: revision 'main' is not pinned to a commit in the manifest: resolved to {COMMIT} now and "
+        f"recorded in {tmp_path / 'HUB_COMMITS'} (later fetches use it)",
+        f"{tmp_path / 'wds/test/0.tar'}: no published checksum; sha256 {hashlib.sha256(b'shard zero').hexdigest()} "
+        f"recorded in {tmp_path / 'SHA256SUMS'} on first fetch (unverified: later fetches are checked against this "
+        "record only)"]
 
     with pytest.raises(ChecksumMismatch, match=r"wds/test/0\.tar"):
-        fetch("hub", tmp_path, sources=sources, hub_download=changed_snapshot)
+        fetch("hub", tmp_path, sources=sources, hub_download=write_shard(b"shard changed upstream"))
+
+
+def test_an_unpinned_hub_revision_is_pinned_to_its_commit_on_first_fetch(tmp_path, sources, caplog):
+    """`revision: main` is resolved once, said in a warning and recorded; later fetches download that commit, not
+    wherever the branch has moved since."""
+    resolved = []
+
+    def resolve(repo, revision, repo_type):
+        resolved.append((repo, revision, repo_type))
+        return COMMIT
+
+    download = write_shard(b"shard zero")
+    with caplog.at_level(logging.WARNING, logger="hypvl"):
+        fetch("hub", tmp_path, sources=sources, hub_download=download, hub_resolve=resolve)
+    assert resolved == [("someone/wds_fixture", "main", "dataset")] and download.calls[0]["revision"] == COMMIT
+    assert (tmp_path / "HUB_COMMITS").read_text() == f"{COMMIT}  someone/wds_fixture\n"
+    assert any("'main' is not pinned to a commit" in r.getMessage() and COMMIT in r.getMessage()
+               for r in caplog.records)
+    fetch("hub", tmp_path, sources=sources, hub_download=download, hub_resolve=resolve)
+    assert resolved == [("someone/wds_fixture", "main", "dataset")] and download.calls[1]["revision"] == COMMIT
+
+
+def test_a_pinned_hub_commit_is_downloaded_as_is(tmp_path, sources):
+    download = write_shard(b"shard zero")
+    fetch("hub_pinned", tmp_path, sources=sources, hub_download=download,
+          hub_resolve=lambda *args: pytest.fail("a pinned commit is never resolved"))
+    assert download.calls[0]["revision"] == "0123456789abcdef0123456789abcdef01234567"
+    assert not (tmp_path / "HUB_COMMITS").exists()
+
+
+def test_each_fetch_says_how_the_file_was_verified(tmp_path, sources, caplog):
+    """Each fetch says how its file was checked, never silently trusted as verified. Published digest: verified,
+    naming its source. None published: unverified on the first fetch (a warning naming the recorded sha256), then
+    checked against that record."""
+    with caplog.at_level(logging.INFO, logger="hypvl"):
+        fetch("published", tmp_path, opener=FixtureOpener(), sources=sources)
+        fetch("unpublished", tmp_path, opener=FixtureOpener(), sources=sources)
+        fetch("unpublished", tmp_path, opener=FixtureOpener(), sources=sources)
+    lines = [(r.levelno, r.getMessage()) for r in caplog.records]
+    digest = hashlib.sha256(PAYLOAD).hexdigest()
+    assert lines == [
+        (logging.INFO, f"{tmp_path / 'payload.txt'}: verified: sha256 published by sha256sum "
+                       "tests/data/acquire/payload.txt"),
+        (logging.WARNING, f"{tmp_path / 'data/payload.txt'}: no published checksum; sha256 {digest} recorded in "
+                          f"{tmp_path / 'SHA256SUMS'} on first fetch (unverified: later fetches are checked against "
+                          "this record only)"),
+        (logging.INFO, f"{tmp_path / 'data/payload.txt'}: matches the sha256 its first fetch recorded in "
+                       f"{tmp_path / 'SHA256SUMS'} (no published checksum)"),
+    ]
 
 
 def test_manual_dataset_stops_with_instructions(tmp_path, sources):
@@ -167,14 +229,39 @@ def test_manual_dataset_stops_with_instructions(tmp_path, sources):
     assert fetch("licensed", tmp_path, sources=sources) == [tmp_path / "licensed" / "val.tar"]
 
 
+def test_a_manual_file_with_a_published_checksum_is_verified(tmp_path, sources):
+    (tmp_path / "licensed").mkdir()
+    (tmp_path / "licensed" / "val.tar").write_bytes(b"")
+    assert fetch("licensed_checksummed", tmp_path, sources=sources) == [tmp_path / "licensed" / "val.tar"]
+    (tmp_path / "licensed" / "val.tar").write_bytes(b"not the published file")
+    with pytest.raises(ChecksumMismatch, match=r"licensed/val\.tar \(from the manual step\): sha256 is"):
+        fetch("licensed_checksummed", tmp_path, sources=sources)
+
+
+@pytest.mark.parametrize("entry, problem", [
+    ({"files": [{"url": "http://x.invalid/a", "path": "a", "sha256": None}]}, "http://x.invalid/a is not an https URL"),
+    ({"files": [{"url": "https://x.invalid/a", "path": "a", "sha256": "ab" * 32}]},
+     "file 0 pins a digest without its checksum_source"),
+    ({"manual": True, "instructions": "get it", "expected": [{"path": "a", "md5": "ab" * 16}]},
+     "expected file 0 pins a digest without its checksum_source"),
+    ({"hf_snapshot": {"repo": "r", "revision": "ab" * 20, "path": "."}},
+     f"hf_snapshot pins commit {'ab' * 20} without its revision_source"),
+], ids=["plain_http", "digest_without_source", "manual_digest_without_source", "commit_without_source"])
+def test_the_manifest_pins_only_sourced_values_over_https(tmp_path, entry, problem):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump({"datasets": {"x": entry}}))
+    with pytest.raises(InputError, match=re.escape(f"{bad}: dataset 'x': {problem}")):
+        load_sources(bad)
+
+
 def test_unknown_dataset_and_bad_manifest(tmp_path, sources):
     with pytest.raises(InputError, match="unknown dataset 'nope'"):
         fetch("nope", tmp_path, sources=sources)
     bad = tmp_path / "bad.yaml"
-    bad.write_text(yaml.safe_dump({"datasets": {"x": {"files": [{"url": "u", "path": "p"}]}}}))
+    bad.write_text(yaml.safe_dump({"datasets": {"x": {"files": [{"url": "https://x.invalid/u", "path": "p"}]}}}))
     with pytest.raises(InputError, match=r"bad\.yaml: dataset 'x': file 0 needs .*sha256"):
         load_sources(bad)
-    bad.write_text("datasets:\n  z:\n    files: [{url: u, path: p, sha256: " + "0" * 64 + "}]\n")
+    bad.write_text("datasets:\n  z:\n    files: [{url: https://x.invalid/u, path: p, sha256: " + "0" * 64 + "}]\n")
     with pytest.raises(InputError, match="'z': file 0 sha256 0 is not 64 hex digits"):
         load_sources(bad)  # unquoted, YAML reads an all-digit checksum as an integer
     bad.write_text(yaml.safe_dump({"datasets": {"y": {"manual": True, "expected": ["a"]}}}))
@@ -183,9 +270,9 @@ def test_unknown_dataset_and_bad_manifest(tmp_path, sources):
 
 
 @pytest.mark.parametrize("entry, what", [
-    ({"files": [{"url": "u", "path": "../outside.tar", "sha256": None}]}, "file 0 path '../outside.tar'"),
-    ({"files": [{"url": "u", "path": "/etc/passwd", "sha256": None}]}, "file 0 path '/etc/passwd'"),
-    ({"files": [{"url": "u", "path": "a.tar", "sha256": None, "unpack": True, "unpack_to": "x/../../up"}]},
+    ({"files": [{"url": "https://x.invalid/u", "path": "../outside.tar", "sha256": None}]}, "file 0 path '../outside.tar'"),
+    ({"files": [{"url": "https://x.invalid/u", "path": "/etc/passwd", "sha256": None}]}, "file 0 path '/etc/passwd'"),
+    ({"files": [{"url": "https://x.invalid/u", "path": "a.tar", "sha256": None, "unpack": True, "unpack_to": "x/../../up"}]},
      "file 0 unpack_to 'x/../../up'"),
     ({"hf_snapshot": {"repo": "r", "revision": "main", "path": ".."}}, "hf_snapshot path '..'"),
     ({"manual": True, "instructions": "get it", "expected": ["ok", "../../leak"]}, "expected file 1 '../../leak'"),
@@ -206,10 +293,24 @@ def test_shipped_manifest_covers_every_dataset():
               "vg_attribution", "hierarcaps", "wordnet_isa", "hyperlex", "breeds"}
     assert others <= sources.keys()
     assert {n for n, e in sources.items() if e.get("manual")} == {"cars", "resisc45", "imagenet"}
-    for name, entry in sources.items():
-        for item in entry.get("files", []):
-            assert item["url"].startswith(("http://", "https://")), name
-            assert item["sha256"] is None or len(item["sha256"]) == 64, name
+    # https only, and every digest and commit names where it was published (load_sources refuses anything else);
+    # the published ones found for issue 14 stay pinned
+    checksummed = {name for name, entry in sources.items()
+                   if any(item["sha256"] or item.get("md5") for item in entry.get("files", []))}
+    assert checksummed == {"coco_val2017", "flickr30k", "redcaps", "cc3m", "cub", "sun397", "clevr", "vl_checklist"}
+    assert {name for name, entry in sources.items() if acquire.pinned(entry.get("hf_snapshot", {}).get("revision"))} \
+        == {"country211", "pcam", "sst2"}
+    assert all(item.get("md5") for item in acquire.expected_files(sources["imagenet"]))
+
+
+def test_the_list_says_how_each_dataset_is_verified(capsys):
+    from hypvl.cli import main
+
+    assert main(["acquire", "--list", "--sources", str(FIXTURES / "sources.yaml")]) == 0
+    trust = dict(line.split("\t")[:2] for line in capsys.readouterr().out.splitlines())
+    assert trust["published"] == "1/1 files checksummed" and trust["unpublished"] == "0/1 files checksummed"
+    assert trust["hub"] == "Hub 'main' (pinned on first fetch)" and trust["hub_pinned"] == "Hub commit pinned"
+    assert trust["licensed"] == "manual"
 
 
 def test_acquire_checks_what_the_readers_need_before_marking_a_dataset_ready(tmp_path, capsys, caplog):

@@ -299,6 +299,14 @@ CASES = {
     "metrics_wrong_type": metrics_record_case(lambda r: r["metrics"].update(top1="51"), "not a finite number"),
     "metrics_missing_provenance": metrics_record_case(lambda r: r.pop("provenance"), "provenance"),
     "metrics_wrong_experiment": metrics_record_case(lambda r: r.update(experiment="other"), "experiment is 'other'"),
+    "metrics_other_run_config": metrics_record_case(
+        lambda r: r["provenance"].update(run_config={"train": {"steps": 400}}, run_config_hash="a" * 12),
+        "measured under another config than"),
+    "compare_seeds_not_json": lambda tmp_path: (
+        [*compare(tmp_path)[0], "--seeds", "{tiny_clip: [0"], "--seeds", "not valid JSON", compare(tmp_path)[1]),
+    "compare_seeds_not_a_row": lambda tmp_path: (
+        [*compare(tmp_path)[0], "--seeds", '{"tiny_nope": [0, 1]}'], tmp_path / "replication" / "tiny.yaml",
+        "'tiny_nope' is not the experiment of a row", compare(tmp_path)[1]),
     # data formats
     "coco_captions_truncated": format_case("coco_captions", truncate, "truncated JSON"),
     "coco_captions_duplicate_id": format_case(
@@ -358,6 +366,10 @@ CASES = {
                       "")(tmp_path)[0], "https://unreachable.invalid/a.tar", "download failed after 3 attempts",
         [tmp_path / "dest" / "a.tar"]),
     "manifest_missing_field": manifest_case({"files": [{"url": "https://x.invalid/a"}]}, "needs url, path and sha256"),
+    "manifest_plain_http": manifest_case({"files": [{"url": "http://x.invalid/a", "path": "a", "sha256": None}]},
+                                         "is not an https URL"),
+    "manifest_digest_without_source": manifest_case(
+        {"files": [{"url": "https://x.invalid/a", "path": "a", "sha256": "ab" * 32}]}, "without its checksum_source"),
     # linear-probe sources
     "probe_source_split_missing": probe_case("sst2", {"train": ["negative", "positive"]}, "source split not found",
                                              lambda source: source / "val"),

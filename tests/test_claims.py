@@ -127,7 +127,8 @@ def test_toy_verdicts(toy):
 def test_report_reads_ours_from_compare_csvs(toy, tmp_path):
     ours = {"x": [9.0, 8.0, 3.0, 1.0], "y": [10.0, 6.0, 2.0, 3.0], "z": [8.0, 7.0, 0.5, math.nan]}
     lines = [{**dict.fromkeys(COLUMNS, ""), "row": row, "column": column, "ours": value, "verdict": "not_comparable",
-              "scale": "smoke", "tolerance": 1.0, "paper": math.nan, "delta": math.nan}
+              "scale": "smoke", "tolerance": 1.0, "paper": math.nan, "delta": math.nan,
+              "run_config_hash": "abc123abc123", "git_commit": "c0ffee", "git_dirty": "False"}
              for row, values in ours.items() for column, value in zip("abcd", values)]
     frame = pd.DataFrame(lines, columns=list(COLUMNS))
     write_compare_csv(frame, tmp_path / "tables" / "toy" / "table1.csv")
@@ -141,6 +142,8 @@ def test_report_reads_ours_from_compare_csvs(toy, tmp_path):
     assert '"X is best on a."' in text and "Sec. 1" in text
     assert "1 supported only under one reading, 1 contradicted, 1 no number printed" in text
     assert "z_beats_y_everywhere" in text.split("## toy")[0]  # listed among the contradicted in the summary
+    provenance = text.split("## Provenance", 1)[1]  # of the numbers the audit read
+    assert "`abc123abc123`" in provenance and "`c0ffee`; uncommitted changes: no" in provenance
 
 
 def write_toy(tmp_path, claims) -> tuple:

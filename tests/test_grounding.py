@@ -196,3 +196,34 @@ def test_random_detector_boxes_are_its_best_boxes_in_pixels(extractor):
     for sample in samples:
         assert all(c.size == (16, 16) for c in sample["crops"])
         assert len(sample["crops"]) == len(sample["boxes"]) >= 1
+
+
+def test_the_detector_loads_its_pinned_revision_and_says_when_it_is_not_pinned(monkeypatch, caplog):
+    """grounding.detector_revision reaches both Hub loads; without it a warning names the commit loaded, which the
+    detector reports (grounding.json records it as detector_commit)."""
+    import logging
+
+    import transformers
+
+    from hypvl.grounding.detector import PhraseGroundingDetector
+
+    stand_in = random_owlv2_detector(seed=0, image_size=64)
+    stand_in.model.config._commit_hash = "c" * 40
+    asked = []
+
+    def loader(part):
+        def from_pretrained(model_id, revision=None):
+            asked.append((part, model_id, revision))
+            return getattr(stand_in, part)
+        return from_pretrained
+
+    monkeypatch.setattr(transformers.AutoProcessor, "from_pretrained", loader("processor"))
+    monkeypatch.setattr(transformers.AutoModelForZeroShotObjectDetection, "from_pretrained", loader("model"))
+    with caplog.at_level(logging.WARNING, logger="hypvl"):
+        pinned = PhraseGroundingDetector.from_pretrained("google/owlv2-base-patch16-ensemble", revision="a" * 40)
+    assert asked == [(part, "google/owlv2-base-patch16-ensemble", "a" * 40) for part in ("processor", "model")]
+    assert pinned.commit == "c" * 40 and not caplog.records
+    with caplog.at_level(logging.WARNING, logger="hypvl"):
+        PhraseGroundingDetector.from_pretrained("google/owlv2-base-patch16-ensemble")
+    [warning] = caplog.records
+    assert "is not pinned to a revision" in warning.getMessage() and "c" * 40 in warning.getMessage()

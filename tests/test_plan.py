@@ -270,6 +270,59 @@ def test_every_meru_ablation_is_runnable_and_eval_prompts_reach_the_evaluation()
     assert "--prompts" not in plan.evaluate_args("zeroshot", "meru_clip_vits", 1)
 
 
+def seeded_plan(toy_plan, seeds) -> Plan:
+    plan, _ = toy_plan
+    return Plan({**plan.config, "seeds": seeds})
+
+
+def test_seeds_add_the_trainings_of_each_seed_and_their_metrics_to_the_table(toy_plan):
+    """`seeds: {<paper>/<table>: 3}`: each trained row gets seeds s, s+1, s+2 from its declared s; the variants
+    train (a job each) and the table needs their metrics; the regression does not (variants are not pinned)."""
+    plan = seeded_plan(toy_plan, {"toy/table1": 3})
+    metrics = Path(plan.config["results_dir"]) / "metrics"
+    assert plan.seeds == {"toy_clip": (0, 1, 2)}  # toy_released comes from outside, toy_unbuilt is no method
+    for variant, seed in (("toy_clip__seed1", 1), ("toy_clip__seed2", 2)):
+        assert plan.experiment(variant).seed == seed and plan.declared_id(variant) == "toy_clip"
+        assert plan.trains(variant) and re.fullmatch(plan.trained_pattern(), variant)
+        assert plan.checkpoint(plan.model_of(variant)).endswith(f"models/{variant}/checkpoint.pt")
+    tasks = ("hier_imagenet", "zs_cifar10", "zs_dtd")
+    assert plan.table_inputs("toy", "table1") == sorted(str(metrics / exp / f"{task}.json") for task in tasks
+                                                        for exp in ("toy_clip", "toy_clip__seed1", "toy_clip__seed2"))
+    assert plan.row_inputs("toy", "table1", "x") == plan.table_inputs("toy", "table1")
+    assert not any("__seed" in path for path in plan.metric_files())
+    assert json.loads(plan.seeds_arg("toy", "table1")) == {"toy_clip": [0, 1, 2]}
+
+
+def test_seeds_by_experiment_as_a_list_or_everywhere(toy_plan):
+    assert seeded_plan(toy_plan, {"toy_clip": [1, 2]}).seeds == {"toy_clip": (1, 2)}  # its declared 0 not among them
+    assert seeded_plan(toy_plan, 2).seeds == {"toy_clip": (0, 1)}  # every trained row of every table
+    assert seeded_plan(toy_plan, {"toy_clip": [0]}).seeds == {}  # the declared seed alone changes nothing
+    for key in ("toy_clp", "toy/table9", "toy_released", "toy_unbuilt"):
+        with pytest.raises(InputError, match=rf"config: seeds\.{key}: neither an experiment the suite trains "
+                                             r"nor a <paper>/<table>"):
+            seeded_plan(toy_plan, {key: 2})
+
+
+def test_a_seed_variant_of_a_repeated_recipe_is_trained_once():
+    plan = Plan({**load_config(), "seeds": {"meru/table2": 2, "poinclip/table1": 2}})
+    assert plan.model_of("poin_meru_vitl__seed1") == plan.model_of("meru_meru_vitl__seed1") == "meru_meru_vitl__seed1"
+
+
+def test_the_train_rule_trains_a_variant_as_its_experiment_with_another_seed(tmp_path):
+    config = tmp_path / "seeds.yaml"
+    config.write_text(yaml.safe_dump({"data_dir": str(tmp_path / "data"), "results_dir": str(tmp_path / "results"),
+                                      "seeds": {"hyco_clip_vits_grit": 2}}))
+    target = tmp_path / "results" / "models" / "hyco_clip_vits_grit__seed1" / "checkpoint.pt"
+    run = subprocess.run([str(Path(sys.executable).parent / "snakemake"), str(target), "-n", "-p", "--cores", "1",
+                          "--configfile", str(config)], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    [command] = [line.removeprefix("Shell command: ") for line in (run.stdout + run.stderr).splitlines()
+                 if line.startswith("Shell command: hypvl train")]
+    assert " --experiment hyco_clip_vits_grit --seed 1 " in command
+    assert f"--out {tmp_path}/results/models/hyco_clip_vits_grit__seed1 " in command
+    assert "evaluate zeroshot --experiment hyco_clip_vits_grit__seed1 " in command
+
+
 def test_every_outside_source_is_stood_in_for_by_a_model_trained_here():
     plan = Plan(load_config())
     models = Path(load_config()["results_dir"]) / "models"

@@ -190,6 +190,7 @@ def test_command_writes_report_and_strict_fails_on_drift(tmp_path, policy):
     report = (tmp_path / "regression.md").read_text()
     assert report.startswith("# Regression at scale `smoke`: FAIL")
     assert ["exp_a", "hier_imagenet", "tie", "1.5", "3", "1.5", "0.5", "drift"] in table_rows(report)
+    assert "Measured at git commit `c0ffee` (uncommitted changes: –), run config –" in report  # what the JSONs record
     strict = subprocess.run([*args, "--strict"], cwd=REPO, capture_output=True, text=True)
     assert strict.returncode == 1
     printed = subprocess.run(args[:-2], cwd=REPO, capture_output=True, text=True)  # no --out: the report is the output

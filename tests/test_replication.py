@@ -14,6 +14,7 @@ import numpy
 import pandas as pd
 import pytest
 import yaml
+from conftest import REPO
 from PIL import Image
 
 from hypvl.errors import InputError
@@ -469,3 +470,136 @@ def test_a_metric_the_task_did_not_compute_is_a_missing_cell(workspace):
     frame = compare_table(spec, "table1", metrics_dir, "full").set_index(["row", "column"])
     assert frame.loc[("clip", "acc_a"), "verdict"] == "missing"
     assert frame.loc[("clip", "acc_b"), "verdict"] == "outside"  # 29.49 vs 30.5: the other cells still compare
+
+
+# --- several seeds per row (config `seeds`) ------------------------------------------------------
+
+CIFAR10_BY_SEED = {3: 51.0, 4: 49.0, 5: 53.4}  # tiny_clip's zs_cifar10 top1 per seed (3: declared)
+
+
+def write_seed_variants(root: Path, scale: str, seeds=(4, 5)) -> Path:
+    """OURS as metric JSONs, plus tiny_clip's seed variants (`tiny_clip__seed<N>`): the same numbers but
+    zs_cifar10, which takes CIFAR10_BY_SEED."""
+    metrics_dir = write_metrics(root, scale)
+    for seed in seeds:
+        for task in OURS["tiny_clip"]:
+            record = json.loads((metrics_dir / "tiny_clip" / f"{task}.json").read_text())
+            record["experiment"] = f"tiny_clip__seed{seed}"
+            if task == "zs_cifar10":
+                record["metrics"] = {"top1": CIFAR10_BY_SEED[seed]}
+            path = metrics_dir / record["experiment"] / f"{task}.json"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(record))
+    return metrics_dir
+
+
+def test_a_row_with_several_seeds_is_their_mean_with_their_spread(workspace):
+    spec = load_spec(workspace / "replication" / "tiny.yaml")
+    metrics_dir = write_seed_variants(workspace, "full")
+    frame = compare_table(spec, "table1", metrics_dir, "full", {"tiny_clip": [3, 4, 5]}).set_index(["row", "column"])
+    values = numpy.array(list(CIFAR10_BY_SEED.values()))
+    acc_a = frame.loc[("clip", "acc_a")]
+    assert acc_a["ours"] == pytest.approx(values.mean()) and acc_a["n_seeds"] == 3
+    assert acc_a["spread"] == pytest.approx(values.std(ddof=1))  # sample standard deviation, numpy as the oracle
+    # 51.13 - 50.0 is outside the tolerance 1.0, but within 2 standard deviations (2 x 2.20) of the seeds
+    assert acc_a["verdict"] == "within_seed_spread"
+    acc_b = frame.loc[("clip", "acc_b")]  # every seed measured 29.49: no spread, so -1.01 stays outside
+    assert acc_b["spread"] == 0 and acc_b["verdict"] == "outside"
+    assert frame.loc[("clip", "avg"), "ours"] == pytest.approx(((values + 29.49) / 2).mean())
+    assert frame.loc[("meru", "acc_a"), "n_seeds"] == 1 and math.isnan(frame.loc[("meru", "acc_a"), "spread"])
+    only_others = compare_table(spec, "table1", metrics_dir, "full", {"tiny_clip": [4, 5]})
+    assert only_others.loc[0, "ours"] == pytest.approx((49.0 + 53.4) / 2)  # the declared seed 3 is not among them
+    smoke = compare_table(spec, "table1", write_seed_variants(workspace, "smoke"), "smoke", {"tiny_clip": [3, 4, 5]})
+    assert smoke.loc[0, "verdict"] == "not_comparable"  # a smoke number never gets a tolerance verdict
+
+
+def test_a_seeded_row_lacking_one_seed_is_missing_and_seeds_must_name_rows(workspace):
+    spec = load_spec(workspace / "replication" / "tiny.yaml")
+    metrics_dir = write_seed_variants(workspace, "full", seeds=(4,))
+    frame = compare_table(spec, "table1", metrics_dir, "full", {"tiny_clip": [3, 4, 5]}).set_index(["row", "column"])
+    assert (frame.loc["clip", "verdict"] == "missing").all()
+    with pytest.raises(InputError, match=r"--seeds: 'tiny_other' is not the experiment of a row of .*tiny\.yaml"):
+        compare_table(spec, "table1", metrics_dir, "full", {"tiny_other": [3, 4]})
+
+
+def test_the_report_shows_mean_and_spread_of_a_seeded_row(workspace):
+    spec = load_spec(workspace / "replication" / "tiny.yaml")
+    frame = compare_table(spec, "table1", write_seed_variants(workspace, "full"), "full", {"tiny_clip": [3, 4, 5]})
+    path = workspace / "table1.csv"
+    write_compare_csv(frame, path)
+    pd.testing.assert_frame_equal(read_compare_csv(path), frame)  # n_seeds and spread survive the CSV
+    out = workspace / "reports" / "tiny" / "table1.md"
+    write_report(spec, "table1", read_compare_csv(path), out)
+    markdown = out.read_text()
+    values = numpy.array(list(CIFAR10_BY_SEED.values()))
+    ours = parse_section(markdown, "Ours")
+    assert ours["CLIP"][0] == f"{values.mean():.2f} ± {values.std(ddof=1):.2f}"  # the paper prints one decimal
+    assert ours["MERU*"][0] == "32.20"
+    assert "over the seeds of the rows trained with several (config `seeds`): `clip` (3 seeds)." in markdown
+    assert parse_section(markdown, "Difference (ours − paper) and verdict")["CLIP"][0] == "+1.13 ≈"
+    metrics_dir = write_seed_variants(workspace, "full")
+    shutil.rmtree(metrics_dir / "tiny_meru")  # the only other row with numbers
+    write_report(spec, "table1", compare_table(spec, "table1", metrics_dir, "full", {"tiny_clip": [3, 4, 5]}), out)
+    assert "Mean ± standard deviation over 3 seeds in every measured row (config `seeds`)." in out.read_text()
+
+
+def test_regression_leaves_seed_variants_unpinned(workspace):
+    from hypvl.replication.regression import load_policy, measured_values
+
+    metrics_dir = write_seed_variants(workspace, "smoke")
+    measured = measured_values(metrics_dir, "smoke", load_policy(REPO / "baselines" / "tolerances.yaml"))
+    assert set(measured["experiment"]) == {"tiny_clip", "tiny_meru"}
+
+
+# --- one run config per table ------------------------------------------------------------------
+
+RUN_CONFIG = {"scale": "full", "model": {"embed_dim": 512}, "train": {"steps": 500, "lr": 5e-4}, "eval": {}}
+
+
+def stamp(metrics_dir: Path, **fields) -> None:
+    """Add `fields` to the provenance of every metric JSON under metrics_dir."""
+    for path in metrics_dir.glob("*/*.json"):
+        record = json.loads(path.read_text())
+        record["provenance"].update(fields)
+        path.write_text(json.dumps(record))
+
+
+def test_compare_refuses_to_join_numbers_of_two_run_configs_and_names_what_differs(workspace):
+    spec = load_spec(workspace / "replication" / "tiny.yaml")
+    metrics_dir = write_metrics(workspace, "full")
+    stamp(metrics_dir, run_config=RUN_CONFIG, run_config_hash=config_hash(RUN_CONFIG))
+    compare_table(spec, "table1", metrics_dir, "full")  # one config: joined
+    odd = metrics_dir / "tiny_meru" / "hierarcaps.json"
+    record = json.loads(odd.read_text())
+    other = {**RUN_CONFIG, "train": {"steps": 400, "lr": 5e-4}}
+    record["provenance"].update(run_config=other, run_config_hash=config_hash(other))
+    odd.write_text(json.dumps(record))
+    with pytest.raises(InputError) as error:
+        compare_table(spec, "table1", metrics_dir, "full")
+    assert str(odd) in str(error.value) and str(metrics_dir / "tiny_clip") in str(error.value)
+    assert "train.steps: 500 vs 400" in str(error.value) and "lr" not in str(error.value)
+    record["provenance"].pop("run_config")
+    record["provenance"].pop("run_config_hash")
+    odd.write_text(json.dumps(record))
+    with pytest.raises(InputError, match="one records no run config"):
+        compare_table(spec, "table1", metrics_dir, "full")
+
+
+def test_the_report_carries_the_provenance_of_its_numbers(workspace):
+    spec = load_spec(workspace / "replication" / "tiny.yaml")
+    metrics_dir = write_metrics(workspace, "full")
+    stamp(metrics_dir, run_config=RUN_CONFIG, run_config_hash=config_hash(RUN_CONFIG), git_dirty=False,
+          packages={"torch": "9.9", "numpy": "1.0"}, data_manifest_hash="d" * 64)
+    for experiment, digest in (("tiny_clip", "1" * 64), ("tiny_meru", "2" * 64)):
+        for path in (metrics_dir / experiment).glob("*.json"):
+            record = json.loads(path.read_text())
+            record["provenance"]["checkpoint_sha256"] = digest
+            path.write_text(json.dumps(record))
+    out = workspace / "table1.md"
+    write_report(spec, "table1", compare_table(spec, "table1", metrics_dir, "full"), out)
+    section = out.read_text().split("## Provenance", 1)[1]
+    assert f"`{config_hash(RUN_CONFIG)}`" in section
+    assert "`c0ffee`; uncommitted changes: no" in section
+    assert "packages: numpy=1.0 torch=9.9" in section
+    assert f"data manifest (sha256): `{'d' * 12}`" in section
+    assert f"checkpoints (sha256): clip `{'1' * 12}`; meru `{'2' * 12}`" in section

@@ -70,7 +70,8 @@ def manifest(tmp_path, sha256=None):
     """A weights manifest whose released checkpoint is served by the test opener."""
     path = tmp_path / "weights.yaml"
     path.write_text(yaml.safe_dump({"datasets": {"released:fixture": {
-        "files": [{"url": URL, "path": "fixture.pth", "sha256": sha256}]}}}))
+        "files": [{"url": URL, "path": "fixture.pth", "sha256": sha256,
+                   **({"checksum_source": "a made-up digest"} if sha256 else {})}]}}}))
     return load_sources(path)
 
 
@@ -120,8 +121,12 @@ def test_a_hub_model_repository_is_fetched_as_a_model_and_every_file_recorded(tm
             (Path(kwargs["local_dir"]) / name).write_text(name)
 
     with caplog.at_level(logging.WARNING, logger="hypvl"):
-        paths = fetch("laion", tmp_path, sources={"laion": entry}, hub_download=snapshot)
+        paths = fetch("laion", tmp_path, sources={"laion": entry}, hub_download=snapshot,
+                      hub_resolve=lambda repo, revision, repo_type: "c" * 40)
     assert calls[0]["repo_type"] == "model" and calls[0]["repo_id"] == "laion/CLIP-ViT-B-32-laion2B-s34B-b79K"
+    assert calls[0]["revision"] == "c" * 40  # `main` as it was on the first fetch, recorded in HUB_COMMITS
+    again = fetch("laion", tmp_path, sources={"laion": entry}, hub_download=snapshot)  # into the same folder
+    assert again == paths and len((tmp_path / "SHA256SUMS").read_text().splitlines()) == 2  # records not recorded
     assert sorted(path.name for path in paths) == ["open_clip_config.json", "open_clip_pytorch_model.bin"]
     assert len((tmp_path / "SHA256SUMS").read_text().splitlines()) == 2 and caplog.text.count("unverified") == 2
 

@@ -12,6 +12,7 @@ rule compare:
         metrics_dir=lambda w, output: f"{above(output.csv, 3)}/metrics",
         scale=SCALE,
         blockers=lambda w: PLAN.blockers_arg(w.paper, w.table),  # why the plan leaves a cell missing
+        seeds=lambda w: PLAN.seeds_arg(w.paper, w.table),  # rows averaged over several seeds (config `seeds`)
     log:
         f"{RESULTS}/logs/compare/{{paper}}/{{table}}.log",
     conda:
@@ -19,7 +20,7 @@ rule compare:
     shell:
         "hypvl compare --spec {input.spec:q} --table {wildcards.table} --expected-dir {params.expected_dir:q}"
         " --metrics-dir {params.metrics_dir:q} --scale {params.scale:q} --blockers {params.blockers}"
-        " --out {output.csv:q} > {log:q} 2>&1"
+        " --seeds {params.seeds:q} --out {output.csv:q} > {log:q} 2>&1"
 
 
 rule compare_row:
@@ -38,6 +39,7 @@ rule compare_row:
         metrics_dir=lambda w, output: f"{above(output.csv, 4)}/metrics",
         scale=SCALE,
         blockers=lambda w: PLAN.blockers_arg(w.paper, w.table),
+        seeds=lambda w: PLAN.seeds_arg(w.paper, w.table),
     log:
         f"{RESULTS}/logs/compare_row/{{paper}}/{{table}}/{{row}}.log",
     conda:
@@ -45,7 +47,7 @@ rule compare_row:
     shell:
         "hypvl compare --spec {input.spec:q} --table {wildcards.table} --row {wildcards.row}"
         " --expected-dir {params.expected_dir:q} --metrics-dir {params.metrics_dir:q} --scale {params.scale:q}"
-        " --blockers {params.blockers} --out {output.csv:q} > {log:q} 2>&1"
+        " --blockers {params.blockers} --seeds {params.seeds:q} --out {output.csv:q} > {log:q} 2>&1"
 
 
 rule report:

@@ -19,7 +19,9 @@ rule train:
         experiment=PLAN.trained_by("train"),  # one job per distinct recipe (Plan.model_of)
     params:
         spec=lambda w: PLAN.spec_path(w.experiment),
-        cfg=lambda w: PLAN.train_step_config(w.experiment),
+        declared=lambda w: PLAN.declared_id(w.experiment),  # a seed variant trains its experiment with another seed
+        seed=lambda w: PLAN.experiment(w.experiment).seed,
+        cfg=lambda w: PLAN.train_step_config(PLAN.declared_id(w.experiment)),
         out=lambda w: f"{RESULTS}/models/{w.experiment}",
         init=lambda w, input: ["--init-checkpoint", input.init] if input.init else [],
         then=lambda w, threads: "".join(f" :: {PLAN.evaluate_args(group, w.experiment, threads)}"
@@ -36,8 +38,8 @@ rule train:
     conda:
         ENV
     shell:
-        "{params.launch} --spec {params.spec:q} --experiment {wildcards.experiment} --config-json {params.cfg}"
-        " --out {params.out:q} {params.init:q} --quiet{params.then} > {log:q} 2>&1"
+        "{params.launch} --spec {params.spec:q} --experiment {params.declared} --seed {params.seed}"
+        " --config-json {params.cfg} --out {params.out:q} {params.init:q} --quiet{params.then} > {log:q} 2>&1"
 
 
 rule finetune:

@@ -1,6 +1,7 @@
-"""Provenance of a result: which configuration, code and packages produced it, when, in how long."""
+"""Provenance of a result: which configuration, code, packages, data and model produced it, when, in how long."""
 
 import datetime
+import functools
 import hashlib
 import json
 import subprocess
@@ -15,6 +16,7 @@ PACKAGES = {
     "numpy": "numpy",
     "hypvl": "hypvl",
 }
+CHUNK_SIZE = 1 << 20
 
 
 def config_hash(mapping) -> str:
@@ -23,21 +25,39 @@ def config_hash(mapping) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
 
+def file_digest(path, algorithm: str = "sha256") -> str:
+    """Hex digest of the file at `path`."""
+    digest = hashlib.new(algorithm)
+    with open(path, "rb") as handle:
+        while chunk := handle.read(CHUNK_SIZE):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _git(*args: str) -> str | None:
+    """Output of `git <args>` in the repository holding this source file, or None outside one."""
+    try:
+        result = subprocess.run(["git", *args], cwd=Path(__file__).resolve().parent, capture_output=True, text=True,
+                                timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return result.stdout if result.returncode == 0 else None
+
+
+@functools.cache
+def git_state() -> tuple[str, bool | None]:
+    """(commit, dirty) of the code: the commit checked out, and whether a tracked file differs from it (untracked
+    files do not count); ("unknown", None) outside a git repository. Read once per process."""
+    commit = (_git("rev-parse", "HEAD") or "").strip()
+    if not commit:
+        return "unknown", None
+    status = _git("status", "--porcelain", "--untracked-files=no")
+    return commit, None if status is None else bool(status.strip())
+
+
 def git_commit() -> str:
     """The commit checked out in the repository holding this source file, or "unknown" outside one."""
-    try:
-        result = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            cwd=Path(__file__).resolve().parent,
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return "unknown"
-    commit = result.stdout.strip()
-    return commit if result.returncode == 0 and commit else "unknown"
+    return git_state()[0]
 
 
 def package_versions() -> dict[str, str]:
@@ -56,12 +76,35 @@ def utc_now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
-def provenance(config_hash: str, seconds: float) -> dict:
-    """The `provenance` record of a metrics JSON: config hash, git commit, UTC date, package versions, seconds."""
+def provenance(config_hash: str, seconds: float, **inputs) -> dict:
+    """The `provenance` record of a metrics JSON: config hash, git commit and whether the tree was dirty, UTC date,
+    package versions, seconds, and the `inputs` given (the run config and its hash, the data manifest's and the
+    checkpoint's sha256)."""
+    commit, dirty = git_state()
     return {
         "config_hash": config_hash,
-        "git_commit": git_commit(),
+        "git_commit": commit,
+        "git_dirty": dirty,
         "date": utc_now(),
         "packages": package_versions(),
         "seconds": float(seconds),
+        **inputs,
     }
+
+
+def _flatten(mapping: dict, prefix: str = "") -> dict:
+    """{dotted key: value} of a nested mapping."""
+    flat = {}
+    for key, value in mapping.items():
+        if isinstance(value, dict) and value:
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def config_differences(first: dict, second: dict) -> list[str]:
+    """`key: A vs B` for every dotted key whose value differs between two configs (`absent` where one lacks it)."""
+    one, two = _flatten(first), _flatten(second)
+    return [f"{key}: {json.dumps(one.get(key, 'absent'))} vs {json.dumps(two.get(key, 'absent'))}"
+            for key in sorted(one.keys() | two.keys()) if one.get(key, "absent") != two.get(key, "absent")]

@@ -24,6 +24,7 @@ from hypvl.expected import load_expected
 from hypvl.tasks import Task, declared_tasks
 
 _SLUG = "^[a-z0-9][a-z0-9_]*$"
+SEED_MARK = "__seed"  # an experiment trained with another seed than its declared one: <id>__seed<N> (config `seeds`)
 _TASK = {"type": "string", "pattern": _SLUG}
 _TOLERANCE = {"type": "number", "minimum": 0}
 _SCALE = {"type": "number", "exclusiveMinimum": 0}
@@ -378,6 +379,11 @@ def _experiment(experiment_id: str, entry: dict) -> Experiment:
     )
 
 
+def seed_variant(experiment: Experiment, seed: int) -> str:
+    """The id of `experiment` trained with `seed`: its own id for its declared seed, else `<id>__seed<N>`."""
+    return experiment.id if seed == experiment.seed else f"{experiment.id}{SEED_MARK}{seed}"
+
+
 def _term(entry, metric: str | None, where: str) -> Term:
     """A Term from its validated YAML: a task id (of the enclosing `metric`), {task, metric} or {mean_of}."""
     if isinstance(entry, str):
@@ -494,6 +500,9 @@ def load_spec(path, expected_dir=None) -> PaperSpec:
     if paper != path.stem:
         raise InputError(f"{path}: paper: {paper!r} does not match the file name {path.name!r}")
     experiments = {key: _experiment(key, entry) for key, entry in document["experiments"].items()}
+    marked = sorted(key for key in experiments if SEED_MARK in key)
+    if marked:
+        raise InputError(f"{path}: experiments.{marked[0]}: {SEED_MARK!r} is reserved for seed variants")
     tables = {
         name: _table(path, name, entry, expected_dir, paper, experiments)
         for name, entry in document["tables"].items()

@@ -10,6 +10,7 @@ fills in as the suite grows.
 Planning imports no torch (every `snakemake` call pays for what this module imports).
 """
 
+import dataclasses
 import itertools
 import json
 import re
@@ -21,7 +22,7 @@ from hypvl.errors import InputError
 from hypvl.models.methods import EVAL_OVERRIDES, METHOD_NAMES
 from hypvl.models.sources import OutsideWeights, outside_weights
 from hypvl.replication.coverage import NEEDS_DATA, NEEDS_WEIGHTS, NOT_BUILT, Blockers
-from hypvl.spec import Column, Experiment, load_all_specs, table_needs
+from hypvl.spec import SEED_MARK, Column, Experiment, load_all_specs, seed_variant, table_needs
 from hypvl.tasks import GROUP_DATA, group_tasks, linear_probe_datasets, task_group, zero_shot_datasets
 from hypvl.train.recipe import (RADIAL_METHOD, resolve_schedule, steps_for, stream_mode, supported_overrides,
                                 train_section_for)
@@ -57,6 +58,7 @@ class Plan:
         self.specs = load_all_specs(config["replication_dir"], config["expected_dir"])
         self.groups = group_tasks(self.scale)
         self._spec_of = {exp: spec for spec in self.specs.values() for exp in spec.experiments}
+        self._variants: dict[str, Experiment] = {}  # seed variant id -> the experiment trained with that seed
         self.weights = config.get("weights", NO_WEIGHTS)
         self.standins = self.weights["standins"]  # None where the real weights are fetched
         self._outside = {exp: outside_weights(self.experiment(exp).source, self.weights["library"])
@@ -66,6 +68,14 @@ class Plan:
         for source, path in self.weights["local"].items():
             if not Path(path).exists():
                 raise InputError(f"config: weights.local.{source} is {path}, which does not exist")
+        self.seeds = self._resolve_seeds(config.get("seeds"))
+        for exp, seeds in self.seeds.items():
+            declared = self.experiment(exp)
+            for seed in seeds:
+                if seed != declared.seed:
+                    variant = seed_variant(declared, seed)
+                    self._variants[variant] = dataclasses.replace(declared, id=variant, seed=seed)
+                    self._spec_of[variant] = self._spec_of[exp]
         self._model_of: dict[str, str] = {}
         self._first_with_recipe: dict[str, str] = {}
         self._train_jobs: dict[str, Job] = {}
@@ -88,6 +98,52 @@ class Plan:
                 raise InputError(f"config: eval.{key} ({folder}) and eval.{other_key} ({other}) overlap; the "
                                  "linear-probe step replaces its folders, so each needs its own")
 
+    def _resolve_seeds(self, value) -> dict[str, tuple[int, ...]]:
+        """Config `seeds` as {experiment: the seeds its rows average over}, for the trained experiments it gives more
+        (or other) seeds than their declared one. A value is a count n (the declared seed s and s+1 .. s+n-1) or a
+        list of seeds; `seeds: n` applies to every trained table row, a mapping to the experiment ids and
+        `<paper>/<table>` (that table's trained rows) it names."""
+        if value is None:
+            return {}
+        if isinstance(value, int):
+            targets = {exp: value for paper, table in self.tables() for exp in self._trained_rows(paper, table)}
+        else:
+            targets = {}
+            for key, seeds in value.items():
+                paper, _, table = key.partition("/")
+                if table and paper in self.specs and table in self.specs[paper].tables:
+                    targets.update(dict.fromkeys(self._trained_rows(paper, table), seeds))
+                elif key in self._spec_of and self.runnable(key):
+                    targets[key] = seeds
+                else:
+                    raise InputError(f"config: seeds.{key}: neither an experiment the suite trains nor a "
+                                     f"<paper>/<table> of the replication specs")
+        resolved = {}
+        for exp, seeds in targets.items():
+            declared = self.experiment(exp).seed
+            chosen = tuple(range(declared, declared + seeds)) if isinstance(seeds, int) else tuple(seeds)
+            if chosen != (declared,):
+                resolved[exp] = chosen
+        return resolved
+
+    def _trained_rows(self, paper: str, table: str) -> list[str]:
+        """The experiments of a table's rows that the suite trains."""
+        return [exp for exp in self.specs[paper].table(table).rows.values() if isinstance(exp, str) and self.runnable(exp)]
+
+    def declared_id(self, experiment: str) -> str:
+        """The declared experiment a seed variant (`<id>__seed<N>`) trains with another seed; itself otherwise."""
+        return experiment.partition(SEED_MARK)[0]
+
+    def seeds_arg(self, paper: str, table: str) -> str:
+        """JSON {experiment: seeds} of the table's rows that average several seeds (`hypvl compare --seeds`)."""
+        rows = self.specs[paper].table(table).rows.values()
+        return json.dumps({exp: list(self.seeds[exp]) for exp in rows if exp in self.seeds}, sort_keys=True)
+
+    def _with_variants(self, needs) -> set[tuple[str, str]]:
+        """(experiment, task) pairs plus the same tasks on the experiments' seed variants."""
+        return {(seed_variant(self.experiment(exp), seed), task) for exp, task in needs
+                for seed in self.seeds.get(exp, (self.experiment(exp).seed,))} | set(needs)
+
     def step_config(self, step: str) -> str:
         """The shell-quoted JSON of the config sections `step` reads."""
         sections = STEP_SECTIONS[step] or self.config
@@ -107,7 +163,9 @@ class Plan:
         return str(self._spec(experiment).path)
 
     def experiment(self, experiment: str) -> Experiment:
-        """The declared Experiment called `experiment`."""
+        """The declared Experiment called `experiment` (or the seed variant of one)."""
+        if experiment in self._variants:
+            return self._variants[experiment]
         return self._spec(experiment).experiments[experiment]
 
     def _spec(self, experiment: str):
@@ -116,7 +174,7 @@ class Plan:
         return self._spec_of[experiment]
 
     def experiments(self) -> list[str]:
-        """Every declared experiment id, sorted."""
+        """Every declared experiment id and seed variant, sorted."""
         return sorted(self._spec_of)
 
     def runnable(self, experiment: str) -> bool:
@@ -586,7 +644,7 @@ class Plan:
 
     def table_inputs(self, paper: str, table: str) -> list[str]:
         """Metric JSONs a table needs that the suite can compute; the rest are reported as missing."""
-        return self._metric_files(table_needs(self.specs[paper], table))
+        return self._metric_files(self._with_variants(table_needs(self.specs[paper], table)))
 
     def row_inputs(self, paper: str, table: str, row: str) -> list[str]:
         """Metric JSONs one printed row (or a printed row's released checkpoint, `<row>__released`) needs that
@@ -601,8 +659,8 @@ class Plan:
         experiment = rows[row][1]
         if not isinstance(experiment, str):
             return []
-        return self._metric_files({(experiment, task) for column in table_spec.columns.values()
-                                   if isinstance(column, Column) for task in column.tasks})
+        return self._metric_files(self._with_variants({(experiment, task) for column in table_spec.columns.values()
+                                                       if isinstance(column, Column) for task in column.tasks}))
 
     def tables(self) -> list[tuple[str, str]]:
         """(paper, table) for every table of every spec."""
@@ -619,7 +677,8 @@ class Plan:
     def metric_files(self) -> list[str]:
         """Every metric JSON some table needs that the suite can compute, plus `regression_extras` (task groups
         no table needs, evaluated on a few models so that every group is pinned): what the regression checks."""
-        needs = {path for paper, table in self.tables() for path in self.table_inputs(paper, table)}
+        needs = {path for paper, table in self.tables()  # seed variants are not pinned
+                 for path in self._metric_files(table_needs(self.specs[paper], table))}
         extras = {(experiment, task) for experiment, groups in self.config.get("regression_extras", {}).items()
                   for group in groups for task in self.groups[group]}
         return sorted(needs | set(self._metric_files(extras)))

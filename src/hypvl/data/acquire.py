@@ -1,18 +1,20 @@
 """Paper-scale data acquisition from the manifest `sources.yaml`.
 
-Each dataset lists HTTP files (`files`), a Hugging Face Hub snapshot (`hf_snapshot`: repo,
+Each dataset lists HTTPS files (`files`), a Hugging Face Hub snapshot (`hf_snapshot`: repo,
 revision, allow_patterns, and `repo_type: model` for a model repository, e.g. the weights of
 `hypvl/models/weights.yaml`), or is `manual: true` with instructions for a human and the
 files the human step must leave. HTTP downloads go to
 `<file>.part`, resume with an HTTP Range request after an interruption, are checked against the
-manifest's sha256 (or md5) and renamed into place atomically. Where the manifest has no public
-checksum (`sha256: null`, and every file of a Hub snapshot) the first fetch computes one,
-records it in `<dest>/SHA256SUMS` (`sha256sum -c` format) and says the file is unverified;
-later fetches verify against it. A response shorter than its Content-Length is an interrupted
-download (resumed), never a finished file.
+manifest's sha256 (or md5) and renamed into place atomically. A published digest names where it was
+published (`checksum_source`), a Hub revision pinned to a commit where that commit was found
+(`revision_source`). Where no checksum is published (`sha256: null`, and every file of a Hub
+snapshot) the first fetch computes one, records it in `<dest>/SHA256SUMS` (`sha256sum -c` format)
+and says the file is unverified; later fetches verify against it. A Hub revision that is not a
+commit (a branch) is resolved on the first fetch, said so, and the commit recorded in
+`<dest>/HUB_COMMITS`; later fetches use it. A response shorter than its Content-Length is an
+interrupted download (resumed), never a finished file.
 """
 
-import hashlib
 import http.client
 import json
 import logging
@@ -27,6 +29,7 @@ import yaml
 
 from hypvl.errors import InputError
 from hypvl.io import atomic_write
+from hypvl.provenance import file_digest
 
 from .formats.common import escapes_root
 
@@ -34,6 +37,7 @@ log = logging.getLogger(__name__)
 
 SOURCES_PATH = Path(__file__).with_name("sources.yaml")
 CHECKSUM_RECORD = "SHA256SUMS"
+HUB_RECORD = "HUB_COMMITS"  # "<commit>  <repo>" per Hub snapshot whose manifest revision is not a commit
 CHUNK_SIZE = 1 << 20
 HEX_DIGITS = frozenset("0123456789abcdef")
 
@@ -74,6 +78,9 @@ def _check_entry(entry, where):
             raise InputError(f"{where}: manual dataset without instructions")
         if not isinstance(entry.get("expected"), list) or not entry["expected"]:
             raise InputError(f"{where}: manual dataset without its 'expected' files")
+        for i, item in enumerate(entry["expected"]):
+            if isinstance(item, dict):
+                _check_digests(item, f"expected file {i}", where)
         _check_inside_dest(entry, where)
         return
     if "files" not in entry and "hf_snapshot" not in entry:
@@ -81,17 +88,42 @@ def _check_entry(entry, where):
     for i, item in enumerate(entry.get("files", [])):
         if not isinstance(item, dict) or not {"url", "path"} <= item.keys() or "sha256" not in item:
             raise InputError(f"{where}: file {i} needs url, path and sha256 (null if unpublished)")
-        for algorithm, length in (("sha256", 64), ("md5", 32)):
-            digest = item.get(algorithm)
-            if digest is not None and not (isinstance(digest, str) and len(digest) == length
-                                           and all(c in HEX_DIGITS for c in digest.lower())):
-                raise InputError(f"{where}: file {i} {algorithm} {digest!r} is not {length} hex "
-                                 f"digits in quotes")
+        _check_digests(item, f"file {i}", where)
     snapshot = entry.get("hf_snapshot")
     if snapshot is not None and not (isinstance(snapshot, dict) and
                                      {"repo", "revision", "path"} <= snapshot.keys()):
         raise InputError(f"{where}: 'hf_snapshot' needs repo, revision and path")
+    if snapshot is not None and pinned(snapshot["revision"]) and not snapshot.get("revision_source"):
+        raise InputError(f"{where}: hf_snapshot pins commit {snapshot['revision']} without its revision_source")
     _check_inside_dest(entry, where)
+    insecure = [item["url"] for item in entry.get("files", []) if not str(item["url"]).startswith("https://")]
+    if insecure:
+        raise InputError(f"{where}: {insecure[0]} is not an https URL")
+
+
+def _check_digests(item: dict, what: str, where: str) -> None:
+    """InputError unless the item's sha256 and md5 (where given) are hex digests with their checksum_source."""
+    for algorithm, length in (("sha256", 64), ("md5", 32)):
+        digest = item.get(algorithm)
+        if digest is not None and not _is_hex(digest, length):
+            raise InputError(f"{where}: {what} {algorithm} {digest!r} is not {length} hex digits in quotes")
+    if (item.get("sha256") or item.get("md5")) and not item.get("checksum_source"):
+        raise InputError(f"{where}: {what} pins a digest without its checksum_source (where it was published)")
+
+
+def expected_files(entry) -> list[dict]:
+    """A manual dataset's `expected` files as {path, and sha256, md5, checksum_source where published}."""
+    return [item if isinstance(item, dict) else {"path": item} for item in entry["expected"]]
+
+
+def _is_hex(digest, length: int) -> bool:
+    """True for a string of `length` hex digits."""
+    return isinstance(digest, str) and len(digest) == length and all(c in HEX_DIGITS for c in digest.lower())
+
+
+def pinned(revision) -> bool:
+    """True when a Hub revision is a full commit hash (a branch or tag may move)."""
+    return _is_hex(revision, 40)
 
 
 def _check_inside_dest(entry, where):
@@ -100,43 +132,41 @@ def _check_inside_dest(entry, where):
     named = [(f"file {i} {key}", item[key]) for i, item in enumerate(entry.get("files", []))
              for key in ("path", "unpack_to") if key in item]
     named += [("hf_snapshot path", entry["hf_snapshot"]["path"])] if "hf_snapshot" in entry else []
-    named += [(f"expected file {i}", name) for i, name in enumerate(entry.get("expected", []))]
+    named += [(f"expected file {i}", item.get("path")) for i, item in enumerate(expected_files(entry))] \
+        if entry.get("manual") else []
     for what, relative in named:
         if not isinstance(relative, str) or not relative or escapes_root(relative):
             raise InputError(f"{where}: {what} {relative!r} must be a relative path inside the destination folder")
 
 
-def file_digest(path, algorithm="sha256"):
-    """Hex digest of the file at `path`."""
-    digest = hashlib.new(algorithm)
-    with open(path, "rb") as handle:
-        while chunk := handle.read(CHUNK_SIZE):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def read_checksum_record(dest):
-    """{relative path: sha256} recorded under `dest` by earlier fetches."""
-    record = Path(dest) / CHECKSUM_RECORD
+def read_checksum_record(dest, record=CHECKSUM_RECORD, length=64):
+    """{name: hex digest} recorded under `dest` by earlier fetches: file sha256s (SHA256SUMS, `sha256sum -c`
+    format) or Hub commits (HUB_COMMITS, `length` 40)."""
+    record = Path(dest) / record
     if not record.exists():
         return {}
     sums = {}
     for line_number, line in enumerate(record.read_text().splitlines(), 1):
         digest, _, name = line.partition("  ")
-        if len(digest) != 64 or not name:
-            raise InputError(f"{record}: line {line_number} is not '<sha256>  <path>'")
+        if not _is_hex(digest, length) or not name:
+            raise InputError(f"{record}: line {line_number} is not '<{length} hex digits>  <name>'")
         sums[name] = digest
     return sums
 
 
+def _write_record(dest, name, digest, record=CHECKSUM_RECORD):
+    """Add (or replace) `name`'s digest in `dest`/`record`, atomically."""
+    sums = read_checksum_record(dest, record, len(digest))
+    sums[name] = digest
+    with atomic_write(Path(dest) / record) as handle:
+        handle.writelines(f"{d}  {entry}\n" for entry, d in sorted(sums.items()))
+
+
 def _record_checksum(dest, relative, digest):
-    """Add (or replace) `relative`'s sha256 in `dest`/SHA256SUMS, atomically, saying it is unverified."""
+    """Record `relative`'s sha256 in `dest`/SHA256SUMS on its first fetch, saying it is unverified."""
     log.warning("%s: no published checksum; sha256 %s recorded in %s on first fetch (unverified: later fetches "
                 "are checked against this record only)", Path(dest) / relative, digest, Path(dest) / CHECKSUM_RECORD)
-    sums = read_checksum_record(dest)
-    sums[relative] = digest
-    with atomic_write(Path(dest) / CHECKSUM_RECORD) as handle:
-        handle.writelines(f"{d}  {name}\n" for name, d in sorted(sums.items()))
+    _write_record(dest, relative, digest)
 
 
 def _status(response):
@@ -223,18 +253,50 @@ def _unpack(archive, target):
 
 
 def _hub_snapshot(snapshot, dest, hub_download):
-    """Download a Hub dataset snapshot into `dest`/path; return its files (Hub metadata
-    excluded). `hub_download` takes huggingface_hub.snapshot_download's keyword arguments."""
+    """Download a Hub dataset snapshot into `dest`/path; return its files (Hub metadata and our records of
+    `dest` excluded). `hub_download` takes huggingface_hub.snapshot_download's keyword arguments."""
     if hub_download is None:
         from huggingface_hub import snapshot_download as hub_download
     local = dest / snapshot["path"]
     hub_download(repo_id=snapshot["repo"], repo_type=snapshot.get("repo_type", "dataset"),
                  revision=snapshot["revision"], allow_patterns=snapshot.get("allow_patterns"), local_dir=local)
-    return sorted(p for p in local.rglob("*") if p.is_file() and ".cache" not in p.parts)
+    records = {dest / CHECKSUM_RECORD, dest / HUB_RECORD}
+    return sorted(p for p in local.rglob("*") if p.is_file() and ".cache" not in p.parts and p not in records)
 
 
-def _check_against_record(path, relative, recorded, dest):
-    """Verify `path` against its recorded sha256, or record it if there is none."""
+def _hub_commit(snapshot, dest, hub_resolve) -> str:
+    """The commit of a Hub snapshot to download: the manifest's pinned one, else the one recorded by the first
+    fetch (HUB_COMMITS), else its branch resolved now on the Hub, said so and recorded."""
+    repo, revision = snapshot["repo"], snapshot["revision"]
+    if pinned(revision):
+        log.info("%s: Hub commit %s pinned by the manifest (%s)", repo, revision, snapshot["revision_source"])
+        return revision
+    recorded = read_checksum_record(dest, HUB_RECORD, 40)
+    if repo in recorded:
+        log.info("%s: revision %r is not pinned in the manifest; using commit %s recorded by the first fetch",
+                 repo, revision, recorded[repo])
+        return recorded[repo]
+    if hub_resolve is None:
+        hub_resolve = _resolve_on_hub
+    commit = hub_resolve(repo, revision, snapshot.get("repo_type", "dataset"))
+    _write_record(dest, repo, commit, HUB_RECORD)
+    log.warning("%s: revision %r is not pinned to a commit in the manifest: resolved to %s now and recorded in %s "
+                "(later fetches use it)", repo, revision, commit, Path(dest) / HUB_RECORD)
+    return commit
+
+
+def _resolve_on_hub(repo: str, revision: str, repo_type: str) -> str:
+    """The commit a Hub repository's `revision` (branch or tag) points at now."""
+    from huggingface_hub import HfApi
+
+    try:
+        return HfApi().repo_info(repo, repo_type=repo_type, revision=revision).sha
+    except Exception as error:  # huggingface_hub raises several types (offline, unknown repo or revision, HTTP)
+        raise InputError(f"{repo}: cannot resolve revision {revision!r} on the Hugging Face Hub ({error})") from None
+
+
+def _check_against_record(path, relative, recorded, dest) -> None:
+    """Verify `path` against its recorded sha256, or record it (saying it is unverified) if there is none."""
     digest = file_digest(path)
     if relative not in recorded:
         _record_checksum(dest, relative, digest)
@@ -243,23 +305,43 @@ def _check_against_record(path, relative, recorded, dest):
                                f"recorded {recorded[relative]} on first fetch")
 
 
-def fetch(name, dest, opener=urllib.request.urlopen, sources=None, retries=2, hub_download=None):
+def _say_how_verified(path, item, recorded_before: bool, dest) -> None:
+    """Log how a fetched file was checked: against a published digest (naming its source) or against the sha256
+    its first fetch recorded (a first fetch of a file nobody publishes a checksum for says so as it records it)."""
+    published = [algorithm for algorithm in ("sha256", "md5") if item.get(algorithm)]
+    if published:
+        log.info("%s: verified: %s published by %s", path, " and ".join(published), item["checksum_source"])
+    elif recorded_before:
+        log.info("%s: matches the sha256 its first fetch recorded in %s (no published checksum)", path,
+                 dest / CHECKSUM_RECORD)
+
+
+def fetch(name, dest, opener=urllib.request.urlopen, sources=None, retries=2, hub_download=None, hub_resolve=None):
     """Acquire dataset `name` of the manifest into folder `dest`; return the fetched paths.
 
     Manual datasets return their expected files if all exist under `dest`, else raise
     ManualStepRequired with the instructions. Files without a published checksum get theirs
-    computed and recorded on first fetch, and verified against the record afterwards.
+    computed and recorded on first fetch (said in a warning), and verified against the record afterwards;
+    a Hub snapshot whose revision is not a commit is pinned to the commit it resolves to on the first fetch.
+    `hub_resolve(repo, revision, repo_type) -> commit` and `hub_download` stand in for the Hub in tests.
     """
     sources = load_sources() if sources is None else sources
     if name not in sources:
         raise InputError(f"unknown dataset {name!r}; the manifest lists {sorted(sources)}")
     entry, dest = sources[name], Path(dest)
     if entry.get("manual"):
-        expected = [dest / relative for relative in entry["expected"]]
-        missing = [str(p.relative_to(dest)) for p in expected if not p.exists()]
+        expected = expected_files(entry)
+        missing = [item["path"] for item in expected if not (dest / item["path"]).exists()]
         if missing:
             raise ManualStepRequired(name, entry["instructions"].strip(), missing)
-        return expected
+        for item in expected:
+            path = dest / item["path"]
+            if item.get("sha256") or item.get("md5"):
+                _verify(path, "the manual step", path, item.get("sha256"), item.get("md5"))
+                _say_how_verified(path, item, False, dest)
+            else:
+                log.warning("%s: left by the manual step; no published checksum (unverified)", path)
+        return [dest / item["path"] for item in expected]
     recorded = read_checksum_record(dest)
     paths = []
     for item in entry.get("files", []):
@@ -267,16 +349,32 @@ def fetch(name, dest, opener=urllib.request.urlopen, sources=None, retries=2, hu
         path = dest / relative
         digest = fetch_file(item["url"], path, item["sha256"] or recorded.get(relative),
                             item.get("md5"), opener, retries)
-        if not item["sha256"] and relative not in recorded:
-            _record_checksum(dest, relative, digest)
+        if not item["sha256"] and relative not in recorded:  # an md5 alone was verified: recorded without a word
+            (_write_record if item.get("md5") else _record_checksum)(dest, relative, digest)
+        _say_how_verified(path, item, relative in recorded, dest)
         if item.get("unpack"):
             _unpack(path, dest / item.get("unpack_to", "."))
         paths.append(path)
     if "hf_snapshot" in entry:
-        for path in _hub_snapshot(entry["hf_snapshot"], dest, hub_download):
+        snapshot = {**entry["hf_snapshot"], "revision": _hub_commit(entry["hf_snapshot"], dest, hub_resolve)}
+        files = _hub_snapshot(snapshot, dest, hub_download)
+        for path in files:
             _check_against_record(path, str(path.relative_to(dest)), recorded, dest)
-            paths.append(path)
+        paths += files
     return paths
+
+
+def trust(entry) -> str:
+    """How a dataset's downloads are verified, in a few words (`hypvl acquire --list`)."""
+    if entry.get("manual"):
+        return "manual"
+    files = entry.get("files", [])
+    published = sum(bool(item["sha256"] or item.get("md5")) for item in files)
+    parts = [f"{published}/{len(files)} files checksummed"] if files else []
+    if "hf_snapshot" in entry:
+        revision = entry["hf_snapshot"]["revision"]
+        parts.append("Hub commit pinned" if pinned(revision) else f"Hub {revision!r} (pinned on first fetch)")
+    return ", ".join(parts)
 
 
 def _run_fetch(args):
@@ -287,8 +385,7 @@ def _run_fetch(args):
         raise InputError("hypvl acquire: give a dataset NAME and --dest, or --list")
     if args.list:
         for name, entry in sources.items():
-            print(f"{name}\t{'manual' if entry.get('manual') else 'download'}\t"
-                  f"{entry.get('description', '')}")
+            print(f"{name}\t{trust(entry)}\t{entry.get('description', '')}")
         return 0
     try:
         paths = fetch(args.name, args.dest, sources=sources)

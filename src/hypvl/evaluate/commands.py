@@ -14,11 +14,12 @@ def evaluate_group(args) -> None:
     """Compute every task of `args.group` (or `args.tasks`) and write `<out_dir>/<task>.json` for each."""
     import torch
 
+    from hypvl.data.fingerprint import data_manifest_hash
     from hypvl.devices import on_device, select_device
     from hypvl.evaluate.context import EvalContext
     from hypvl.evaluate.results import write_metrics
     from hypvl.models.checkpoints import load_checkpoint
-    from hypvl.provenance import config_hash
+    from hypvl.provenance import config_hash, file_digest
 
     config = config_from_args(args)
     if getattr(args, "vlchecklist_skip_missing", False):  # recorded in the config hash only when set
@@ -35,12 +36,24 @@ def evaluate_group(args) -> None:
     ctx = EvalContext(model, model.tokenizer, model.image_size, config, args.prompts)
     digest = config_hash({"recipe": recipe, "eval": config["eval"], "data_dir": config["data_dir"],
                           "prompts": args.prompts})
+    run = run_config(config, recipe)
+    inputs = {"run_config_hash": config_hash(run), "run_config": run,
+              "data_manifest_hash": data_manifest_hash(config["data_dir"]),
+              "checkpoint_sha256": file_digest(args.checkpoint)}
     module = importlib.import_module(GROUP_MODULES[args.group])
     for task in tasks:
         start = time.perf_counter()
         result = module.run(ctx, task)
         write_metrics(Path(args.out_dir) / f"{task}.json", args.experiment, task, config["scale"], result.metrics,
-                      result.n_samples, digest, time.perf_counter() - start)
+                      result.n_samples, digest, time.perf_counter() - start, inputs)
+
+
+def run_config(config: dict, recipe: dict) -> dict:
+    """The settings every model of a run shares: the model and training sections the checkpoint was trained under
+    (None for imported weights) and the evaluation's CPU code path and section. Numbers measured under two run
+    configs are never joined in one table (`hypvl compare`)."""
+    return {"scale": config["scale"], "model": recipe.get("model_cfg"), "train": recipe.get("train_cfg"),
+            "cpu_code_path": config["cpu_code_path"], "eval": config["eval"]}
 
 
 def add_commands(subparsers) -> None:

@@ -72,13 +72,13 @@ def grounded_records(samples, source: str) -> Iterator[GroundedRecord]:
                              sample.get("subreddit"))
 
 
-def box_source_for(fmt: str, detector: str, device: str = "cpu"):
-    """OracleBoxes for GRIT (its own spans) or `detector: oracle`; else the transformers detector."""
+def box_source_for(fmt: str, detector: str, device: str = "cpu", revision: str | None = None):
+    """OracleBoxes for GRIT (its own spans) or `detector: oracle`; else the transformers detector (at `revision`)."""
     if fmt == "grit" or detector == "oracle":
         return OracleBoxes()
     from hypvl.grounding.detector import PhraseGroundingDetector
 
-    return PhraseGroundingDetector.from_pretrained(detector, device)
+    return PhraseGroundingDetector.from_pretrained(detector, device, revision=revision)
 
 
 def ground_corpus(raw_folder: Path, fmt: str, out_folder: Path, prefix: str, extractor, box_source,
@@ -105,7 +105,8 @@ def _ground(args) -> None:
     raw, out = settings["raw"][args.corpus], data_dir / config["corpora"][args.corpus]
     start = time.perf_counter()
     extractor = PhraseExtractor(config["spacy_model"])
-    box_source = box_source_for(raw["format"], settings["detector"], args.device or settings["device"])
+    box_source = box_source_for(raw["format"], settings["detector"], args.device or settings["device"],
+                                settings.get("detector_revision"))
     loaded = time.perf_counter()
     box_filter = BoxFilter(settings["min_box_side"], settings["box_threshold"])
     result = ground_corpus(data_dir / raw["path"], raw["format"], out, args.corpus, extractor, box_source,
@@ -116,6 +117,7 @@ def _ground(args) -> None:
     rate = counts["samples_in"] / max(time.perf_counter() - loaded, 1e-9)  # models loaded: captions per second
     summary = {"corpus": args.corpus, "format": raw["format"], "raw": raw["path"],
                "box_source": "grit spans" if raw["format"] == "grit" else settings["detector"],
+               "detector_commit": getattr(box_source, "commit", None),
                "spacy_model": config["spacy_model"], "filters": {"min_box_side": settings["min_box_side"],
                                                                   "box_threshold": settings["box_threshold"]},
                "crop_size": settings["crop_size"], "counts": counts,

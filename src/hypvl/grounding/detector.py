@@ -8,12 +8,16 @@ predictions for that text query) with that box's sigmoid score; HyCoCLIP's filte
 (16 tokens for the released OWLv2) are truncated by the processor.
 """
 
+import logging
+from pathlib import Path
+
 import torch
 
 from hypvl.errors import InputError
 from hypvl.grounding.filters import clip_box
 
 SUPPORTED_MODEL_TYPES = ("owlv2", "owlvit")
+log = logging.getLogger(__name__)
 
 
 def _corners(boxes):
@@ -39,16 +43,27 @@ class PhraseGroundingDetector:
         self.pads_to_square = model_type == "owlv2"
 
     @classmethod
-    def from_pretrained(cls, model_id, device="cpu", batch_size=8):
-        """Load model and processor by Hub id or local path (HF_HUB_OFFLINE=1 uses the cache)."""
+    def from_pretrained(cls, model_id, device="cpu", batch_size=8, revision=None):
+        """Load model and processor by Hub id (at `revision`, a commit where pinned) or local path
+        (HF_HUB_OFFLINE=1 uses the cache). A Hub id without a revision follows the default branch: said in a
+        warning; the commit loaded is `commit` either way."""
         from transformers import AutoModelForZeroShotObjectDetection, AutoProcessor
 
         try:
-            processor = AutoProcessor.from_pretrained(model_id)
-            model = AutoModelForZeroShotObjectDetection.from_pretrained(model_id)
+            processor = AutoProcessor.from_pretrained(model_id, revision=revision)
+            model = AutoModelForZeroShotObjectDetection.from_pretrained(model_id, revision=revision)
         except OSError as error:
             raise InputError(f"detector {model_id!r} could not be loaded: {error}") from error
-        return cls(model, processor, device, batch_size)
+        detector = cls(model, processor, device, batch_size)
+        if revision is None and not Path(model_id).is_dir():
+            log.warning("detector %s is not pinned to a revision (config grounding.detector_revision): loaded commit "
+                        "%s of its default branch", model_id, detector.commit)
+        return detector
+
+    @property
+    def commit(self):
+        """The Hub commit the model was loaded from (None for a local or in-memory model)."""
+        return getattr(self.model.config, "_commit_hash", None)
 
     def _pixel_scale(self, width, height):
         """(sx, sy) multiplying normalised box coordinates into original image pixels."""

@@ -11,14 +11,22 @@ log = logging.getLogger(__name__)
 
 def _compare(args) -> None:
     """Join a table's printed numbers (or one printed row's) with the metric JSONs; write the compare CSV."""
+    import json
+
     from hypvl.errors import InputError
     from hypvl.replication.compare import compare_table, write_compare_csv
     from hypvl.replication.coverage import Blockers
     from hypvl.spec import load_spec
 
     spec = load_spec(args.spec, args.expected_dir)
+    try:
+        seeds = json.loads(args.seeds)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"--seeds: not valid JSON ({exc})") from None
+    if not isinstance(seeds, dict):
+        raise InputError(f"--seeds: must be a JSON object {{experiment: [seed, ...]}}, not {args.seeds!r}")
     blockers = Blockers.from_json(args.blockers) if args.blockers is not None else None
-    frame = compare_table(spec, args.table, args.metrics_dir, args.scale, blockers)
+    frame = compare_table(spec, args.table, args.metrics_dir, args.scale, seeds, blockers)
     if args.row is not None:
         rows = spec.table(args.table).compared_rows()
         if args.row not in rows:
@@ -102,6 +110,8 @@ def add_commands(subparsers) -> None:
     compare.add_argument("--blockers", default=None,
                          help="JSON: the experiments and tasks the workflow's plan does not produce, with the reason "
                               "(what a missing cell says; the workflow passes it)")
+    compare.add_argument("--seeds", default="{}",
+                         help='JSON {experiment: [seed, ...]}: rows averaged over those seeds\' models (config seeds)')
     compare.add_argument("--out", required=True, help="results/<scale>/tables/<paper>/<table>.csv")
     compare.set_defaults(func=_compare)
 

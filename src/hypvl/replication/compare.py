@@ -1,14 +1,22 @@
 """Join a table's printed numbers with our metric JSONs: one line per printed cell with a verdict.
 
 Verdicts, in order of precedence:
-  external        the row or column is outside the suite (the spec says why)
-  missing         a metric the cell needs is not measured; `reason` says why (hypvl.replication.coverage)
-  no_paper_value  the paper prints no number there (`-`, `dnc`, `n/a`); ours is still shown
-  not_comparable  measured at a scale other than `full` (smoke numbers do not estimate the paper's)
-  within/outside  |ours - paper| <= tolerance, or not
+  external            the row or column is outside the suite (the spec says why)
+  missing             a metric the cell needs is not measured; `reason` says why (hypvl.replication.coverage)
+  no_paper_value      the paper prints no number there (`-`, `dnc`, `n/a`); ours is still shown
+  not_comparable      measured at a scale other than `full` (smoke numbers do not estimate the paper's)
+  within/outside      |ours - paper| <= tolerance, or not
+  within_seed_spread  outside the tolerance, but |ours - paper| <= SEED_SPREAD standard deviations of a row
+                      trained with several seeds (config `seeds`): seed noise alone moves our number that far
+
+A row trained with several seeds reports the mean over its seeds (`ours`), their number (`n_seeds`) and sample
+standard deviation (`spread`). Numbers measured at another scale, or under another run config (the workflow
+settings every model of a run shares, recorded in each metric JSON), are never joined in one table: compare
+names the files and the settings that differ.
 """
 
 import json
+import statistics
 from pathlib import Path
 
 import pandas as pd
@@ -16,19 +24,23 @@ import pandas as pd
 from hypvl.errors import InputError
 from hypvl.expected import load_expected
 from hypvl.io import atomic_write
+from hypvl.provenance import config_differences
 from hypvl.replication.coverage import Blockers, missing_reason
-from hypvl.spec import Column, Mean, PaperSpec, measures
+from hypvl.spec import Column, Mean, PaperSpec, measures, seed_variant
 from hypvl.tasks import metric_problem
 
-VERDICTS = ("within", "outside", "not_comparable", "no_paper_value", "missing", "external")
+VERDICTS = ("within", "outside", "within_seed_spread", "not_comparable", "no_paper_value", "missing", "external")
 FULL_SCALE = "full"
+SEED_SPREAD = 2.0  # standard deviations of the seeds
+PROVENANCE_KEYS = ("config_hash", "run_config_hash", "git_commit", "git_dirty", "packages", "data_manifest_hash",
+                   "checkpoint_sha256", "date")  # joined per cell from its metric JSONs
 COLUMNS = (
     "row", "column", "experiment", "task", "metric", "tolerance", "paper", "paper_text",
-    "ours", "delta", "verdict", "reason", "scale", "config_hash", "git_commit", "date",
+    "ours", "delta", "verdict", "reason", "scale", "n_seeds", "spread", *PROVENANCE_KEYS,
 )
 _TEXT_COLUMNS = ("row", "column", "experiment", "task", "metric", "paper_text", "verdict", "reason", "scale",
-                 "config_hash", "git_commit", "date")
-_NUMBER_COLUMNS = ("tolerance", "paper", "ours", "delta")
+                 *PROVENANCE_KEYS)
+_NUMBER_COLUMNS = ("tolerance", "paper", "ours", "delta", "spread")
 _ROUNDING_SLACK = 1e-9  # |delta| == tolerance up to float error counts as within
 
 
@@ -80,8 +92,9 @@ def read_metric(path: Path, experiment: str, task: str, metric: str, scale: str)
 
 
 def joined(values) -> str:
-    """Distinct values, sorted, joined by ';' (one cell may rest on several JSONs)."""
-    return ";".join(sorted({str(value) for value in values}))
+    """Distinct values, sorted, joined by ';' (one cell may rest on several JSONs); a mapping as `key=value ...`."""
+    return ";".join(sorted({" ".join(f"{k}={v}" for k, v in sorted(value.items())) if isinstance(value, dict)
+                            else str(value) for value in values}))
 
 
 def split_joined(fields) -> list[str]:
@@ -94,15 +107,17 @@ def frame_scale(frame: pd.DataFrame) -> str:
     return joined(frame["scale"])
 
 
-def _verdict(paper: float | None, ours: float | None, scale: str, tolerance: float) -> str:
-    """The verdict of a cell whose row and column are both mapped."""
+def _verdict(paper: float | None, ours: float | None, scale: str, tolerance: float, spread: float | None) -> str:
+    """The verdict of a cell whose row and column are both mapped (`spread`: its seeds' standard deviation)."""
     if ours is None:
         return "missing"
     if paper is None:
         return "no_paper_value"
     if scale != FULL_SCALE:
         return "not_comparable"
-    return "within" if abs(ours - paper) <= tolerance + _ROUNDING_SLACK else "outside"
+    if abs(ours - paper) <= tolerance + _ROUNDING_SLACK:
+        return "within"
+    return "within_seed_spread" if spread is not None and abs(ours - paper) <= SEED_SPREAD * spread else "outside"
 
 
 def _term_value(term, results: dict) -> float:
@@ -112,56 +127,113 @@ def _term_value(term, results: dict) -> float:
     return sum(_term_value(sub, results) for sub in term.terms) / len(term.terms)
 
 
-def compare_table(spec: PaperSpec, table_name: str, metrics_dir, scale: str, blockers: Blockers | None = None):
+def _check_seeds(spec: PaperSpec, table_name: str, seeds: dict) -> None:
+    """InputError unless `seeds` maps rows of the table to lists of seeds."""
+    rows = {exp for exp in spec.table(table_name).rows.values() if isinstance(exp, str)}
+    for experiment, chosen in seeds.items():
+        if experiment not in rows:
+            raise InputError(f"--seeds: {experiment!r} is not the experiment of a row of {spec.path} {table_name}")
+        if not (isinstance(chosen, list) and chosen and all(isinstance(seed, int) for seed in chosen)):
+            raise InputError(f"--seeds: {experiment!r} needs a list of seeds, not {chosen!r}")
+
+
+def _check_one_run_config(provenances: dict) -> None:
+    """InputError when the metric JSONs joined in one table were measured under different run configs (or some
+    without a record of theirs): per section of the run config, every JSON recording it must agree with the most
+    common value (weights from outside record no `train` section, so only the models trained here are compared
+    there); names a file of each and the settings that differ."""
+    configs = {path: provenance.get("run_config") for path, provenance in provenances.items()}
+    unrecorded = sorted(path for path, config in configs.items() if config is None)
+    if unrecorded and len(unrecorded) < len(configs):
+        recorded = min(path for path, config in configs.items() if config is not None)
+        _refuse_mixed(unrecorded[0], recorded, ["one records no run config (written by an older hypvl)"])
+    values = {}
+    for path, config in sorted((path, config) for path, config in configs.items() if config is not None):
+        for section, value in config.items():
+            if value is not None:
+                values.setdefault(section, []).append((path, value))
+    for section, found in values.items():
+        texts = [json.dumps(value, sort_keys=True) for _, value in found]
+        common = max(set(texts), key=texts.count)
+        odd = next((index for index, text in enumerate(texts) if text != common), None)
+        if odd is not None:
+            base = texts.index(common)
+            _refuse_mixed(found[odd][0], found[base][0],
+                          config_differences({section: found[base][1]}, {section: found[odd][1]}))
+
+
+def _refuse_mixed(odd, base, differ: list[str]) -> None:
+    """The InputError of a metric JSON `odd` measured under another run config than `base`."""
+    raise InputError(f"{odd}: measured under another config than {base} ({'; '.join(differ[:5])}"
+                     f"{'; ...' if len(differ) > 5 else ''}): rerun its experiment's evaluation under the config of "
+                     f"the rest, or compare the two runs' tables separately")
+
+
+def compare_table(spec: PaperSpec, table_name: str, metrics_dir, scale: str, seeds: dict | None = None,
+                  blockers: Blockers | None = None) -> pd.DataFrame:
     """One line per printed cell (rows, then columns, in printed order), then one per cell of each released
     checkpoint's row (`<row>__released`, against the row's printed numbers); see COLUMNS and VERDICTS.
 
-    paper/ours/delta are NaN where absent; delta = ours - paper. `blockers`: the experiments and tasks the plan
-    does not produce, which give a missing cell its reason (none given: a missing cell is not run yet, or lacks
-    data where its task ran without writing the metric).
+    paper/ours/delta are NaN where absent; delta = ours - paper. `seeds` ({experiment: [seed, ...]}) makes a
+    row the mean over those seeds' models (`hypvl train --seed`), each needed in full for the cell. `blockers`:
+    the experiments and tasks the plan does not produce, which give a missing cell its reason (none given: a
+    missing cell is not run yet, or lacks data where its task ran without writing the metric).
     """
     table = spec.table(table_name)
     expected = load_expected(table.expected_path)
+    seeds = seeds or {}
+    _check_seeds(spec, table_name, seeds)
     blockers = blockers or Blockers()
-    cache = {}
+    cache, provenances = {}, {}
 
     def measured(experiment: str, measure):
         """(value, provenance); None where the task has not run; False where it ran without writing the metric."""
         path = metrics_path(metrics_dir, experiment, measure.task)
         if (path, measure.metric) not in cache:
-            cache[(path, measure.metric)] = (
-                read_metric(path, experiment, measure.task, measure.metric, scale) or False) if path.is_file() else None
+            result = (read_metric(path, experiment, measure.task, measure.metric, scale) or False
+                      ) if path.is_file() else None
+            cache[(path, measure.metric)] = result
+            if result:
+                provenances[path] = result[1]
         return cache[(path, measure.metric)]
 
     lines = []
     for row, (printed, experiment) in table.compared_rows().items():
+        runs = ([seed_variant(spec.experiments[experiment], seed) for seed in seeds.get(experiment, [])]
+                or [experiment]) if isinstance(experiment, str) else []
         for column, mapped in table.columns.items():
             cell = expected.cells[(printed, column)]
             line = {
                 "row": row, "column": column, "experiment": experiment if isinstance(experiment, str) else "",
                 "task": "", "metric": "", "tolerance": table.tolerance_for(column),
                 "paper": cell.value, "paper_text": cell.printed or cell.token,
-                "ours": None, "delta": None, "verdict": "external", "reason": "", "scale": scale,
-                "config_hash": "", "git_commit": "", "date": "",
+                "ours": None, "delta": None, "verdict": "external", "reason": "", "scale": scale, "n_seeds": None,
+                "spread": None, **dict.fromkeys(PROVENANCE_KEYS, ""),
             }
             if isinstance(mapped, Column):
                 line.update(task=mapped.task_label, metric=mapped.metric)
             if isinstance(mapped, Column) and isinstance(experiment, str):
-                results = {measure: measured(experiment, measure) for measure in measures(mapped.term)}
-                if all(results.values()):
-                    line["ours"] = mapped.scale * _term_value(mapped.term, results)  # in the paper's printed units
+                results = [{measure: measured(run, measure) for measure in measures(mapped.term)} for run in runs]
+                if all(all(run.values()) for run in results):
+                    # per seed, in the paper's printed units
+                    values = [mapped.scale * _term_value(mapped.term, run) for run in results]
+                    line["ours"] = sum(values) / len(values)
+                    line["n_seeds"] = len(values)
+                    line["spread"] = statistics.stdev(values) if len(values) > 1 else None
                     if cell.value is not None:
                         line["delta"] = line["ours"] - cell.value
-                    for key in ("config_hash", "git_commit", "date"):
-                        line[key] = joined(provenance[key] for _, provenance in results.values())
+                    for key in PROVENANCE_KEYS:
+                        line[key] = joined(provenance.get(key, "") for run in results for _, provenance in run.values())
                 else:
-                    lacking = any(result is False for result in results.values())
+                    lacking = any(result is False for run in results for result in run.values())
                     line["reason"] = missing_reason(experiment, mapped.tasks, blockers, lacking)
-                line["verdict"] = _verdict(cell.value, line["ours"], scale, line["tolerance"])
+                line["verdict"] = _verdict(cell.value, line["ours"], scale, line["tolerance"], line["spread"])
             lines.append(line)
+    _check_one_run_config(provenances)
     frame = pd.DataFrame(lines, columns=list(COLUMNS))
     for name in _NUMBER_COLUMNS:
         frame[name] = frame[name].astype(float)
+    frame["n_seeds"] = frame["n_seeds"].astype("Int64")
     return frame
 
 
@@ -176,8 +248,8 @@ def read_compare_csv(path) -> pd.DataFrame:
     path = Path(path)
     try:
         frame = pd.read_csv(
-            path, dtype={name: str for name in _TEXT_COLUMNS}, keep_default_na=False,
-            na_values={name: [""] for name in _NUMBER_COLUMNS},
+            path, dtype={**{name: str for name in _TEXT_COLUMNS}, "n_seeds": "Int64"}, keep_default_na=False,
+            na_values={name: [""] for name in (*_NUMBER_COLUMNS, "n_seeds")},
         )
     except FileNotFoundError:
         raise InputError(f"{path}: compare table not found") from None
@@ -192,12 +264,12 @@ def read_compare_csv(path) -> pd.DataFrame:
 
 
 def table_provenance(frame: pd.DataFrame) -> dict:
-    """Distinct config hashes, git commits and the date range of the metric JSONs behind a compare frame."""
+    """The distinct values of each PROVENANCE_KEYS column (a list under the column's name) and the date range of
+    the metric JSONs behind a compare frame."""
     dates = split_joined(frame["date"])
     return {
         "scale": frame_scale(frame),
-        "config_hashes": split_joined(frame["config_hash"]),
-        "git_commits": split_joined(frame["git_commit"]),
+        **{key: split_joined(frame[key]) for key in PROVENANCE_KEYS if key != "date"},
         "first_date": dates[0] if dates else None,
         "last_date": dates[-1] if dates else None,
         "n_measured_cells": int(frame["ours"].notna().sum()),

@@ -15,6 +15,7 @@ from hypvl.io import atomic_write  # noqa: E402
 _VERDICT_STYLE = {  # verdict -> (marker, colour, legend) in the scatter
     "within": ("o", "tab:green", "within tolerance"),
     "outside": ("X", "tab:red", "outside tolerance"),
+    "within_seed_spread": ("D", "tab:orange", "outside tolerance, within the seed spread"),
     "not_comparable": ("o", "0.45", "not comparable (not paper scale)"),
 }
 

@@ -11,7 +11,8 @@ of the suite (`hypvl.tasks.GROUP_MODULES`, and no other name) an `atol`, optiona
 under `ignore` (search diagnostics such as the probe's chosen C) are not pinned.
 
 Status of each value: `ok`, `drift` (outside its tolerance), `unpinned` (measured, not in the baseline)
-or `missing` (pinned, not measured; a failure only when the whole baseline is checked).
+or `missing` (pinned, not measured; a failure only when the whole baseline is checked). The seed variants of
+experiments (`<id>__seed<N>`, config `seeds`) are not pinned: their spread is what the tolerances must cover.
 """
 
 from dataclasses import dataclass
@@ -24,12 +25,14 @@ from hypvl.errors import InputError
 from hypvl.io import atomic_write
 from hypvl.replication.compare import metric_value, read_metrics_record
 from hypvl.replication.markdown import table as markdown_table
+from hypvl.spec import SEED_MARK
 from hypvl.tasks import GROUP_MODULES, task_group
 
 KEY = ["experiment", "task", "metric"]
 SAMPLE_COUNT = "n_samples"
 MEAN_PREFIX = "mean:"
 STATUSES = ("drift", "unpinned", "missing", "ok")
+PROVENANCE = ("git_commit", "git_dirty", "run_config_hash", "data_manifest_hash")  # of each measured value's JSON
 
 
 @dataclass(frozen=True)
@@ -85,14 +88,17 @@ def measured_values(metrics_dir, scale: str, policy: Policy) -> pd.DataFrame:
     rows = []
     for path in sorted(Path(metrics_dir).glob("*/*.json")):
         experiment, task = path.parent.name, path.stem
+        if SEED_MARK in experiment:
+            continue
         record = read_metrics_record(path, experiment, task, scale)
         group = task_group(task, scale)
         if group is None:
             raise InputError(f"{path}: {task!r} is not a task of the suite at scale {scale!r}")
-        rows += [(experiment, task, group, metric, metric_value(path, record, metric))
+        provenance = tuple(str(record["provenance"].get(key, "")) for key in PROVENANCE)
+        rows += [(experiment, task, group, metric, metric_value(path, record, metric), *provenance)
                  for metric in record["metrics"] if metric not in policy.ignore]
-        rows.append((experiment, task, group, SAMPLE_COUNT, float(record["n_samples"])))
-    frame = pd.DataFrame(rows, columns=["experiment", "task", "group", "metric", "value"])
+        rows.append((experiment, task, group, SAMPLE_COUNT, float(record["n_samples"]), *provenance))
+    frame = pd.DataFrame(rows, columns=["experiment", "task", "group", "metric", "value", *PROVENANCE])
     means = []
     for group, entry in policy.groups.items():
         if entry.mean_atol is not None:
@@ -101,7 +107,7 @@ def measured_values(metrics_dir, scale: str, policy: Policy) -> pd.DataFrame:
             shared = stats[stats["count"] >= 2]  # a metric of a single task has no mean to pin
             means.append(pd.DataFrame({"experiment": shared["experiment"], "task": MEAN_PREFIX + group,
                                        "group": group, "metric": shared["metric"], "value": shared["mean"]}))
-    return pd.concat([frame, *means], ignore_index=True)[KEY + ["group", "value"]]
+    return pd.concat([frame, *means], ignore_index=True)[KEY + ["group", "value", *PROVENANCE]]
 
 
 def read_baseline(path) -> pd.DataFrame:
@@ -169,7 +175,8 @@ def render_report(checked: pd.DataFrame, scale: str, baseline_path, whole: bool)
     bad = failures(checked)
     verdict = "PASS" if bad.empty else "FAIL"
     lines = [f"# Regression at scale `{scale}`: {verdict}", "",
-             f"Baseline `{baseline_path}`; {'every pinned value checked' if whole else 'measured values only'}.", ""]
+             f"Baseline `{baseline_path}`; {'every pinned value checked' if whole else 'measured values only'}.", "",
+             _provenance_line(checked), ""]
     counts = checked.groupby(["group", "status"]).size().unstack(fill_value=0)
     lines += markdown_table(["group", *STATUSES],
                             [[group, *(str(int(row.get(s, 0))) for s in STATUSES)] for group, row in counts.iterrows()],
@@ -181,6 +188,18 @@ def render_report(checked: pd.DataFrame, scale: str, baseline_path, whole: bool)
         lines += [""] + markdown_table(["experiment", "task", "metric", *numbers, "status"], body,
                                        ["left"] * 3 + ["right"] * 4 + ["left"])
     return "\n".join(lines) + "\n"
+
+
+def _provenance_line(checked: pd.DataFrame) -> str:
+    """Where the measured values come from: git commits (and uncommitted changes), run configs, data manifests."""
+    def distinct(key, digits=None):
+        values = sorted({value for value in checked[key].dropna() if value})
+        return ", ".join(f"`{value[:digits]}`" for value in values) or "–"
+
+    dirty = sorted({{"True": "yes", "False": "no"}.get(value, value) for value in checked["git_dirty"].dropna()
+                    if value})
+    return (f"Measured at git commit {distinct('git_commit')} (uncommitted changes: {', '.join(dirty) or '–'}), "
+            f"run config {distinct('run_config_hash')}, data manifest (sha256) {distinct('data_manifest_hash', 12)}.")
 
 
 def _number(value) -> str:

@@ -27,6 +27,7 @@ SUMMARY_PREFIX = "**Summary**"
 MARKERS = {  # verdict -> marker in the difference table
     "within": "✓",
     "outside": "✗",
+    "within_seed_spread": "≈",
     "not_comparable": "n/c",
     "no_paper_value": "n/p",
     "missing": "?",
@@ -35,6 +36,8 @@ MARKERS = {  # verdict -> marker in the difference table
 LEGEND = {
     "within": "within tolerance",
     "outside": "outside tolerance",
+    "within_seed_spread": "outside tolerance but within the seed spread (|ours − paper| ≤ 2 standard deviations of "
+                          "our seeds)",
     "not_comparable": "not comparable (not paper scale)",
     "no_paper_value": "no number printed in the paper",
     "missing": "no number of ours; the cell says why: " + ", ".join(REASONS),
@@ -103,10 +106,23 @@ def _marker(line) -> str:
 
 
 def _ours_cell(line, places: int) -> str:
-    """Our number, or the missing (with its reason) or external marker."""
+    """Our number (mean ± standard deviation for a row trained with several seeds), or the missing (with its
+    reason) or external marker."""
     if line.verdict in ("missing", "external"):
         return _marker(line)
-    return f"{line.ours:.{places}f}"
+    return f"{line.ours:.{places}f}" + (f" ± {line.spread:.{places}f}" if line.n_seeds > 1 else "")
+
+
+def _seeds_note(frame: pd.DataFrame) -> list[str]:
+    """The line under the Ours grid naming the rows averaged over several seeds (none: no line)."""
+    counts = frame.groupby("row", sort=False)["n_seeds"].max().dropna()
+    seeded = counts[counts > 1]
+    if seeded.empty:
+        return []
+    if len(seeded) == len(counts) and seeded.nunique() == 1:
+        return ["", f"Mean ± standard deviation over {seeded.iloc[0]} seeds in every measured row (config `seeds`)."]
+    rows = ", ".join(f"`{row}` ({count} seeds)" for row, count in seeded.items())
+    return ["", f"Mean ± standard deviation over the seeds of the rows trained with several (config `seeds`): {rows}."]
 
 
 def _delta_cell(line, places: int) -> str:
@@ -189,22 +205,34 @@ def _mapping_sections(spec: PaperSpec, table_name: str, frame: pd.DataFrame, lab
     return lines
 
 
-def _provenance_section(frame: pd.DataFrame) -> list[str]:
-    """Where our numbers come from: scale, config hashes, git commits, date range; and this rendering."""
+def provenance_section(frame: pd.DataFrame, per_row: bool = True) -> list[str]:
+    """Where the numbers of compare frame(s) come from: scale, run config, config hashes, code (commit, dirty tree,
+    packages), data and checkpoints (sha256, first 12 digits; per row, or only counted), date range; and this
+    rendering."""
     record = table_provenance(frame)
     dates = (f"{record['first_date']} to {record['last_date']}" if record["first_date"] != record["last_date"]
              else record["first_date"]) if record["first_date"] else "–"
 
-    def codes(values):
-        return ", ".join(f"`{value}`" for value in values) or "–"
+    def codes(values, digits=None):
+        return ", ".join(f"`{value[:digits]}`" for value in values) or "–"
 
+    checkpoints = ([f"{escape(row)} {codes(split_joined(lines['checkpoint_sha256']), 12)}"
+                    for row, lines in frame.groupby("row", sort=False) if split_joined(lines["checkpoint_sha256"])]
+                   if per_row else [f"{len(record['checkpoint_sha256'])} distinct, named in each table's report"])
+    dirty = {"True": "yes", "False": "no"}
     return [
         "## Provenance",
         "",
         f"- scale: `{record['scale']}`",
         f"- measured cells: {record['n_measured_cells']} of {len(frame)}",
-        f"- config hashes of the metric JSONs: {codes(record['config_hashes'])}",
-        f"- git commits of the metric JSONs: {codes(record['git_commits'])}",
+        f"- run config of the metric JSONs (settings every model of the run shares): "
+        f"{codes(record['run_config_hash'])}",
+        f"- config hashes of the metric JSONs: {codes(record['config_hash'])}",
+        f"- git commits of the metric JSONs: {codes(record['git_commit'])}; uncommitted changes: "
+        f"{', '.join(dirty.get(value, value) for value in record['git_dirty']) or '–'}",
+        f"- packages: {'; '.join(record['packages']) or '–'}",
+        f"- data manifest (sha256): {codes(record['data_manifest_hash'], 12)}",
+        f"- checkpoints (sha256): {'; '.join(checkpoints) or '–'}",
         f"- metric JSONs dated: {dates}",
         f"- report rendered: {utc_now()} at commit `{git_commit()}`",
     ]
@@ -256,6 +284,7 @@ def report_markdown(spec: PaperSpec, table_name: str, frame: pd.DataFrame, plot_
         "## Ours",
         "",
         *_grid(expected, ours, compared),
+        *_seeds_note(frame),
         "",
         "## Difference (ours − paper) and verdict",
         "",
@@ -265,7 +294,7 @@ def report_markdown(spec: PaperSpec, table_name: str, frame: pd.DataFrame, plot_
         "",
         *_mapping_sections(spec, table_name, frame, labels),
         "",
-        *_provenance_section(frame),
+        *provenance_section(frame),
         "",
     ]
     return "\n".join(lines)

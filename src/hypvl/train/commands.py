@@ -9,9 +9,10 @@ from hypvl.errors import InputError
 log = logging.getLogger(__name__)
 
 
-def experiment_from_spec(spec_path, experiment_id: str) -> dict:
-    """The experiment `experiment_id` of the spec at `spec_path`, as the trainer takes it; it must be trained."""
-    from hypvl.spec import load_spec
+def experiment_from_spec(spec_path, experiment_id: str, seed: int | None = None) -> dict:
+    """The experiment `experiment_id` of the spec at `spec_path`, as the trainer takes it; it must be trained.
+    Another `seed` than the declared one trains its seed variant (`<id>__seed<N>`, config `seeds`)."""
+    from hypvl.spec import load_spec, seed_variant
 
     spec = load_spec(spec_path)
     if experiment_id not in spec.experiments:
@@ -19,8 +20,9 @@ def experiment_from_spec(spec_path, experiment_id: str) -> dict:
     exp = spec.experiments[experiment_id]
     if exp.source != "train":
         raise InputError(f"{spec_path}: experiment {exp.id!r} has source {exp.source!r}; only 'train' trains")
-    return {"id": exp.id, "method": exp.method, "backbone": exp.backbone, "data": exp.data, "boxes": exp.boxes,
-            "seed": exp.seed, "overrides": dict(exp.overrides)}
+    seed = exp.seed if seed is None else seed
+    return {"id": seed_variant(exp, seed), "method": exp.method, "backbone": exp.backbone, "data": exp.data,
+            "boxes": exp.boxes, "seed": seed, "overrides": dict(exp.overrides)}
 
 
 def standin_experiment(spec_path, experiment_id: str, config: dict) -> tuple[dict, str]:
@@ -84,7 +86,7 @@ def _train(args) -> None:
         shards = corpus_shards(config, experiment["data"])
         build = _standin_builder(architecture, config, experiment["backbone"], shards)
     else:
-        experiment = experiment_from_spec(args.spec, args.experiment)
+        experiment = experiment_from_spec(args.spec, args.experiment, args.seed)
         shards = corpus_shards(config, experiment["data"])
     summary = train(experiment, config["model"], config["train"], shards, Path(args.out), progress=not args.quiet,
                     init_checkpoint=args.init_checkpoint, build=build)
@@ -122,6 +124,8 @@ def add_commands(subparsers) -> None:
     add_config_arguments(train)
     train.add_argument("--spec", required=True, help="replication/<paper>.yaml")
     train.add_argument("--experiment", required=True, help="experiment id in the spec")
+    train.add_argument("--seed", type=int, default=None,
+                       help="train with this seed instead of the declared one (recorded as <experiment>__seed<N>)")
     train.add_argument("--out", required=True, help="results/<scale>/models/<experiment>")
     train.add_argument("--init-checkpoint", type=Path, default=None,
                        help="checkpoint of the experiment named by the `init_from` override")

@@ -137,6 +137,7 @@ def _train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path
     recipe = {**model.recipe(), "experiment": experiment["id"]} if build else {
         "method": experiment["method"], "backbone": experiment["backbone"], "overrides": overrides,
         "model_cfg": model_cfg, "experiment": experiment["id"]}
+    recipe.update(train_cfg=train_cfg, seed=experiment.get("seed", 0))  # what every model of a run shares, and its seed
     save_checkpoint(out_dir / "checkpoint.pt", model, recipe, schedule.steps)
     with atomic_write(out_dir / "train_log.csv") as handle:
         writer = csv.DictWriter(handle, LOG_FIELDS, restval="")  # empty: a term the method does not have

@@ -28,6 +28,7 @@ EVAL_DATASETS = ("coco_captions", "coco_instances", "flickr30k", "imagenet_isa",
                  "hierarcaps_test", "hierarcaps_train", "hierarcaps_train_images", "hyperlex", "breeds")
 
 
+MANIFEST = "manifest.json"  # at the root of the world: every evaluation set, the settings and the hierarchy
 CORPUS_SUMMARY = "corpus.json"  # beside a raw corpus's shards: what was written (format, samples, shards)
 
 
@@ -80,7 +81,7 @@ def write_evaluation_world(settings: WorldSettings, out: Path, datasets: dict[st
                          **{n: datasets[n] for n in EVAL_DATASETS}}
     manifest["hierarchy"] = {"isa": isa_edges(), "taxonomy": {k: list(v) for k, v in TAXONOMY.items()},
                              "coco_category_of": COCO_CATEGORY_OF}
-    with atomic_write(out / "manifest.json") as handle:
+    with atomic_write(out / MANIFEST) as handle:
         json.dump(manifest, handle, indent=1)
     return manifest
 

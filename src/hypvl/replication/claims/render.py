@@ -1,9 +1,15 @@
 """The claims report: the audits of every paper's claims as markdown (`reports/claims.md`)."""
 
+from pathlib import Path
+
+import pandas as pd
+
 from hypvl.io import atomic_write
 from hypvl.replication.claims.evaluator import OURS_UNKNOWN, PAPER_UNKNOWN, Audit, Outcome, audit_paper
+from hypvl.replication.compare import read_compare_csv
 from hypvl.replication.markdown import escape
 from hypvl.replication.markdown import table as markdown_table
+from hypvl.replication.report import provenance_section
 from hypvl.spec import PaperSpec
 
 
@@ -12,8 +18,9 @@ def _md(text: str) -> str:
     return escape(text.replace("\n", " "))
 
 
-def render_claims(audits: dict[str, list[Audit]], scale: str) -> str:
-    """The claims report: a summary, then per paper each claim with its verdicts and per-reading details."""
+def render_claims(audits: dict[str, list[Audit]], scale: str, provenance=()) -> str:
+    """The claims report: a summary, then per paper each claim with its verdicts and per-reading details, then the
+    `provenance` lines of our numbers."""
     every = [audit for paper in audits.values() for audit in paper]
     checkable = [a for a in every if not a.claim.not_checkable]
     paper_counts = _tally(a.paper_verdict for a in checkable)
@@ -58,7 +65,7 @@ def render_claims(audits: dict[str, list[Audit]], scale: str) -> str:
                 lines.append(f"- **{_md(reading.name)}** ({_md(reading.description)}): paper {_mark(theirs)} "
                              f"{_md(theirs.detail)}; ours {_mark(mine)} {_md(ours)}")
             lines.append("")
-    return "\n".join(lines)
+    return "\n".join([*lines, *provenance, *([""] if provenance else [])])
 
 
 CATEGORIES = ("supported", "one reading", "contradicted", "not evaluable")
@@ -97,6 +104,9 @@ def _missing_text(outcome: Outcome) -> str:
 def write_claims_report(specs: dict[str, PaperSpec], tables_dir, scale: str, out) -> dict[str, list[Audit]]:
     """Audit every spec's claims and write the markdown report to `out` atomically; return the audits."""
     audits = {paper: audit_paper(spec, tables_dir) for paper, spec in sorted(specs.items())}
+    frames = [read_compare_csv(path) for paper, spec in sorted(specs.items()) for table in spec.tables
+              if (path := Path(tables_dir) / paper / f"{table}.csv").is_file()]
+    provenance = provenance_section(pd.concat(frames, ignore_index=True), per_row=False) if frames else []
     with atomic_write(out, mode="w", encoding="utf-8") as handle:
-        handle.write(render_claims(audits, scale))
+        handle.write(render_claims(audits, scale, provenance))
     return audits

@@ -1,0 +1,118 @@
+"""Provenance: what every metrics JSON records about the config, code, packages, data and checkpoint behind its
+numbers, and which experiment and seed a training records."""
+
+import hashlib
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import REPO
+
+from hypvl.cli import main
+from hypvl.config import DEFAULT_CONFIG
+from hypvl.data.fingerprint import data_manifest_hash
+from hypvl.data.synthetic.classification import write_classification_set
+from hypvl.data.synthetic.settings import WorldSettings
+from hypvl.errors import InputError
+from hypvl.models.build import build_model
+from hypvl.models.checkpoints import save_checkpoint
+from hypvl.provenance import config_differences, config_hash, git_state
+from hypvl.spec import load_spec
+from hypvl.train.commands import experiment_from_spec
+
+DEFAULT = yaml.safe_load(DEFAULT_CONFIG.read_text())
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_a_metrics_json_records_run_config_code_data_and_checkpoint(tmp_path):
+    """`hypvl evaluate` on a checkpoint and a one-set data folder: the JSON's provenance holds the run config (model
+    and train sections of the checkpoint, the evaluation's sections) and its hash, the git commit and dirty flag,
+    and the sha256 of the data manifest and the checkpoint file, each recomputed here by hand."""
+    data = tmp_path / "data"
+    write_classification_set(WorldSettings(image_size=32, per_class=1, probe_train_per_class=1, probe_val_per_class=1),
+                             "cifar10", data / DEFAULT["eval"]["classification_dir"])
+    (data / "manifest.json").write_text('{"world": "one set"}')
+    model_cfg, train_cfg = DEFAULT["model"], {**DEFAULT["train"], "steps": 3}
+    recipe = {"method": "clip", "backbone": "vit_s16", "overrides": {}, "model_cfg": model_cfg,
+              "train_cfg": train_cfg, "seed": 0, "experiment": "e"}
+    checkpoint = tmp_path / "checkpoint.pt"
+    save_checkpoint(checkpoint, build_model("clip", "vit_s16", model_cfg), recipe, step=3)
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({"data_dir": str(data)}))
+    assert main(["evaluate", "zeroshot", "--experiment", "e", "--checkpoint", str(checkpoint), "--out-dir",
+                 str(tmp_path / "metrics"), "--tasks", "zs_cifar10", "--configfile", str(config)]) == 0
+    record = json.loads((tmp_path / "metrics" / "zs_cifar10.json").read_text())
+    provenance = record["provenance"]
+    run = {"scale": "smoke", "model": model_cfg, "train": train_cfg, "cpu_code_path": DEFAULT["cpu_code_path"],
+           "eval": DEFAULT["eval"]}
+    assert record["scale"] == "smoke" and provenance["run_config"] == run
+    assert provenance["run_config_hash"] == config_hash(run)
+    assert provenance["checkpoint_sha256"] == sha256(checkpoint)
+    manifest_line = f"manifest.json\0{sha256(data / 'manifest.json')}\n".encode()
+    assert provenance["data_manifest_hash"] == hashlib.sha256(manifest_line).hexdigest()
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO, capture_output=True,
+                            text=True, check=True).stdout
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    assert (provenance["git_commit"], provenance["git_dirty"]) == (head.strip(), bool(status.strip()))
+    assert set(provenance["packages"]) == {"torch", "timm", "open_clip", "numpy", "hypvl"}
+
+
+def test_the_data_manifest_hash_covers_the_manifests_and_acquisition_records_only(tmp_path):
+    assert data_manifest_hash(tmp_path) is None
+    (tmp_path / "manifest.json").write_text("{}")
+    records = [tmp_path / "eval" / "coco" / "SHA256SUMS", tmp_path / "eval" / "classification" / "cifar10" / "HUB_COMMITS"]
+    for path in records:
+        path.parent.mkdir(parents=True)
+        path.write_text(f"{'a' * 64}  x\n" if path.name == "SHA256SUMS" else f"{'b' * 40}  someone/repo\n")
+    deep = tmp_path / "a" / "b" / "c" / "d" / "SHA256SUMS"  # deeper than any dataset folder: not read
+    deep.parent.mkdir(parents=True)
+    deep.write_text("ignored")
+    (tmp_path / "eval" / "coco" / "captions.json").write_text("data, not a manifest")
+    lines = sorted((path.relative_to(tmp_path).as_posix(), sha256(path)) for path in [tmp_path / "manifest.json",
+                                                                                      *records])
+    oracle = hashlib.sha256("".join(f"{name}\0{digest}\n" for name, digest in lines).encode()).hexdigest()
+    assert data_manifest_hash(tmp_path) == oracle
+    before = data_manifest_hash(tmp_path)
+    deep.write_text("still ignored")
+    (tmp_path / "eval" / "coco" / "captions.json").write_text("other data")
+    assert data_manifest_hash(tmp_path) == before
+    records[0].write_text(f"{'c' * 64}  x\n")
+    assert data_manifest_hash(tmp_path) != before
+
+
+def test_git_state_reads_the_commit_and_whether_tracked_files_changed():
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True)
+    status = subprocess.run(["git", "diff", "HEAD", "--quiet"], cwd=REPO, check=False)  # exit 1: a tracked change
+    assert git_state() == (head.stdout.strip(), status.returncode == 1)
+
+
+def test_config_differences_name_each_changed_setting():
+    one = {"train": {"steps": 500, "lr": 5e-4}, "model": {"embed_dim": 64}, "eval": {"device": "cpu"}}
+    two = {"train": {"steps": 400, "lr": 5e-4}, "model": {"embed_dim": 64}}
+    assert config_differences(one, two) == ['eval.device: "cpu" vs "absent"', "train.steps: 500 vs 400"]
+    assert config_differences(one, one) == []
+
+
+def test_training_another_seed_records_the_seed_variant():
+    """`hypvl train --seed N` trains the declared experiment with seed N under the id <experiment>__seed<N>; the
+    declared seed keeps the experiment's own id."""
+    spec = Path("replication/hycoclip.yaml")
+    declared = experiment_from_spec(REPO / spec, "hyco_clip_vits_grit")
+    assert declared["id"] == "hyco_clip_vits_grit" and declared["seed"] == 0
+    assert experiment_from_spec(REPO / spec, "hyco_clip_vits_grit", 0) == declared
+    variant = experiment_from_spec(REPO / spec, "hyco_clip_vits_grit", 2)
+    assert variant == {**declared, "id": "hyco_clip_vits_grit__seed2", "seed": 2}
+
+
+def test_a_declared_experiment_may_not_look_like_a_seed_variant(tmp_path):
+    document = yaml.safe_load((REPO / "tests" / "data" / "replication" / "replication" / "tiny.yaml").read_text())
+    document["experiments"]["tiny_clip__seed1"] = document["experiments"]["tiny_clip"]
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(document))
+    with pytest.raises(InputError, match=r"tiny\.yaml: experiments\.tiny_clip__seed1: '__seed' is reserved"):
+        load_spec(path, REPO / "tests" / "data" / "replication" / "expected")
