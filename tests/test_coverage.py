@@ -37,7 +37,7 @@ SPEC = {
         "cov_done": _exp(),
         "cov_fresh": _exp("meru"),
         "cov_released": _exp("meru", source="released:meru_vit_s"),
-        "cov_unbuilt": _exp("radial_ft"),
+        "cov_unbuilt": _exp("atmg"),  # a method no module builds
         "cov_unread": _exp("meru", patch_dropout=0.5),
         "cov_nodata": _exp(data="laion2b"),
         "cov_start": _exp("meru", init_from="cov_released", freeze_encoders=True),

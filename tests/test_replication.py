@@ -354,7 +354,7 @@ def test_a_missing_cell_shows_its_reason_in_the_report(workspace):
     skip = {("tiny_clip", "hierarcaps"), *(("tiny_meru", task) for task in OURS["tiny_meru"])}
     metrics_dir = write_metrics(workspace, "smoke", skip=skip)
     blockers = Blockers({"tiny_meru": "needs weights from outside"}, {})
-    frame = compare_table(spec, "table1", metrics_dir, "smoke", blockers)
+    frame = compare_table(spec, "table1", metrics_dir, "smoke", blockers=blockers)
     assert dict(zip(frame["row"] + "." + frame["column"], frame["reason"])) == {
         "clip.acc_a": "", "clip.acc_b": "", "clip.tau": "not run yet", "clip.avg": "",
         **{f"meru.{column}": "needs weights from outside" for column in ("acc_a", "acc_b", "tau", "avg")},
@@ -496,7 +496,7 @@ def write_seed_variants(root: Path, scale: str, seeds=(4, 5)) -> Path:
 def test_a_row_with_several_seeds_is_their_mean_with_their_spread(workspace):
     spec = load_spec(workspace / "replication" / "tiny.yaml")
     metrics_dir = write_seed_variants(workspace, "full")
-    frame = compare_table(spec, "table1", metrics_dir, "full", {"tiny_clip": [3, 4, 5]}).set_index(["row", "column"])
+    frame = compare_table(spec, "table1", metrics_dir, "full", seeds={"tiny_clip": [3, 4, 5]}).set_index(["row", "column"])
     values = numpy.array(list(CIFAR10_BY_SEED.values()))
     acc_a = frame.loc[("clip", "acc_a")]
     assert acc_a["ours"] == pytest.approx(values.mean()) and acc_a["n_seeds"] == 3
@@ -507,24 +507,24 @@ def test_a_row_with_several_seeds_is_their_mean_with_their_spread(workspace):
     assert acc_b["spread"] == 0 and acc_b["verdict"] == "outside"
     assert frame.loc[("clip", "avg"), "ours"] == pytest.approx(((values + 29.49) / 2).mean())
     assert frame.loc[("meru", "acc_a"), "n_seeds"] == 1 and math.isnan(frame.loc[("meru", "acc_a"), "spread"])
-    only_others = compare_table(spec, "table1", metrics_dir, "full", {"tiny_clip": [4, 5]})
+    only_others = compare_table(spec, "table1", metrics_dir, "full", seeds={"tiny_clip": [4, 5]})
     assert only_others.loc[0, "ours"] == pytest.approx((49.0 + 53.4) / 2)  # the declared seed 3 is not among them
-    smoke = compare_table(spec, "table1", write_seed_variants(workspace, "smoke"), "smoke", {"tiny_clip": [3, 4, 5]})
+    smoke = compare_table(spec, "table1", write_seed_variants(workspace, "smoke"), "smoke", seeds={"tiny_clip": [3, 4, 5]})
     assert smoke.loc[0, "verdict"] == "not_comparable"  # a smoke number never gets a tolerance verdict
 
 
 def test_a_seeded_row_lacking_one_seed_is_missing_and_seeds_must_name_rows(workspace):
     spec = load_spec(workspace / "replication" / "tiny.yaml")
     metrics_dir = write_seed_variants(workspace, "full", seeds=(4,))
-    frame = compare_table(spec, "table1", metrics_dir, "full", {"tiny_clip": [3, 4, 5]}).set_index(["row", "column"])
+    frame = compare_table(spec, "table1", metrics_dir, "full", seeds={"tiny_clip": [3, 4, 5]}).set_index(["row", "column"])
     assert (frame.loc["clip", "verdict"] == "missing").all()
     with pytest.raises(InputError, match=r"--seeds: 'tiny_other' is not the experiment of a row of .*tiny\.yaml"):
-        compare_table(spec, "table1", metrics_dir, "full", {"tiny_other": [3, 4]})
+        compare_table(spec, "table1", metrics_dir, "full", seeds={"tiny_other": [3, 4]})
 
 
 def test_the_report_shows_mean_and_spread_of_a_seeded_row(workspace):
     spec = load_spec(workspace / "replication" / "tiny.yaml")
-    frame = compare_table(spec, "table1", write_seed_variants(workspace, "full"), "full", {"tiny_clip": [3, 4, 5]})
+    frame = compare_table(spec, "table1", write_seed_variants(workspace, "full"), "full", seeds={"tiny_clip": [3, 4, 5]})
     path = workspace / "table1.csv"
     write_compare_csv(frame, path)
     pd.testing.assert_frame_equal(read_compare_csv(path), frame)  # n_seeds and spread survive the CSV
@@ -539,7 +539,7 @@ def test_the_report_shows_mean_and_spread_of_a_seeded_row(workspace):
     assert parse_section(markdown, "Difference (ours − paper) and verdict")["CLIP"][0] == "+1.13 ≈"
     metrics_dir = write_seed_variants(workspace, "full")
     shutil.rmtree(metrics_dir / "tiny_meru")  # the only other row with numbers
-    write_report(spec, "table1", compare_table(spec, "table1", metrics_dir, "full", {"tiny_clip": [3, 4, 5]}), out)
+    write_report(spec, "table1", compare_table(spec, "table1", metrics_dir, "full", seeds={"tiny_clip": [3, 4, 5]}), out)
     assert "Mean ± standard deviation over 3 seeds in every measured row (config `seeds`)." in out.read_text()
 
 

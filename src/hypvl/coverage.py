@@ -6,6 +6,7 @@ turns computed as soon as the plan makes it and its jobs run, with no change her
 the specs and the metric JSONs.
 """
 
+import json
 import os
 from pathlib import Path
 
@@ -32,7 +33,8 @@ def coverage_frames(plan: Plan, metrics_dir) -> dict:
     from hypvl.replication.compare import compare_table
 
     return {(paper, table): compare_table(plan.specs[paper], table, metrics_dir, plan.scale,
-                                          plan.blockers(paper, table))
+                                          seeds=json.loads(plan.seeds_arg(paper, table)),
+                                          blockers=plan.blockers(paper, table))
             for paper, table in plan.tables()}
 
 

@@ -278,14 +278,19 @@ class Plan:
     def blocker(self, experiment: str) -> str | None:
         """Why the plan makes no model for `experiment` (a reason of hypvl.replication.coverage), None where it does:
         weights from outside; a method or override not built; a training corpus the config lacks; a start
-        (`init_from`) with one of these."""
+        (`init_from`) or an aligned base (radial_ft) with one of these."""
         if self.runnable(experiment):
             return None
         declared = self.experiment(experiment)
         if declared.source != "train":
             return NEEDS_WEIGHTS
-        if declared.method not in METHOD_NAMES or not set(declared.overrides) <= supported_overrides(declared.method):
+        if (declared.method not in (*METHOD_NAMES, RADIAL_METHOD)
+                or not set(declared.overrides) <= supported_overrides(declared.method)):
             return NOT_BUILT
+        if declared.method == RADIAL_METHOD:  # an alignment: its training set, then the model it aligns
+            if declared.data not in self.config["eval"]["datasets"]:
+                return NEEDS_DATA
+            return self.blocker(self.base_of(experiment)) or NOT_BUILT
         if declared.data not in self.config["corpora"]:
             return NEEDS_DATA
         start = declared.overrides.get("init_from")

@@ -26,7 +26,7 @@ def _compare(args) -> None:
     if not isinstance(seeds, dict):
         raise InputError(f"--seeds: must be a JSON object {{experiment: [seed, ...]}}, not {args.seeds!r}")
     blockers = Blockers.from_json(args.blockers) if args.blockers is not None else None
-    frame = compare_table(spec, args.table, args.metrics_dir, args.scale, seeds, blockers)
+    frame = compare_table(spec, args.table, args.metrics_dir, args.scale, seeds=seeds, blockers=blockers)
     if args.row is not None:
         rows = spec.table(args.table).compared_rows()
         if args.row not in rows:

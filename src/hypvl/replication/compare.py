@@ -169,7 +169,7 @@ def _refuse_mixed(odd, base, differ: list[str]) -> None:
                      f"the rest, or compare the two runs' tables separately")
 
 
-def compare_table(spec: PaperSpec, table_name: str, metrics_dir, scale: str, seeds: dict | None = None,
+def compare_table(spec: PaperSpec, table_name: str, metrics_dir, scale: str, *, seeds: dict | None = None,
                   blockers: Blockers | None = None) -> pd.DataFrame:
     """One line per printed cell (rows, then columns, in printed order), then one per cell of each released
     checkpoint's row (`<row>__released`, against the row's printed numbers); see COLUMNS and VERDICTS.
