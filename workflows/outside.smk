@@ -80,15 +80,22 @@ else:
 
 
 rule import_weights:
+    # also evaluates the imported model on the `evaluate_with_training` groups, in the same process (as rule train)
     input:
+        data_ready,
+        PLAN.probe_inputs(PLAN.with_training),
         weights=lambda w: PLAN.weights_input(w.experiment),
     output:
         checkpoint=f"{RESULTS}/models/{{experiment}}/checkpoint.pt",
+        metrics=[path for group in PLAN.with_training for path in PLAN.group_outputs(group)],
     wildcard_constraints:
         experiment=PLAN.imported_pattern(),
     params:
         spec=lambda w: PLAN.spec_path(w.experiment),
         cfg=PLAN.step_config("import"),
+        then=lambda w, threads: "".join(f" :: {PLAN.evaluate_args(group, w.experiment, threads)}"
+                                        for group in PLAN.with_training),
+    threads: THREADS
     resources:
         **PLAN.step_resources("import"),
     log:
@@ -97,4 +104,4 @@ rule import_weights:
         ENV
     shell:
         "hypvl import-weights --spec {params.spec:q} --experiment {wildcards.experiment} --weights {input.weights:q}"
-        " --config-json {params.cfg} --out {output.checkpoint:q} > {log:q} 2>&1"
+        " --config-json {params.cfg} --out {output.checkpoint:q}{params.then} > {log:q} 2>&1"

@@ -347,9 +347,14 @@ class Plan:
         return "|".join(map(re.escape, sorted(ids))) or "(?!)"
 
     def trained_pattern(self, trained: bool = True) -> str:
-        """The experiment ids whose model a training job makes (the train or the finetune rule, which also evaluate
-        it on `evaluate_with_training`: `trained`), or all the others."""
-        return self.pattern(exp for exp in self.experiments() if (self.trains(exp) or self.fine_tunes(exp)) == trained)
+        """The experiment ids whose model a job that also evaluates it on `evaluate_with_training` makes (the train,
+        finetune and import rules: `trained`), or all the others."""
+        return self.pattern(exp for exp in self.experiments()
+                            if (self.trains(exp) or self.fine_tunes(exp) or self.imports(exp)) == trained)
+
+    def imports(self, experiment: str) -> bool:
+        """True when the import rule makes the model of `experiment` (weights from outside that can be obtained)."""
+        return experiment in self._outside and self.runnable(experiment)
 
     def trained_by(self, rule: str) -> str:
         """The experiment ids whose model rule `rule` makes: `train` (hypvl train) or `finetune` (hypvl finetune)."""
@@ -358,7 +363,7 @@ class Plan:
 
     def imported_pattern(self) -> str:
         """The experiment ids whose weights the import rule brings in from outside."""
-        return self.pattern(exp for exp in self._outside if self.runnable(exp))
+        return self.pattern(exp for exp in self._outside if self.imports(exp))
 
     def source_checkpoint(self, source: str) -> str:
         """The checkpoint holding the weights of outside `source` (e.g. a fine-tuning's base): that of the first
