@@ -92,15 +92,18 @@ def test_a_released_stand_in_repeats_its_rows_model_bitwise(smoke_run):
 
 @pytest.mark.slow
 def test_every_model_learns_and_every_set_is_learned(smoke_run):
-    """Each model's mean over Table 1's 16 sets is at least 1.5x chance's mean (15.1%); each set's mean over the
-    models is above its chance. One model on one set may still sit at chance: a set of 4 classes and 80 images
-    moves ~5 points by sampling alone, and a 200-step model is weak (README, Scales)."""
+    """Each model's mean over Table 1's 16 sets is above chance's mean by more than 4 standard deviations of a
+    guessing model's mean (binomial, from each set's test size); each set's mean over the models is above its
+    chance. One 200-step model may still sit at chance on one small set (README)."""
     frame = pd.read_csv(smoke_run / "tables" / "hycoclip" / "table1.csv")
     table = frame.pivot(index="row", columns="column", values="ours")
     chance = pd.Series({dataset: 100.0 / len(spec.classes) for dataset, spec in CLASSIFICATION_SETS.items()})
+    sizes = pd.Series({dataset: json.loads((smoke_run / "metrics" / "hyco_clip_vits_grit" / f"zs_{dataset}.json")
+                                           .read_text())["n_samples"] for dataset in chance.index})
+    guessing_sd = (chance * (100 - chance) / sizes).sum() ** 0.5 / len(chance)  # sd of a guessing model's mean
     above = table[chance.index] - chance
-    weak = above.mean(axis=1)[above.mean(axis=1) < chance.mean() / 2]
-    assert weak.empty, f"models less than {chance.mean() / 2:.1f} points above chance on average: {weak.to_dict()}"
+    weak = above.mean(axis=1)[above.mean(axis=1) <= 4 * guessing_sd]
+    assert weak.empty, f"models within 4 sd ({4 * guessing_sd:.1f} points) of chance on average: {weak.to_dict()}"
     unlearned = above.mean(axis=0)[above.mean(axis=0) <= 0]
     assert unlearned.empty, f"sets no better than chance over the models: {unlearned.to_dict()}"
 
