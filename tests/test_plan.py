@@ -163,10 +163,12 @@ def test_index_plans_every_table_of_every_paper(tmp_path):
     assert len(fine_tuned) == 5 + 9 + 4  # Table 1's five alignments, Table 3's nine ablations, Table 5's four
     assert jobs["train"] == len(recipes) - len(fine_tuned) and jobs["finetune"] == len(fine_tuned)
     assert len(recipes) < len(trained)  # e.g. PoinCLIP's MERU rows repeat MERU's recipes
-    # each imported, its weights folder stood in for; one trained stand-in for OpenAI's two CLIPs, one for ALIGN
-    assert jobs["import_weights"] == jobs["write_standin"] == len(outside) and jobs["train_standin"] == 2
-    groups = {(exp, task_group(task, "smoke")) for exp, task in pairs} - {(exp, g) for exp in recipes.values()
-                                                                            for g in WITH_TRAINING}
+    # each stood in for and imported by one job; one trained stand-in for OpenAI's two CLIPs, one for ALIGN
+    assert jobs["import_standin"] == len(outside) and jobs["train_standin"] == 2
+    assert "import_weights" not in jobs and "fetch_weights" not in jobs
+    # the training, alignment and import jobs evaluate their models on evaluate_with_training
+    groups = {(exp, task_group(task, "smoke")) for exp, task in pairs} - {
+        (exp, g) for exp in [*recipes.values(), *outside] for g in WITH_TRAINING}
     evaluate = {job: count for job, count in jobs.items() if job.startswith("evaluate_")}
     assert sum(evaluate.values()) == len(groups)
     assert "compare_row" not in jobs
@@ -335,9 +337,14 @@ def test_every_outside_source_is_stood_in_for_by_a_model_trained_here():
         "hcaps_align": standins / "hcaps_align"}
     for experiment, folder in expected.items():
         assert plan.runnable(experiment) and plan.standin_from(experiment) == str(folder / "checkpoint.pt")
-    folder = plan.weights_input("meru_released_meru_vitl")
-    assert folder == str(Path(load_config()["data_dir"]) / "weights" / "released" / "meru_vit_l")
-    assert plan.standin_args(folder) == ["--kind", "released", "--file", "meru_vit_l.pth"]
+    # written where the job that imports it writes it, in the released layout
+    assert plan.stood_in("meru_released_meru_vitl") and plan.weights_folders() == {}
+    assert plan.weights_input("meru_released_meru_vitl") == str(standins / "meru_released_meru_vitl" / "weights")
+    assert plan.standin_args("meru_released_meru_vitl") == ["--kind", "released", "--file", "meru_vit_l.pth"]
+    fetched = Plan({**plan.config, "weights": {**plan.config["weights"], "standins": None}})
+    folder = str(Path(load_config()["data_dir"]) / "weights" / "released" / "meru_vit_l")
+    assert not fetched.stood_in("meru_released_meru_vitl") and fetched.weights_input("meru_released_meru_vitl") == folder
+    assert fetched.weights_folders()[folder] == "meru_released_meru_vitl"
     assert plan.standin_trainings() == ["hcaps_align", "hcaps_clip_b"]
     assert plan.source_checkpoint("pretrained:openai/clip-vit-base-patch32") == plan.checkpoint("hcaps_clip_b")
 

@@ -1,8 +1,10 @@
 # Weights from outside: an experiment whose `source` is released:<name> or pretrained:<hub id> gets its
 # checkpoint.pt by importing its weights folder (hypvl/models/weights.yaml says what each holds). The folder is
 # fetched at paper scale (`hypvl acquire`, checksums verified or recorded), or read where config `weights.local`
-# says you keep the files; at smoke scale a stand-in is written there in the same layout from a smoke-trained
-# model, so the import reads it through the very code path the real files take.
+# says you keep the files. At smoke scale the import job first writes a stand-in in the same layout from a
+# smoke-trained model (rule import_standin, into results/<scale>/standins/<experiment>/weights), so the import reads
+# it through the very code path the real files take. Both import rules also evaluate the imported model on the
+# `evaluate_with_training` groups, in the same process (as rule train).
 from hypvl.models.sources import WEIGHTS_MANIFEST
 
 WEIGHTS_FOLDERS = PLAN.weights_folders()  # folder -> an experiment reading it
@@ -59,28 +61,8 @@ else:
             "hypvl train --spec {params.spec:q} --experiment {wildcards.experiment} --standin"
             " --config-json {params.cfg} --out {params.out:q} --threads {threads} --quiet > {log:q} 2>&1"
 
-    rule write_standin:
-        input:
-            checkpoint=lambda w: PLAN.standin_from(WEIGHTS_FOLDERS[f"{DATA}/weights/{w.weights}"]),
-        output:
-            folder=directory(f"{DATA}/weights/{{weights}}"),
-        wildcard_constraints:
-            weights=WEIGHTS_PATTERN,
-        params:
-            layout=lambda w, output: PLAN.standin_args(output.folder),
-        resources:
-            **PLAN.step_resources("import"),
-        log:
-            f"{RESULTS}/logs/write_standin/{{weights}}.log",
-        conda:
-            ENV
-        shell:
-            "hypvl write-standin {params.layout:q} --checkpoint {input.checkpoint:q} --out {output.folder:q}"
-            " > {log:q} 2>&1"
-
 
 rule import_weights:
-    # also evaluates the imported model on the `evaluate_with_training` groups, in the same process (as rule train)
     input:
         data_ready,
         PLAN.probe_inputs(PLAN.with_training),
@@ -104,4 +86,36 @@ rule import_weights:
         ENV
     shell:
         "hypvl import-weights --spec {params.spec:q} --experiment {wildcards.experiment} --weights {input.weights:q}"
+        " --config-json {params.cfg} --out {output.checkpoint:q}{params.then} > {log:q} 2>&1"
+
+
+rule import_standin:
+    # smoke scale: writes the stand-in of an outside source in its real layout from one of our models, imports it
+    # through the code path the real files take, and evaluates it on `evaluate_with_training`: one process
+    input:
+        data_ready,
+        PLAN.probe_inputs(PLAN.with_training),
+        source=lambda w: PLAN.standin_from(w.experiment),
+    output:
+        weights=directory(f"{RESULTS}/standins/{{experiment}}/weights"),
+        checkpoint=f"{RESULTS}/models/{{experiment}}/checkpoint.pt",
+        metrics=[path for group in PLAN.with_training for path in PLAN.group_outputs(group)],
+    wildcard_constraints:
+        experiment=PLAN.imported_pattern(stood_in=True),
+    params:
+        layout=lambda w: PLAN.standin_args(w.experiment),
+        spec=lambda w: PLAN.spec_path(w.experiment),
+        cfg=PLAN.step_config("import"),
+        then=lambda w, threads: "".join(f" :: {PLAN.evaluate_args(group, w.experiment, threads)}"
+                                        for group in PLAN.with_training),
+    threads: THREADS
+    resources:
+        **PLAN.step_resources("import"),
+    log:
+        f"{RESULTS}/logs/import_standin/{{experiment}}.log",
+    conda:
+        ENV
+    shell:
+        "hypvl write-standin {params.layout:q} --checkpoint {input.source:q} --out {output.weights:q}"
+        " :: import-weights --spec {params.spec:q} --experiment {wildcards.experiment} --weights {output.weights:q}"
         " --config-json {params.cfg} --out {output.checkpoint:q}{params.then} > {log:q} 2>&1"

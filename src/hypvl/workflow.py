@@ -361,9 +361,10 @@ class Plan:
         makes = self.fine_tunes if rule == "finetune" else self.trains
         return self.pattern(exp for exp in self.experiments() if makes(exp))
 
-    def imported_pattern(self) -> str:
-        """The experiment ids whose weights the import rule brings in from outside."""
-        return self.pattern(exp for exp in self._outside if self.imports(exp))
+    def imported_pattern(self, stood_in: bool = False) -> str:
+        """The experiment ids whose weights from outside the import rule brings in (`stood_in`: the import_standin
+        rule, writing a stand-in first)."""
+        return self.pattern(exp for exp in self._outside if self.imports(exp) and self.stood_in(exp) == stood_in)
 
     def source_checkpoint(self, source: str) -> str:
         """The checkpoint holding the weights of outside `source` (e.g. a fine-tuning's base): that of the first
@@ -373,28 +374,38 @@ class Plan:
             raise ValueError(f"no experiment declares source {source!r}")
         return self.checkpoint(declaring[0])
 
+    def stood_in(self, experiment: str) -> bool:
+        """True when the import of outside `experiment` reads a stand-in (smoke scale, its source not held locally),
+        which the same job writes first (rule import_standin)."""
+        return (self.standins is not None and self.imports(experiment)
+                and self.experiment(experiment).source not in self.weights["local"])
+
     def weights_input(self, experiment: str) -> str:
-        """What the import rule reads for `experiment`: the path config `weights.local` gives for its source, or
-        its folder under data_dir/weights (fetched there, or a stand-in written there)."""
+        """What the import reads for `experiment`: the path config `weights.local` gives for its source, its folder
+        under data_dir/weights (fetched there), or, stood in, the folder its stand-in is written to
+        (results/<scale>/standins/<experiment>/weights, one per experiment, so the job writing it imports it)."""
         source = self.experiment(experiment).source
         if source in self.weights["local"]:
             return self.weights["local"][source]
+        if self.standins is not None:
+            return str(self.results / "standins" / experiment / "weights")
         return str(Path(self.config["data_dir"]) / "weights" / self.outside(experiment).folder)
 
     def weights_folders(self) -> dict[str, str]:
-        """Weights folder -> the first (by id) runnable outside experiment reading it, for the folders the
-        workflow makes (fetched, or stood in for)."""
+        """Weights folder -> the first (by id) runnable outside experiment reading it, for the folders the fetch
+        rule makes (none at a scale with stand-ins)."""
         if self._weights_folders is None:
             self._weights_folders = {}
             for exp in self._outside:
-                if self.experiment(exp).source not in self.weights["local"] and self.runnable(exp):
+                if (self.standins is None and self.experiment(exp).source not in self.weights["local"]
+                        and self.runnable(exp)):
                     self._weights_folders.setdefault(self.weights_input(exp), exp)
         return self._weights_folders
 
-    def standin_args(self, folder: str) -> list[str]:
-        """The `hypvl write-standin` arguments giving the layout of weights folder `folder` (the checkpoint's
-        file name, for a released one)."""
-        outside = self.outside(self.weights_folders()[folder])
+    def standin_args(self, experiment: str) -> list[str]:
+        """The `hypvl write-standin` arguments giving the layout of the weights of outside `experiment` (the
+        checkpoint's file name, for a released one)."""
+        outside = self.outside(experiment)
         named = ["--file", outside.checkpoint] if outside.checkpoint else []
         return ["--kind", outside.library or "released", *named]
 
