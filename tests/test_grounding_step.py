@@ -197,6 +197,18 @@ def test_hypvl_ground_writes_shards_and_summary(raw, tmp_path):
     assert summary["counts"]["samples_in"] == SMOKE.redcaps_samples and summary["box_source"] == "oracle"
     assert len(list(iter_grounded([raw / s for s in summary["shards"]]))) == summary["counts"]["samples_out"]
     assert summary["filters"] == {"min_box_side": 9, "box_threshold": 0.65}
+    # the smoke default writes each shard's decoded twin, holding the shard's records
+    from hypvl.data.formats.decoded import read_twin
+
+    for shard in summary["shards"]:
+        twin = read_twin(raw / shard)
+        assert [r.key for r, _ in twin] == [r.key for r in iter_grounded(raw / shard)]
+    # a second grounding into fewer shards leaves no stale shard or twin behind
+    args = parser.parse_args(["ground", "--corpus", "redcaps", "--configfile", str(config), "--shard-size", "1000"])
+    args.func(args)
+    names = sorted(p.name for p in (raw / "redcaps_grounded").iterdir())
+    assert names == [commands.SUMMARY, "redcaps-000000.decoded.json", "redcaps-000000.decoded.npy",
+                     "redcaps-000000.tar"]
 
 
 def test_bad_oracle_file_names_file_and_line(raw, tmp_path):

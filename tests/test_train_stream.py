@@ -166,3 +166,51 @@ def test_truncated_shards_are_errors_naming_the_file(tmp_path):
     with pytest.raises(InputError, match="incomplete.tar: sample 'k0': missing child.txt"):
         list(read_shard(incomplete))
 
+
+
+def test_a_decoded_twin_gives_the_same_batches_as_its_shards_in_every_mode(tmp_path):
+    """Grounding's decoded twins (hypvl.data.formats.decoded) change no batch: pixels, crops, tokens, counts and
+    the corrupt image's message are those of reading the tar shards, over two epochs."""
+    from hypvl.data.formats.decoded import write_twin
+
+    plain = _shards(tmp_path / "plain", corrupt={3}, subreddit=lambda i: f"sub{i}")
+    twinned = _shards(tmp_path / "twinned", corrupt={3}, subreddit=lambda i: f"sub{i}")
+    for shard in twinned:
+        write_twin(shard)
+    for mode in ("pairs", "boxes_as_pairs", "compositional"):
+        expected = _take(_stream(plain, mode, subreddit_prefix=0.5), 8)
+        got = _take(_stream(twinned, mode, subreddit_prefix=0.5), 8)
+        for a, b in zip(expected, got):
+            state_a, state_b = a.pop("stream")[1], b.pop("stream")[1]
+            assert _same(a, b)
+            assert [text.replace("/plain/", "/twinned/") for text in state_a["corrupt_examples"]] == state_b[
+                "corrupt_examples"]
+            assert {k: v for k, v in state_a.items() if k != "corrupt_examples"} == {
+                k: v for k, v in state_b.items() if k != "corrupt_examples"}
+
+
+def test_a_twin_is_read_only_while_its_shard_is_unchanged_and_a_broken_one_is_named(tmp_path):
+    import os
+
+    from hypvl.data.formats.decoded import read_twin, twin_paths, write_twin
+
+    [shard] = _shards(tmp_path, n=3)
+    assert read_twin(shard) is None  # none written: the shard is read
+    pixels, index = write_twin(shard)
+    records = read_twin(shard)
+    assert [record.key for record, _ in records] == [record.key for record in read_shard(shard)]
+    record, images = records[1]
+    assert record.caption == "caption 1" and [p for _, p in record.boxes] == ["box 1 0"]
+    from hypvl.data.formats.images import decode_image
+
+    shard_record = list(read_shard(shard))[1]
+    assert images[0].get().tobytes() == decode_image(shard_record.image, "").tobytes()
+    assert images[1].get().tobytes() == decode_image(shard_record.boxes[0][0], "").tobytes()
+    stat = shard.stat()
+    os.utime(shard, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1))  # the shard changed since: its twin is ignored
+    assert read_twin(shard) is None
+    write_twin(shard)
+    pixels.write_bytes(pixels.read_bytes()[:-10])
+    with pytest.raises(InputError, match=rf"{index.name}: unreadable decoded twin of {shard.name}"):
+        read_twin(shard)
+    assert twin_paths(shard) == (pixels, index)

@@ -20,6 +20,7 @@ from pathlib import Path
 from hypvl.config import add_config_arguments, config_from_args, positive_int
 from hypvl.data.formats.cc3m import iter_cc3m
 from hypvl.data.formats.grit import iter_grit
+from hypvl.data.formats.decoded import write_twin
 from hypvl.data.formats.grounded import GroundedRecord, write_grounded_shards
 from hypvl.data.formats.images import CorruptImage, decode_image, encode_image
 from hypvl.data.formats.oracle_regions import ORACLE_REGIONS, read_oracle_regions
@@ -82,15 +83,18 @@ def box_source_for(fmt: str, detector: str, device: str = "cpu", revision: str |
 
 
 def ground_corpus(raw_folder: Path, fmt: str, out_folder: Path, prefix: str, extractor, box_source,
-                  box_filter: BoxFilter, crop_size: int, batch_size: int, shard_size: int, oracle: bool) -> dict:
-    """Ground one raw corpus into `<prefix>-NNNNNN.tar` shards under `out_folder`; returns the counts
-    (see `ground`, plus samples_corrupt) and the shard paths."""
+                  box_filter: BoxFilter, crop_size: int, batch_size: int, shard_size: int, oracle: bool,
+                  decoded_twins: bool = False) -> dict:
+    """Ground one raw corpus into `<prefix>-NNNNNN.tar` shards under `out_folder` (with `decoded_twins`, each
+    shard's decoded twin beside it); returns the counts (see `ground`, plus samples_corrupt) and the shard paths."""
     counts: dict = {}
-    for stale in Path(out_folder).glob(f"{prefix}-*.tar"):  # shards of an earlier, larger run
+    for stale in Path(out_folder).glob(f"{prefix}-*.*"):  # shards (and twins) of an earlier, larger run
         stale.unlink()
     records = raw_records(fmt, Path(raw_folder), oracle, counts)
     samples = ground(records, extractor, box_source, box_filter, crop_size, batch_size, counts)
     shards = write_grounded_shards(grounded_records(samples, prefix), Path(out_folder), shard_size, prefix)
+    for shard in shards if decoded_twins else []:
+        write_twin(shard)
     return {"counts": counts, "shards": shards}
 
 
@@ -111,7 +115,7 @@ def _ground(args) -> None:
     box_filter = BoxFilter(settings["min_box_side"], settings["box_threshold"])
     result = ground_corpus(data_dir / raw["path"], raw["format"], out, args.corpus, extractor, box_source,
                            box_filter, settings["crop_size"], settings["batch_size"], args.shard_size,
-                           oracle=settings["detector"] == "oracle")
+                           oracle=settings["detector"] == "oracle", decoded_twins=settings["decoded_twins"])
     seconds = time.perf_counter() - start
     counts = result["counts"]
     rate = counts["samples_in"] / max(time.perf_counter() - loaded, 1e-9)  # models loaded: captions per second

@@ -17,7 +17,8 @@ reader restarted from one continues it bitwise. Images get torchvision.transform
 `max_corrupt_fraction` of the samples read, the run fails.
 
 With `cache=True` a reader keeps each shard parsed, decoded and tokenised after its first pass (a smoke-scale
-corpus fits in memory; a paper-scale one is streamed from its shards on every pass); the batches are the same.
+corpus fits in memory; a paper-scale one is streamed from its shards on every pass), reading the shard's decoded
+twin where grounding wrote one (`hypvl.data.formats.decoded`); the batches are the same.
 """
 
 import copy
@@ -32,6 +33,7 @@ import webdataset as wds
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 from torchvision.transforms import v2
 
+from hypvl.data.formats.decoded import DecodedImage, read_twin
 from hypvl.data.formats.grounded import GroundedRecord, grounded_record, iter_grounded
 from hypvl.data.formats.images import CorruptImage, decode_image
 from hypvl.data.formats.shards import shard_paths
@@ -65,17 +67,19 @@ class ReaderState:
 
 
 class _Image:
-    """An image of a record: decoded on first use; a decode failure is remembered and raised at every use."""
+    """An image of a record: decoded on first use (from its bytes, or taken from a decoded twin); a decode failure
+    is remembered and raised at every use."""
 
     __slots__ = ("data", "where", "decoded", "error")
 
-    def __init__(self, data: bytes, where: str):
+    def __init__(self, data: bytes | DecodedImage, where: str):
         self.data, self.where, self.decoded, self.error = data, where, None, None
 
     def get(self):
         if self.decoded is None and self.error is None:
             try:
-                self.decoded = decode_image(self.data, self.where)
+                data = self.data
+                self.decoded = data.get() if isinstance(data, DecodedImage) else decode_image(data, self.where)
             except CorruptImage as exc:
                 self.error = exc
             self.data = None  # keep the pixels (or the error), not the encoded bytes
@@ -242,7 +246,9 @@ class _Reader:
         if self._cache is None:
             return [self._sample(record) for record in read_shard(shard)]
         if shard not in self._cache:
-            self._cache[shard] = [self._sample(record) for record in read_shard(shard)]
+            twin = read_twin(shard)
+            self._cache[shard] = ([self._sample(record, images) for record, images in twin] if twin is not None
+                                  else [self._sample(record) for record in read_shard(shard)])
         return self._cache[shard]
 
     def _tokenised(self, texts: list[str]) -> list[torch.Tensor]:
@@ -253,21 +259,23 @@ class _Reader:
             self._tokens.update(zip(new, self.stream.tokenizer(new)))
         return [self._tokens[text] for text in texts]
 
-    def _sample(self, record: GroundedRecord) -> _Sample:
+    def _sample(self, record: GroundedRecord, decoded: list[DecodedImage] | None = None) -> _Sample:
+        """A record as the stream uses it; `decoded`: its images (whole, then crops) from the shard's twin."""
         stream = self.stream
+        images = decoded or [record.image, *(crop for crop, _ in record.boxes)]
         if stream.subreddit_prefix and record.subreddit is None:
             raise InputError(f"{record.where('subreddit.txt')}: no subreddit, which MERU's RedCaps caption "
                              "augmentation prefixes: ground the corpus again with `hypvl ground`")
         tokens = self._tokenised([record.caption, *(phrase for _, phrase in record.boxes)])
         boxes = [(_Image(crop, record.where(f"parent{i:03d}.jpg")), phrase_tokens)
-                 for i, ((crop, _), phrase_tokens) in enumerate(zip(record.boxes, tokens[1:]))]
+                 for i, (crop, phrase_tokens) in enumerate(zip(images[1:], tokens[1:]))]
         syntax = None
         if stream.syntax:
             if record.parse is None:
                 raise _unparsed(record.source, record.key)
             positions = stream.tokenizer.word_positions(record.caption, record.parse["tokens"])
             syntax = syntax_targets(record.parse, positions, stream.tokenizer.context_length)
-        return _Sample(_Image(record.image, record.where()), record.caption, tokens[0], boxes, record.subreddit, syntax)
+        return _Sample(_Image(images[0], record.where()), record.caption, tokens[0], boxes, record.subreddit, syntax)
 
     def _sample_items(self, sample: _Sample, draws: np.ndarray, first_visit: bool) -> list[tuple]:
         """The items of one sample (none when it is skipped), counting it when first visited; `draws` are its two
