@@ -36,7 +36,8 @@ def stream_seconds(shards: list[Path], mode: str, config: dict, batches: int, ba
 
 
 def measure(data_dir: Path, corpus: str = "grit") -> dict:
-    """Per view: stream seconds for a whole run (decoded once, and re-read every pass), step seconds, share."""
+    """Per view: stream seconds for a whole run (decoded once, from grounding's decoded twins where the corpus has
+    them; and re-read from the tar shards every pass), step seconds, share."""
     torch.set_num_threads(1)
     config = load_config()
     schedule = resolve_schedule({}, config["train"])
