@@ -75,8 +75,7 @@ rule import_weights:
     params:
         spec=lambda w: PLAN.spec_path(w.experiment),
         cfg=PLAN.step_config("import"),
-        then=lambda w, threads: "".join(f" :: {PLAN.evaluate_args(group, w.experiment, threads)}"
-                                        for group in PLAN.with_training),
+        then=lambda w, threads: PLAN.evaluations_after(w.experiment, threads),
     threads: THREADS
     resources:
         **PLAN.step_resources("import"),
@@ -106,8 +105,7 @@ rule import_standin:
         layout=lambda w: PLAN.standin_args(w.experiment),
         spec=lambda w: PLAN.spec_path(w.experiment),
         cfg=PLAN.step_config("import"),
-        then=lambda w, threads: "".join(f" :: {PLAN.evaluate_args(group, w.experiment, threads)}"
-                                        for group in PLAN.with_training),
+        then=lambda w, threads: PLAN.evaluations_after(w.experiment, threads),
     threads: THREADS
     resources:
         **PLAN.step_resources("import"),

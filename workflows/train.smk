@@ -24,8 +24,7 @@ rule train:
         cfg=lambda w: PLAN.train_step_config(PLAN.declared_id(w.experiment)),
         out=lambda w: f"{RESULTS}/models/{w.experiment}",
         init=lambda w, input: ["--init-checkpoint", input.init] if input.init else [],
-        then=lambda w, threads: "".join(f" :: {PLAN.evaluate_args(group, w.experiment, threads)}"
-                                        for group in PLAN.with_training),
+        then=lambda w, threads: PLAN.evaluations_after(w.experiment, threads),
         launch=lambda w, threads: PLAN.train_launcher(w.experiment, threads),  # torchrun where a run has GPUs
     threads: lambda w: PLAN.train_threads(w.experiment)
     resources:
@@ -59,8 +58,7 @@ rule finetune:
         cfg=PLAN.step_config("finetune"),
         data=lambda w: [word for option in PLAN.finetune_data(w.experiment).items() for word in option],
         out=lambda w: f"{RESULTS}/models/{w.experiment}",
-        then=lambda w, threads: "".join(f" :: {PLAN.evaluate_args(group, w.experiment, threads)}"
-                                        for group in PLAN.with_training),
+        then=lambda w, threads: PLAN.evaluations_after(w.experiment, threads),
     threads: THREADS
     resources:
         **PLAN.step_resources("finetune"),

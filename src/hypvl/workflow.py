@@ -650,6 +650,11 @@ class Plan:
         args += [] if prompts is None else ["--prompts", prompts]
         return f"{shlex.join(args)} --config-json {self.step_config('evaluate')}"
 
+    def evaluations_after(self, experiment: str, threads: int) -> str:
+        """The `:: evaluate ...` commands a job making the model of `experiment` runs after it, in its process:
+        one per `evaluate_with_training` group (empty where the list is)."""
+        return "".join(f" :: {self.evaluate_args(group, experiment, threads)}" for group in self.with_training)
+
     def computable(self, task: str) -> bool:
         """True when some evaluation group computes `task` at this scale."""
         return task_group(task, self.scale) is not None
