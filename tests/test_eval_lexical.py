@@ -177,3 +177,56 @@ def test_nan_embeddings_are_an_error(tmp_path):
     nan_images(ctx.model)
     with pytest.raises(NonFiniteEmbeddingError, match="breeds image embeddings"):
         lexical.run(ctx, "breeds")
+
+
+def _single_prompt_oracle(ctx, tmp_path, supers: list[str], prompt: str) -> dict[int, float]:
+    """Every ordered pair of distinct labels written into the prompt (specific label first) and embedded one by one;
+    an item's recall@k counts the pairs scoring at least its true pair's."""
+    model = ctx.model
+    dataset = read_imagefolder(tmp_path / "classification" / "imagenet", "test")
+    fine = [c for s in supers for c in SUPER[s]]
+    samples = [(p, t) for p, t in dataset.samples if t in fine]
+    labels = supers + [LEAVES[c] for c in sorted(fine)]
+    pairs = [(x, y) for x in labels for y in labels if x != y]
+    with torch.no_grad():
+        texts = embed_texts_one_by_one(model, ctx.tokenizer, [prompt.format(y, x) for x, y in pairs])
+        images = embed_one_by_one(model, [load_image(p) for p, _ in samples], lambda im: resize_center_crop(im, SIZE))
+        scores = model.similarity(images, texts).double().numpy()
+    out = {}
+    for k in (1, 5):
+        hits = []
+        for n, (_, t) in enumerate(samples):
+            truth = pairs.index((next(s for s in supers if t in SUPER[s]), LEAVES[t]))
+            hits.append((scores[n] >= scores[n, truth]).sum() - 1 < k)
+        out[k] = float(np.mean(hits))
+    return out
+
+
+@pytest.mark.parametrize("method", ["clip", "meru"])
+def test_single_prompt_baseline_matches_a_loop_over_label_pairs(tmp_path, method, monkeypatch):
+    from hypvl.tasks import BREEDS_SINGLE_PROMPTS
+
+    _breeds(tmp_path)
+    ctx = context(method, tmp_path, {"breeds": "breeds"})
+    calls = []
+    embed = lexical.image_embeddings
+    monkeypatch.setattr(lexical, "image_embeddings", lambda *args: calls.append(args) or embed(*args))
+    lexical.run(ctx, "breeds")
+    for key in ("of_type", "picture_which_is"):
+        result = lexical.run(ctx, f"breeds_prompt_{key}")
+        prompt = BREEDS_SINGLE_PROMPTS[key]
+        expected = {"all3": _single_prompt_oracle(ctx, tmp_path, ["animal", "vehicle", "plant"], prompt),
+                    "two": _single_prompt_oracle(ctx, tmp_path, ["animal", "vehicle"], prompt)}
+        for k in (1, 5):
+            for subset, recall in expected.items():
+                assert result.metrics[f"{subset}_r{k}"] == pytest.approx(recall[k], abs=1e-9)
+            assert result.metrics[f"r{k}"] == pytest.approx((expected["all3"][k] + expected["two"][k]) / 2, abs=1e-9)
+        assert result.n_samples == 18 + 12
+    assert len(calls) == 1  # BREEDS and its baselines embed the ImageNet test images once per evaluation
+
+
+def test_hits_at_k_counts_ties_against_the_truth():
+    # item 0: truth 1 scores 0.5, one candidate above and one equal -> rank 3; item 1: truth not a candidate
+    scores = torch.tensor([[0.9, 0.5, 0.5, 0.1], [0.0, 0.1, 0.2, 0.3]])
+    hits = lexical.hits_at_k(scores, torch.tensor([1, -1]), (1, 2, 3))
+    assert [hits[k].tolist() for k in (1, 2, 3)] == [[False, False], [False, False], [True, False]]

@@ -135,12 +135,17 @@ def runnable_pairs(specs, needs) -> set[tuple[str, str]]:
 
 
 def mapped_cells(spec, table_names=None):
+    """(experiment, task) of every cell: the printed rows, released checkpoints and other readings of rows, each
+    with the tasks its row reads in place of the columns', and a column's own experiment where it names one."""
     for name, table in spec.tables.items():
         if table_names is None or name in table_names:
-            for exp in [*table.rows.values(), *table.released.values()]:
+            rows = [*table.rows.items(), *table.released.items(),
+                    *((row, exp) for row, readings in table.row_readings.items() for exp in readings.values())]
+            for row, exp in rows:
+                renames = table.row_tasks.get(row, {})
                 for column in table.columns.values():
                     if isinstance(exp, str) and isinstance(column, Column):
-                        yield from ((exp, task) for task in column.tasks)
+                        yield from ((column.experiment or exp, renames.get(task, task)) for task in column.tasks)
 
 
 def test_index_plans_every_table_of_every_paper(tmp_path):
@@ -160,7 +165,8 @@ def test_index_plans_every_table_of_every_paper(tmp_path):
     assert len(outside) == 17  # MERU's and HyCoCLIP's six released checkpoints, the HierarCaps paper's five models
     recipes = {key: exp for key, exp in recipes.items() if exp not in outside}
     fine_tuned = {exp for exp in recipes.values() if experiments[exp].method == "radial_ft"}
-    assert len(fine_tuned) == 5 + 9 + 4  # Table 1's five alignments, Table 3's nine ablations, Table 5's four
+    # Table 1's five alignments, Table 3's nine ablations, Table 5's four, the other readings' four (L_reg, EC margin)
+    assert len(fine_tuned) == 5 + 9 + 4 + 4
     assert jobs["train"] == len(recipes) - len(fine_tuned) and jobs["finetune"] == len(fine_tuned)
     assert len(recipes) < len(trained)  # e.g. PoinCLIP's MERU rows repeat MERU's recipes
     # each stood in for and imported by one job; one trained stand-in for OpenAI's two CLIPs, one for ALIGN
@@ -380,8 +386,9 @@ def test_paper_scale_fetches_every_model_of_hierarcaps_table1_unless_held_locall
     assert f"--weights {held}" in imports["hcaps_align"]  # read where it is held, not fetched
     assert not any(c.startswith(("hypvl write-standin", "hypvl train")) for c in commands)  # nothing stood in
     evaluated = [c for c in commands if c.startswith("hypvl evaluate")]
-    assert len(evaluated) == 40 and all('"scale": "full"' in c for c in evaluated)  # 5 models + their FTs x 4 groups
-    assert sum(c.startswith("hypvl finetune") for c in commands) == 5  # tests/test_radial_plan.py: their settings
+    # 5 models, their FTs and CLIP^B_FT with the paper's L_reg (row clip_b_ft__reg_paper) x 4 groups
+    assert len(evaluated) == 44 and all('"scale": "full"' in c for c in evaluated)
+    assert sum(c.startswith("hypvl finetune") for c in commands) == 6  # tests/test_radial_plan.py: their settings
 
 
 def test_a_local_path_that_does_not_exist_is_named():

@@ -90,8 +90,9 @@ def finetune_commands(tmp_path, *configfiles) -> dict[str, str]:
 
 def test_paper_scale_plans_each_fine_tuning_from_its_pretrained_model_with_the_papers_settings(tmp_path):
     commands = finetune_commands(tmp_path, str(REPO / "workflows" / "config" / "full.yaml"))
-    # Table 1's five alignments, Table 3's nine ablations and Table 5's four EC margins of CLIP^B
-    assert len(commands) == 18
+    # Table 1's five alignments, Table 3's nine ablations and Table 5's four EC margins of CLIP^B, and the other
+    # readings' four (CLIP^B_FT with the paper's L_reg, three EC margins as App. C.5 prints them)
+    assert len(commands) == 22
     models, csv = tmp_path / "results" / "models", tmp_path / "data" / "eval" / "hierarcaps" / "hierarcaps_train.csv.gz"
     for experiment, command in commands.items():
         base = "hcaps_clip_b" if experiment.startswith("hcaps_clip_b_ft") else experiment.removesuffix("_ft")
@@ -110,11 +111,16 @@ def test_paper_scale_plans_each_fine_tuning_from_its_pretrained_model_with_the_p
     assert recipes["hcaps_clip_b_ft_three_tiers"].tiers == (1, 3, 4)
     assert [recipes[f"hcaps_clip_b_ft_ec_alpha_{a}"].ec_alpha for a in ("0", "pi_8", "pi_4", "pi_2")] == pytest.approx(
         [0.0, 3.14159265 / 8, 3.14159265 / 4, 3.14159265 / 2])
+    # the readings: what the tables compare (the code's L_reg, App. B.2's margin), and the others beside them
+    assert recipes["hcaps_clip_b_ft"].regulariser == "code" and recipes["hcaps_clip_b_ft_reg_paper"].regulariser == "paper"
+    for a in ("pi_8", "pi_4", "pi_2"):
+        outside, inside = recipes[f"hcaps_clip_b_ft_ec_alpha_{a}"], recipes[f"hcaps_clip_b_ft_ec_alpha_{a}_inside"]
+        assert (outside.ec_margin, inside.ec_margin, inside.ec_alpha) == ("outside", "inside", outside.ec_alpha)
 
 
 def test_smoke_scale_maps_the_schedule_and_evaluates_inside_the_job(tmp_path):
     commands = finetune_commands(tmp_path)
-    assert len(commands) == 18
+    assert len(commands) == 22
     command = commands["hcaps_clip_b_ft"]
     assert '"radial_ft": {"device": "cpu", "epochs": 8, "lr_scale": 100.0, "weight_decay": 0.01}' in command
     assert " :: evaluate zeroshot --experiment hcaps_clip_b_ft " in command

@@ -28,6 +28,7 @@ groups:
   scene: {atol: 1.0, mean_atol: 1.0}
   hierarcaps: {atol: 1.0}
   lexical: {atol: 1.0}
+  breeds_prompts: {atol: 1.0}
   linprobe: {atol: 1.0}
 ignore: [best_c]
 """

@@ -143,6 +143,44 @@ def test_spec_errors_name_file_and_key(workspace, change, key, detail):
     assert detail in message
 
 
+def _scored_another_way(document):
+    """Row meru: tiny_clip reading zs_cifar100 where the columns read zs_cifar10; column tau: tiny_meru's."""
+    table = document["tables"]["table1"]
+    table["rows"]["meru"] = {"experiment": "tiny_clip", "tasks": {"zs_cifar10": "zs_cifar100"}}
+    table["columns"]["tau"]["experiment"] = "tiny_meru"
+
+
+def test_a_row_can_read_other_tasks_and_a_column_another_experiment(workspace):
+    spec = load_spec(edit_spec(workspace, _scored_another_way))
+    assert table_needs(spec, "table1") == {("tiny_clip", "zs_cifar10"), ("tiny_clip", "zs_cifar100"),
+                                           ("tiny_meru", "hierarcaps")}
+    frame = compare_table(spec, "table1", write_metrics(workspace, "full"), "full").set_index(["row", "column"])
+    clip, meru = OURS["tiny_clip"], OURS["tiny_meru"]
+    expected = {("clip", "acc_a"): clip["zs_cifar10"]["top1"], ("clip", "acc_b"): clip["zs_cifar100"]["top1"],
+                ("clip", "tau"): meru["hierarcaps"]["kendall_tau"], ("clip", "avg"): our_value("tiny_clip", "", "avg"),
+                ("meru", "acc_a"): clip["zs_cifar100"]["top1"], ("meru", "acc_b"): clip["zs_cifar100"]["top1"],
+                ("meru", "tau"): meru["hierarcaps"]["kendall_tau"], ("meru", "avg"): clip["zs_cifar100"]["top1"]}
+    for cell, value in expected.items():
+        assert frame.loc[cell, "ours"] == pytest.approx(value)
+    assert frame.loc[("meru", "acc_a"), "experiment"] == "tiny_clip"
+    assert frame.loc[("clip", "tau"), "experiment"] == "tiny_meru"
+
+
+@pytest.mark.parametrize("change, key, detail", [
+    (lambda t: t["rows"].update(meru={"experiment": "tiny_clip", "tasks": {"zs_cifar11": "zs_cifar100"}}),
+     "tables.table1.rows.meru.tasks", "unknown task of the columns 'zs_cifar11'"),
+    (lambda t: t["rows"].update(meru={"experiment": "tiny_clip", "tasks": {"zs_cifar10": "hierarcaps"}}),
+     "tables.table1.rows.meru.tasks (column acc_a)", "unknown metric of task 'hierarcaps' 'top1'"),
+    (lambda t: t["columns"]["tau"].update(experiment="tiny_nope"), "tables.table1.columns.tau.experiment",
+     "unknown experiment 'tiny_nope'"),
+], ids=["renames_a_task_no_column_reads", "renamed_task_lacks_the_metric", "column_of_an_unknown_experiment"])
+def test_rows_scored_another_way_are_checked(workspace, change, key, detail):
+    path = edit_spec(workspace, lambda document: change(document["tables"]["table1"]))
+    with pytest.raises(InputError) as error:
+        load_spec(path)
+    assert str(path) in str(error.value) and key in str(error.value) and detail in str(error.value)
+
+
 def test_spec_duplicate_yaml_key_names_line(workspace):
     path = workspace / "replication" / "tiny.yaml"
     lines = path.read_text().splitlines()

@@ -131,3 +131,20 @@ def test_fraction_tables_have_fraction_tolerances(specs):
         if name != "table2":
             assert table.tolerance <= 0.02, name
     assert specs["hycoclip"].tables["table10"].tolerance <= 0.02
+
+
+def test_hierarcaps_table7_scores_clip_b_with_each_printed_prompt(specs):
+    from hypvl.tasks import BREEDS_SINGLE_PROMPTS
+
+    table = specs["hierarcaps"].tables["table7"]
+    printed = load_expected(table.expected_path).labels
+    for row in table.rows:
+        for column in table.columns:
+            experiment, mapped = table.cell(row, column)
+            assert experiment == ("hcaps_clip_b_ft" if column.startswith("clip_b_ft") else "hcaps_clip_b")
+            (task,) = mapped.tasks
+            if row == "ours":
+                assert task == "breeds"
+            else:  # the row reads the baseline of the very prompt the paper prints beside it
+                assert BREEDS_SINGLE_PROMPTS[task.removeprefix("breeds_prompt_")] == printed[row]["_prompt"]
+            assert mapped.metric == column.rpartition("_")[2]

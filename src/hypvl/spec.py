@@ -13,7 +13,7 @@ of the COCO recalls' mean and CIFAR-100 accuracy), or, where the paper reads two
 """
 
 import difflib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import jsonschema
@@ -28,6 +28,8 @@ SEED_MARK = "__seed"  # an experiment trained with another seed than its declare
 _TASK = {"type": "string", "pattern": _SLUG}
 _TOLERANCE = {"type": "number", "minimum": 0}
 _SCALE = {"type": "number", "exclusiveMinimum": 0}
+# a column that reads one model whatever the row (tables whose columns name models, e.g. HierarCaps Table 7)
+_EXPERIMENT = {"type": "string", "pattern": _SLUG}
 
 SPEC_SCHEMA = {
     "type": "object",
@@ -75,6 +77,31 @@ SPEC_SCHEMA = {
                         "additionalProperties": {
                             "oneOf": [
                                 {"type": "string", "pattern": _SLUG},
+                                {
+                                    # one model scored another way, e.g. HierarCaps Table 7's single-prompt rows
+                                    "type": "object",
+                                    "additionalProperties": False,
+                                    "required": ["experiment", "tasks"],
+                                    "properties": {
+                                        "experiment": {"type": "string", "pattern": _SLUG},
+                                        "tasks": {"type": "object", "minProperties": 1,
+                                                  "propertyNames": {"pattern": _SLUG},
+                                                  "additionalProperties": _TASK},
+                                    },
+                                },
+                                {
+                                    # a row the paper and its code describe two ways: one experiment per reading,
+                                    # `reading` the one compared as the row, each other one as `<row>__<name>`
+                                    "type": "object",
+                                    "additionalProperties": False,
+                                    "required": ["readings", "reading"],
+                                    "properties": {
+                                        "readings": {"type": "object", "minProperties": 2,
+                                                     "propertyNames": {"pattern": _SLUG},
+                                                     "additionalProperties": {"type": "string", "pattern": _SLUG}},
+                                        "reading": {"type": "string", "pattern": _SLUG},
+                                    },
+                                },
                                 {"$ref": "#/$defs/external"},
                             ]
                         },
@@ -94,6 +121,7 @@ SPEC_SCHEMA = {
                                     "required": ["task", "metric"],
                                     "properties": {
                                         "task": _TASK, "metric": _TASK, "tolerance": _TOLERANCE, "scale": _SCALE,
+                                        "experiment": _EXPERIMENT,
                                     },
                                 },
                                 {
@@ -105,6 +133,7 @@ SPEC_SCHEMA = {
                                         "metric": _TASK,
                                         "tolerance": _TOLERANCE,
                                         "scale": _SCALE,
+                                        "experiment": _EXPERIMENT,
                                     },
                                 },
                                 {
@@ -121,6 +150,7 @@ SPEC_SCHEMA = {
                                         "reading": {"type": "string", "pattern": _SLUG},
                                         "tolerance": _TOLERANCE,
                                         "scale": _SCALE,
+                                        "experiment": _EXPERIMENT,
                                     },
                                 },
                                 {"$ref": "#/$defs/external"},
@@ -216,6 +246,21 @@ def common_metric(term: Term) -> str:
     return names.pop() if len(names) == 1 else ""
 
 
+def renamed(term: Term, tasks: dict[str, str]) -> Term:
+    """`term` with each task named in `tasks` replaced by the task it maps to."""
+    if isinstance(term, Measure):
+        return Measure(tasks.get(term.task, term.task), term.metric)
+    return Mean(tuple(renamed(sub, tasks) for sub in term.terms))
+
+
+def with_tasks(column: "Column", tasks: dict[str, str]) -> "Column":
+    """`column` reading, for each task named in `tasks`, the task it maps to (every reading too)."""
+    if not tasks:
+        return column
+    return replace(column, term=renamed(column.term, tasks),
+                   readings={name: renamed(term, tasks) for name, term in column.readings.items()})
+
+
 def term_label(term: Term, metric: str | None = None) -> str:
     """`task`, `task.metric` (where the metric is not `metric`) or `mean(...)` of those."""
     if isinstance(term, Measure):
@@ -232,6 +277,8 @@ class Column:
         metric as a fraction).
     readings: where the paper can be read several ways, every reading by name; `reading` names the one
         compared (`term`). Empty for a column with one reading.
+    experiment: the experiment every row of the column reads, in place of the row's (a table whose columns name
+        models); "" for the row's.
     """
 
     term: Term
@@ -239,6 +286,7 @@ class Column:
     scale: float = 1.0
     readings: dict[str, Term] = field(default_factory=dict, hash=False)
     reading: str = ""
+    experiment: str = ""
 
     @property
     def tasks(self) -> tuple[str, ...]:
@@ -261,14 +309,19 @@ class Column:
         return term_label(self.term, self.metric or None)
 
 
-RELEASED_ROW = "__released"  # suffix of the compare-table row holding a printed row's released checkpoint
+ROW_MARK = "__"  # joins a printed row and what else is compared with its numbers: `<row>__released`, `<row>__<reading>`
+RELEASED_ROW = f"{ROW_MARK}released"  # suffix of the compare-table row holding a printed row's released checkpoint
 
 
 @dataclass(frozen=True)
 class TableSpec:
-    """One printed table: its expected CSV, tolerance, row -> experiment and column -> metric maps, and
+    """One printed table: its expected CSV, tolerance, row -> experiment and column -> metric maps,
     `released`: printed row -> the experiment of that row's released checkpoint, compared with the same
-    printed numbers as the row (in printed order)."""
+    printed numbers as the row (in printed order), `row_tasks`: printed row -> {task: the task the row reads
+    in its place} (one model scored another way, e.g. HierarCaps Table 7's single-prompt rows), and
+    `row_readings`: printed row -> {reading: experiment} of the readings other than the row's own, each compared
+    with the row's printed numbers as `<row>__<reading>` (e.g. HierarCaps Table 5's EC margin as App. C.5 prints
+    it)."""
 
     name: str
     title: str
@@ -277,13 +330,33 @@ class TableSpec:
     rows: dict[str, str | External]
     columns: dict[str, Column | External]
     released: dict[str, str] = field(default_factory=dict)
+    row_tasks: dict[str, dict[str, str]] = field(default_factory=dict)
+    row_readings: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def compared_rows(self) -> dict[str, tuple[str, str | External]]:
         """Every compared row: its id -> (printed row, experiment or External); each printed row, then each
-        released checkpoint as `<row>__released`."""
+        released checkpoint as `<row>__released`, then each other reading of a row as `<row>__<reading>`."""
         rows = {row: (row, target) for row, target in self.rows.items()}
         rows.update({row + RELEASED_ROW: (row, experiment) for row, experiment in self.released.items()})
+        rows.update({f"{row}{ROW_MARK}{name}": (row, experiment) for row, readings in self.row_readings.items()
+                     for name, experiment in readings.items()})
         return rows
+
+    def experiments(self) -> list[str]:
+        """The experiments of the printed rows and of the columns that name one (not the released checkpoints),
+        each once, in printed order."""
+        named = [target for target in self.rows.values() if isinstance(target, str)]
+        named += [column.experiment for column in self.columns.values() if getattr(column, "experiment", "")]
+        return list(dict.fromkeys(named))
+
+    def cell(self, row: str, column: str) -> tuple[str | External, Column | External]:
+        """What one cell of a compared row reads: (its experiment, or External; its column, with the row's tasks in
+        place of the column's)."""
+        printed, experiment = self.compared_rows()[row]
+        mapped = self.columns[column]
+        if isinstance(mapped, External) or isinstance(experiment, External):
+            return experiment, mapped
+        return mapped.experiment or experiment, with_tasks(mapped, self.row_tasks.get(printed, {}))
 
     def tolerance_for(self, column: str) -> float:
         """The absolute tolerance that applies to cells of `column`."""
@@ -401,7 +474,8 @@ def _column(entry: dict, where: str) -> Column | External:
     """Build a Column (or External) from its validated YAML mapping; `where` names it in errors."""
     if "external" in entry:
         return External(entry["external"])
-    options = {"tolerance": entry.get("tolerance"), "scale": float(entry.get("scale", 1.0))}
+    options = {"tolerance": entry.get("tolerance"), "scale": float(entry.get("scale", 1.0)),
+               "experiment": entry.get("experiment", "")}
     if "readings" not in entry:
         return Column(term=_term(entry, entry.get("metric"), where), **options)
     readings = {name: _term(term, None, f"{where}.readings.{name}") for name, term in entry["readings"].items()}
@@ -414,6 +488,18 @@ def _unknown(kind: str, name: str, known) -> str:
     """`unknown <kind> 'name'`, with the closest known names as suggestions."""
     close = difflib.get_close_matches(name, list(known), n=3)
     return f"unknown {kind} {name!r}" + (f" (did you mean {', '.join(map(repr, close))}?)" if close else "")
+
+
+def _row_readings(where: str, entry: dict) -> tuple[str, dict[str, str]]:
+    """(the experiment of the reading compared as the row, {other reading: its experiment}) of a row's
+    validated {readings, reading}."""
+    readings, chosen = entry["readings"], entry["reading"]
+    if chosen not in readings:
+        raise InputError(f"{where}.reading: {_unknown('reading', chosen, readings)}")
+    if RELEASED_ROW.removeprefix(ROW_MARK) in readings:
+        raise InputError(f"{where}.readings: {RELEASED_ROW.removeprefix(ROW_MARK)!r} names the released checkpoint's "
+                         "row; call the reading otherwise")
+    return readings[chosen], {name: experiment for name, experiment in readings.items() if name != chosen}
 
 
 def _check_column(where: str, column: Column | External, tasks: dict[str, Task]) -> None:
@@ -439,12 +525,18 @@ def _table(path: Path, name: str, entry: dict, expected_dir: Path, paper: str, e
         raise InputError(f"{path}: {key}.expected: expected file {expected_path} does not exist")
     expected = load_expected(expected_path)
     tasks = declared_tasks()
-    rows = {}
+    rows, row_tasks, row_readings = {}, {}, {}
     for row, target in entry["rows"].items():
         if row not in expected.labels:
             raise InputError(f"{path}: {key}.rows.{row}: row {row!r} is not in {expected_path}")
-        if isinstance(target, str) and target not in experiments:
-            raise InputError(f"{path}: {key}.rows.{row}: unknown experiment {target!r} (not under experiments)")
+        if isinstance(target, dict) and "tasks" in target:
+            row_tasks[row] = dict(target["tasks"])
+            target = target["experiment"]
+        if isinstance(target, dict) and "readings" in target:
+            target, row_readings[row] = _row_readings(f"{path}: {key}.rows.{row}", target)
+        for named in [target] + list(row_readings.get(row, {}).values()):
+            if isinstance(named, str) and named not in experiments:
+                raise InputError(f"{path}: {key}.rows.{row}: unknown experiment {named!r} (not under experiments)")
         rows[row] = target if isinstance(target, str) else External(target["external"])
     columns = {}
     for column, target in entry["columns"].items():
@@ -453,6 +545,22 @@ def _table(path: Path, name: str, entry: dict, expected_dir: Path, paper: str, e
         where = f"{path}: {key}.columns.{column}"
         columns[column] = _column(target, where)
         _check_column(where, columns[column], tasks)
+        named = getattr(columns[column], "experiment", "")
+        if named and named not in experiments:
+            raise InputError(f"{where}.experiment: unknown experiment {named!r} (not under experiments)")
+        if named and entry.get("released"):
+            raise InputError(f"{where}.experiment: a column of one experiment cannot sit in a table with "
+                             "`released` rows")
+    read = {measure.task for column in columns.values() if isinstance(column, Column)
+            for term in column.readings.values() or (column.term,) for measure in measures(term)}
+    for row, renames in row_tasks.items():
+        where = f"{path}: {key}.rows.{row}.tasks"
+        unread = sorted(set(renames) - read)
+        if unread:
+            raise InputError(f"{where}: {_unknown('task of the columns', unread[0], read)}")
+        for column, mapped in columns.items():
+            if isinstance(mapped, Column):
+                _check_column(f"{where} (column {column})", with_tasks(mapped, renames), tasks)
     released = {}
     for row, experiment in entry.get("released", {}).items():
         where = f"{path}: {key}.released.{row}"
@@ -478,6 +586,8 @@ def _table(path: Path, name: str, entry: dict, expected_dir: Path, paper: str, e
         rows={row: rows[row] for row in expected.rows},
         columns={column: columns[column] for column in expected.columns},
         released={row: released[row] for row in expected.rows if row in released},
+        row_tasks={row: row_tasks[row] for row in expected.rows if row in row_tasks},
+        row_readings={row: row_readings[row] for row in expected.rows if row in row_readings},
     )
 
 
@@ -528,15 +638,15 @@ def load_all_specs(replication_dir, expected_dir=None) -> dict[str, PaperSpec]:
     return specs
 
 
+def row_needs(table: TableSpec, row: str) -> set[tuple[str, str]]:
+    """The (experiment, task) pairs whose metric JSONs one compared row (`<row>__released` too) of `table` needs."""
+    cells = (table.cell(row, column) for column in table.columns)
+    return {(experiment, task) for experiment, column in cells
+            if isinstance(experiment, str) and isinstance(column, Column) for task in column.tasks}
+
+
 def table_needs(spec: PaperSpec, table: str) -> set[tuple[str, str]]:
     """The (experiment, task) pairs whose metric JSONs `table` needs: mapped rows (released ones included) x
     mapped columns."""
     table_spec = spec.table(table)
-    return {
-        (experiment, task)
-        for _, experiment in table_spec.compared_rows().values()
-        if isinstance(experiment, str)
-        for column in table_spec.columns.values()
-        if isinstance(column, Column)
-        for task in column.tasks
-    }
+    return {need for row in table_spec.compared_rows() for need in row_needs(table_spec, row)}

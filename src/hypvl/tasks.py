@@ -58,6 +58,7 @@ GROUP_MODULES = {
     "scene": "hypvl.evaluate.scene",
     "hierarcaps": "hypvl.evaluate.hierarcaps",
     "lexical": "hypvl.evaluate.lexical",
+    "breeds_prompts": "hypvl.evaluate.lexical",
     "linprobe": "hypvl.evaluate.linprobe",
     "stats": "hypvl.evaluate.stats",
 }
@@ -72,10 +73,20 @@ GROUP_DATA = {
     "scene": ("vlchecklist", "vg_attribution"),
     "hierarcaps": ("hierarcaps_test",),
     "lexical": ("hyperlex", "breeds", "classification/imagenet"),
+    "breeds_prompts": ("breeds", "classification/imagenet"),
     "linprobe": ("probe",),
     "stats": ("coco_captions", "coco_instances"),
 }
 RETRIEVAL_SETS = ("coco", "flickr30k")
+# HierarCaps App. C.7 (Table 7): BREEDS scored by one two-slot prompt per label pair, the specific label in the first
+# slot; task `breeds_prompt_<key>` each, all in group `breeds_prompts` (only Table 7 asks for them)
+BREEDS_SINGLE_PROMPTS = {
+    "picture_a_type_of": "a picture of a {}, a type of {}",
+    "of_type": "a {} of type {}",
+    "this_is_a_type_of": "this is a {}, a type of {}",
+    "picture_of_type": "a picture of a {} of type {}",
+    "picture_which_is": "a picture of a {} which is a {}",
+}
 # VL-CheckList Type -> its categories and groups (VL-CheckList's taxonomy, as syntax-VSE Table 3 prints it)
 VLC_METRICS = {
     "object": ("location", "size", "location_center", "location_margin", "location_mid",
@@ -135,6 +146,8 @@ def _registry(scale: str) -> dict[str, Task]:
     tasks.append(Task("breeds", "lexical", tuple(Metric(f"r{k}{sign}", kind="fraction")
                                                  for sign in ("", "_plus_xi") for k in (1, 5)),
                       extra_kind="fraction"))
+    tasks += [Task(f"breeds_prompt_{key}", "breeds_prompts", tuple(Metric(f"r{k}", kind="fraction") for k in (1, 5)),
+                   extra_kind="fraction") for key in BREEDS_SINGLE_PROMPTS]
     tasks += [Task(f"linprobe_{name}", "linprobe", (_accuracy(_chance(scale, name)), Metric("val_accuracy"),
                                                      Metric("best_c", None, kind="nonnegative")))
               for name in linear_probe_datasets(scale)]

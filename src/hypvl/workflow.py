@@ -22,7 +22,7 @@ from hypvl.errors import InputError
 from hypvl.models.methods import EVAL_OVERRIDES, METHOD_NAMES
 from hypvl.models.sources import OutsideWeights, outside_weights
 from hypvl.replication.coverage import NEEDS_DATA, NEEDS_WEIGHTS, NOT_BUILT, Blockers
-from hypvl.spec import SEED_MARK, Column, Experiment, load_all_specs, seed_variant, table_needs
+from hypvl.spec import SEED_MARK, Experiment, load_all_specs, row_needs, seed_variant, table_needs
 from hypvl.tasks import GROUP_DATA, group_tasks, linear_probe_datasets, task_group, zero_shot_datasets
 from hypvl.train.recipe import (RADIAL_METHOD, resolve_schedule, steps_for, stream_mode, supported_overrides,
                                 train_section_for)
@@ -128,7 +128,7 @@ class Plan:
 
     def _trained_rows(self, paper: str, table: str) -> list[str]:
         """The experiments of a table's rows that the suite trains."""
-        return [exp for exp in self.specs[paper].table(table).rows.values() if isinstance(exp, str) and self.runnable(exp)]
+        return [exp for exp in self.specs[paper].table(table).experiments() if self.runnable(exp)]
 
     def declared_id(self, experiment: str) -> str:
         """The declared experiment a seed variant (`<id>__seed<N>`) trains with another seed; itself otherwise."""
@@ -136,7 +136,7 @@ class Plan:
 
     def seeds_arg(self, paper: str, table: str) -> str:
         """JSON {experiment: seeds} of the table's rows that average several seeds (`hypvl compare --seeds`)."""
-        rows = self.specs[paper].table(table).rows.values()
+        rows = self.specs[paper].table(table).experiments()
         return json.dumps({exp: list(self.seeds[exp]) for exp in rows if exp in self.seeds}, sort_keys=True)
 
     def _with_variants(self, needs) -> set[tuple[str, str]]:
@@ -298,9 +298,8 @@ class Plan:
 
     def blockers(self, paper: str, table: str) -> Blockers:
         """The experiments and tasks of a table the plan produces no metric for, with the reason."""
-        table_spec = self.specs[paper].table(table)
-        experiments = {exp for _, exp in table_spec.compared_rows().values() if isinstance(exp, str)}
-        tasks = {task for column in table_spec.columns.values() if isinstance(column, Column) for task in column.tasks}
+        needs = table_needs(self.specs[paper], table)
+        experiments, tasks = {exp for exp, _ in needs}, {task for _, task in needs}
         blocked = {exp: self.blocker(exp) for exp in sorted(experiments)}
         return Blockers({exp: reason for exp, reason in blocked.items() if reason},
                         {task: NEEDS_DATA for task in sorted(tasks) if not self.computable(task)})
@@ -682,11 +681,7 @@ class Plan:
         rows = table_spec.compared_rows()
         if row not in rows:
             raise ValueError(f"{paper} {table} has no row {row!r} (rows: {', '.join(rows)})")
-        experiment = rows[row][1]
-        if not isinstance(experiment, str):
-            return []
-        return self._metric_files(self._with_variants({(experiment, task) for column in table_spec.columns.values()
-                                                       if isinstance(column, Column) for task in column.tasks}))
+        return self._metric_files(self._with_variants(row_needs(table_spec, row)))
 
     def tables(self) -> list[tuple[str, str]]:
         """(paper, table) for every table of every spec."""

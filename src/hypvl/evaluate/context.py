@@ -1,6 +1,6 @@
 """What every evaluation task receives: the model, its tokenizer, the eval config and where the data lives."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from hypvl.errors import InputError
@@ -28,6 +28,14 @@ class EvalContext:
     image_size: int
     config: dict
     prompts: str = "meru"
+    _shared: dict = field(default_factory=dict, repr=False)
+
+    def shared(self, key: str, compute):
+        """`compute()` the first time `key` is asked for in this evaluation, the same value after: work several tasks
+        of a group share (e.g. the ImageNet image embeddings of BREEDS and its single-prompt baselines)."""
+        if key not in self._shared:
+            self._shared[key] = compute()
+        return self._shared[key]
 
     @property
     def scale(self) -> str:

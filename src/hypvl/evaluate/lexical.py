@@ -20,6 +20,12 @@ equally spaced values in [0, 0.2] by 2-fold cross-validation (App. B.6; folds: t
 of each subset's items in ImageNet test-set order), separately for R@1 and R@5, and the two folds'
 held-out recalls are averaged. Recalls are fractions; each aggregate is the unweighted mean over subsets
 (the paper does not say how subsets are combined); `<subset>_r1`, `<subset>_r5` per subset (default sign).
+
+BREEDS single-prompt baselines (App. C.7, Table 7; task `breeds_prompt_<key>` per prompt of
+`hypvl.tasks.BREEDS_SINGLE_PROMPTS`): the same subsets, labels and items; every ordered pair of distinct
+labels (x general, y specific) fills the two-slot prompt, y first ("a banjo of type stringed instrument"),
+and an item's pairs rank by its image's similarity to the filled prompt; r1, r5 as above, no C to fit.
+The paper does not restrict the pairs ("the pair of distinct labels"), so all L(L-1) are candidates.
 """
 
 from pathlib import Path
@@ -35,12 +41,14 @@ from hypvl.evaluate.features import image_embeddings, text_embeddings
 from hypvl.evaluate.metrics import check_finite, spearman_rho
 from hypvl.evaluate.radial import entailment_root, exterior_angles, pairwise_exterior_angles, radii
 from hypvl.evaluate.zeroshot import class_embeddings
+from hypvl.tasks import BREEDS_SINGLE_PROMPTS
 
 HYPERLEX_PROMPT = "a picture of a {}"
 BREEDS_COSTS = tuple(np.linspace(0.0, 0.2, 20).tolist())
 BREEDS_KS = (1, 5)
 BREEDS_PROMPTS = "clip_imagenet_80"
 BREEDS_SIGNS = {"": -1.0, "_plus_xi": 1.0}  # metric suffix -> sign of C * Xi in the pair score
+SINGLE_PROMPT_TASK = "breeds_prompt_"  # + a key of BREEDS_SINGLE_PROMPTS
 
 
 @torch.no_grad()
@@ -67,6 +75,15 @@ def evaluate_hyperlex(ctx: EvalContext, path: Path) -> TaskResult:
     return TaskResult(metrics, len(pairs))
 
 
+def hits_at_k(scores: torch.Tensor, truth: torch.Tensor, ks=BREEDS_KS) -> dict[int, torch.Tensor]:
+    """(N,) bool per k: candidate `truth` (-1: not a candidate) is among the k best of each row of `scores` (N, P);
+    a candidate scoring equal to the true one counts ahead of it (pessimistic ties)."""
+    found = truth >= 0
+    true_scores = scores.gather(1, truth.clamp(min=0)[:, None])
+    ahead = (scores >= true_scores).sum(dim=1) - 1
+    return {k: found & (ahead < k) for k in ks}
+
+
 def pair_hits(image_label_scores: torch.Tensor, angles: torch.Tensor, general: torch.Tensor,
               specific: torch.Tensor, truth: torch.Tensor, cost: float, ks=BREEDS_KS,
               sign: float = -1.0) -> dict[int, torch.Tensor]:
@@ -74,13 +91,10 @@ def pair_hits(image_label_scores: torch.Tensor, angles: torch.Tensor, general: t
 
     image_label_scores: (N, L) c; angles: (L, L) Xi_r(x, y); general, specific: (P,) label indices of the
     candidate pairs; truth: (N,) index of each image's true pair among the candidates, -1 when it is
-    not a candidate. A pair scoring equal to the true one counts ahead of it (pessimistic ties).
+    not a candidate.
     """
     scores = image_label_scores[:, general] + image_label_scores[:, specific] + sign * cost * angles[general, specific]
-    found = truth >= 0
-    true_scores = scores.gather(1, truth.clamp(min=0)[:, None])
-    ahead = (scores >= true_scores).sum(dim=1) - 1
-    return {k: found & (ahead < k) for k in ks}
+    return hits_at_k(scores, truth, ks)
 
 
 def cross_validated_recall(image_label_scores, angles, general, specific, truth,
@@ -101,11 +115,10 @@ def cross_validated_recall(image_label_scores, angles, general, specific, truth,
     return result
 
 
-@torch.no_grad()
-def evaluate_breeds_subset(ctx: EvalContext, split_path: Path, hierarchy, images: torch.Tensor,
-                           labels: torch.Tensor, templates: list[str]) -> tuple[dict[str, float], int]:
-    """Cross-validated R@1/R@5 per sign reading ({"r1": .., "r5_plus_xi": ..}) on one superclass split;
-    `images`/`labels` cover the ImageNet test set."""
+def subset_labels(split_path: Path, hierarchy, labels: torch.Tensor) -> tuple[list[str], torch.Tensor, torch.Tensor]:
+    """One superclass split's candidate labels (its superclass names, then its subclass names), which ImageNet
+    test items belong to it (`keep`, over `labels`), and each kept item's true pair as label indices
+    (general, specific), shape (N, 2)."""
     from hypvl.data.formats.breeds import read_breeds_split
 
     superclasses = read_breeds_split(split_path, hierarchy)
@@ -116,6 +129,17 @@ def evaluate_breeds_subset(ctx: EvalContext, split_path: Path, hierarchy, images
     keep = torch.tensor([int(label) in coarse_of for label in labels.tolist()], dtype=torch.bool)
     if not keep.any():
         raise InputError(f"{split_path}: no ImageNet test image belongs to its classes")
+    truth = torch.tensor([[label_index[superclasses[coarse_of[n]].name], label_index[class_names[n]]]
+                          for n in labels[keep].tolist()])
+    return names, keep, truth
+
+
+@torch.no_grad()
+def evaluate_breeds_subset(ctx: EvalContext, split_path: Path, hierarchy, images: torch.Tensor,
+                           labels: torch.Tensor, templates: list[str]) -> tuple[dict[str, float], int]:
+    """Cross-validated R@1/R@5 per sign reading ({"r1": .., "r5_plus_xi": ..}) on one superclass split;
+    `images`/`labels` cover the ImageNet test set."""
+    names, keep, true_pairs = subset_labels(split_path, hierarchy, labels)
     model, root = ctx.model, entailment_root(ctx.model, ctx.tokenizer)
     label_embeds = class_embeddings(model, ctx.tokenizer, names, templates, ctx.batch_size, split_path.stem)
     scores = model.similarity(images[keep], label_embeds)
@@ -124,30 +148,61 @@ def evaluate_breeds_subset(ctx: EvalContext, split_path: Path, hierarchy, images
     angles = pairwise_exterior_angles(model, label_embeds, label_embeds, root)
     general, specific = (label_radii[:, None] < label_radii[None, :]).nonzero(as_tuple=True)
     pair_index = {(g, s): i for i, (g, s) in enumerate(zip(general.tolist(), specific.tolist()))}
-    truth = torch.tensor([
-        pair_index.get((label_index[superclasses[coarse_of[n]].name], label_index[class_names[n]]), -1)
-        for n in labels[keep].tolist()])
+    truth = torch.tensor([pair_index.get((g, s), -1) for g, s in true_pairs.tolist()])
     recalls = {f"r{k}{suffix}": value for suffix, sign in BREEDS_SIGNS.items()
                for k, value in cross_validated_recall(scores, angles, general, specific, truth, sign=sign).items()}
     return recalls, int(keep.sum())
 
 
-def evaluate_breeds(ctx: EvalContext, root: Path, templates: list[str]) -> TaskResult:
-    """r1, r5, r1_plus_xi, r5_plus_xi (means over subsets) and per-subset r1, r5; n_samples = items summed
-    over subsets."""
+@torch.no_grad()
+def single_prompt_subset(ctx: EvalContext, split_path: Path, hierarchy, images: torch.Tensor, labels: torch.Tensor,
+                         prompt: str) -> tuple[dict[str, float], int]:
+    """R@1/R@5 of the single-prompt baseline on one superclass split: every ordered pair of distinct labels
+    (general, specific) fills `prompt` as prompt.format(specific, general), and an item's pairs rank by the
+    similarity of its image to the filled prompt."""
+    names, keep, true_pairs = subset_labels(split_path, hierarchy, labels)
+    count = len(names)
+    general, specific = (~torch.eye(count, dtype=torch.bool)).nonzero(as_tuple=True)
+    texts = [prompt.format(names[s], names[g]) for g, s in zip(general.tolist(), specific.tolist())]
+    embeds = text_embeddings(ctx.model, ctx.tokenizer, texts, ctx.batch_size, f"{split_path.stem} prompt pairs")
+    # pair (g, s) sits at row-major index g * (count - 1) + s - (s > g) of the off-diagonal pairs
+    g, s = true_pairs[:, 0], true_pairs[:, 1]
+    truth = g * (count - 1) + s - (s > g).long()
+    kept = images[keep]
+    hits = {k: [] for k in BREEDS_KS}
+    for start in range(0, len(kept), ctx.batch_size):  # (items x pairs) scores a chunk at a time
+        scores = ctx.model.similarity(kept[start:start + ctx.batch_size], embeds)
+        check_finite(f"{split_path.stem} image-prompt scores", scores)
+        for k, found in hits_at_k(scores, truth[start:start + ctx.batch_size]).items():
+            hits[k].append(found)
+    return {f"r{k}": torch.cat(found).double().mean().item() for k, found in hits.items()}, int(keep.sum())
+
+
+def breeds_data(ctx: EvalContext, root: Path):
+    """(superclass hierarchy, split JSONs, ImageNet test image embeddings, labels): read and embedded once per
+    evaluation, for BREEDS and each single-prompt baseline."""
     from hypvl.data.formats.breeds import CLASS_INFO, read_breeds_hierarchy
 
-    hierarchy = read_breeds_hierarchy(root)
-    splits = sorted(p for p in Path(root).glob("*.json") if p.name != CLASS_INFO)
-    if not splits:
-        raise InputError(f"{root}: no superclass split JSONs next to {CLASS_INFO}")
-    dataset = read_imagefolder(ctx.classification_root("imagenet"), ctx.config["eval"]["classification_split"])
-    images = image_embeddings(ctx.model, lambda i: load_image(dataset.samples[i][0]), len(dataset.samples),
-                              lambda img: resize_center_crop(img, ctx.image_size), ctx.batch_size, "breeds")
-    labels = torch.tensor([label for _, label in dataset.samples])
+    def compute():
+        hierarchy = read_breeds_hierarchy(root)
+        splits = sorted(p for p in Path(root).glob("*.json") if p.name != CLASS_INFO)
+        if not splits:
+            raise InputError(f"{root}: no superclass split JSONs next to {CLASS_INFO}")
+        dataset = read_imagefolder(ctx.classification_root("imagenet"), ctx.config["eval"]["classification_split"])
+        images = image_embeddings(ctx.model, lambda i: load_image(dataset.samples[i][0]), len(dataset.samples),
+                                  lambda img: resize_center_crop(img, ctx.image_size), ctx.batch_size, "breeds")
+        return hierarchy, splits, images, torch.tensor([label for _, label in dataset.samples])
+
+    return ctx.shared(f"breeds {root}", compute)
+
+
+def over_subsets(ctx: EvalContext, root: Path, score_subset) -> TaskResult:
+    """`score_subset(split, hierarchy, images, labels) -> (metrics, items)` on every superclass split: each metric's
+    unweighted mean over subsets, and per-subset `<subset>_r1`, `<subset>_r5`; n_samples = items summed."""
+    hierarchy, splits, images, labels = breeds_data(ctx, root)
     per_subset, total = [], 0
     for path in splits:
-        recall, count = evaluate_breeds_subset(ctx, path, hierarchy, images, labels, templates)
+        recall, count = score_subset(path, hierarchy, images, labels)
         per_subset.append(recall)
         total += count
     metrics = {name: sum(r[name] for r in per_subset) / len(per_subset) for name in per_subset[0]}
@@ -155,10 +210,24 @@ def evaluate_breeds(ctx: EvalContext, root: Path, templates: list[str]) -> TaskR
     return TaskResult(metrics, total)
 
 
+def evaluate_breeds(ctx: EvalContext, root: Path, templates: list[str]) -> TaskResult:
+    """r1, r5, r1_plus_xi, r5_plus_xi (means over subsets) and per-subset r1, r5; n_samples = items summed
+    over subsets."""
+    return over_subsets(ctx, root, lambda path, *data: evaluate_breeds_subset(ctx, path, *data, templates))
+
+
+def evaluate_single_prompt(ctx: EvalContext, root: Path, prompt: str) -> TaskResult:
+    """The single-prompt baseline's r1, r5 (means over subsets) and per-subset r1, r5."""
+    return over_subsets(ctx, root, lambda path, *data: single_prompt_subset(ctx, path, *data, prompt))
+
+
 def run(ctx: EvalContext, task: str) -> TaskResult:
-    """Tasks `hyperlex` and `breeds`."""
+    """Tasks `hyperlex`, `breeds` and `breeds_prompt_<key>` (hypvl.tasks.BREEDS_SINGLE_PROMPTS)."""
     if task == "hyperlex":
         return evaluate_hyperlex(ctx, ctx.dataset_path("hyperlex"))
+    if task.startswith(SINGLE_PROMPT_TASK):
+        return evaluate_single_prompt(ctx, ctx.dataset_path("breeds"),
+                                      BREEDS_SINGLE_PROMPTS[task.removeprefix(SINGLE_PROMPT_TASK)])
     from hypvl.data.catalog import load_prompt_set
 
     return evaluate_breeds(ctx, ctx.dataset_path("breeds"), list(load_prompt_set(BREEDS_PROMPTS)))

@@ -129,7 +129,7 @@ def _term_value(term, results: dict) -> float:
 
 def _check_seeds(spec: PaperSpec, table_name: str, seeds: dict) -> None:
     """InputError unless `seeds` maps rows of the table to lists of seeds."""
-    rows = {exp for exp in spec.table(table_name).rows.values() if isinstance(exp, str)}
+    rows = spec.table(table_name).experiments()
     for experiment, chosen in seeds.items():
         if experiment not in rows:
             raise InputError(f"--seeds: {experiment!r} is not the experiment of a row of {spec.path} {table_name}")
@@ -198,10 +198,11 @@ def compare_table(spec: PaperSpec, table_name: str, metrics_dir, scale: str, *, 
         return cache[(path, measure.metric)]
 
     lines = []
-    for row, (printed, experiment) in table.compared_rows().items():
-        runs = ([seed_variant(spec.experiments[experiment], seed) for seed in seeds.get(experiment, [])]
-                or [experiment]) if isinstance(experiment, str) else []
-        for column, mapped in table.columns.items():
+    for row, (printed, _) in table.compared_rows().items():
+        for column in table.columns:
+            experiment, mapped = table.cell(row, column)
+            runs = ([seed_variant(spec.experiments[experiment], seed) for seed in seeds.get(experiment, [])]
+                    or [experiment]) if isinstance(experiment, str) else []
             cell = expected.cells[(printed, column)]
             line = {
                 "row": row, "column": column, "experiment": experiment if isinstance(experiment, str) else "",

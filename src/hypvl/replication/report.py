@@ -20,7 +20,7 @@ from hypvl.replication.compare import (
 from hypvl.replication.coverage import REASONS
 from hypvl.replication.markdown import escape
 from hypvl.replication.markdown import table as markdown_table
-from hypvl.spec import Column, External, PaperSpec, common_metric, term_label
+from hypvl.spec import RELEASED_ROW, ROW_MARK, Column, External, PaperSpec, common_metric, term_label
 
 SMOKE_BANNER = "SMOKE SCALE: synthetic world, tiny models; numbers are not comparable to the paper"
 SUMMARY_PREFIX = "**Summary**"
@@ -57,19 +57,25 @@ def row_labels(expected: ExpectedTable) -> dict[str, str]:
     return {row: " ".join(text for text in expected.labels[row].values() if text) or row for row in expected.rows}
 
 
-def outside_mark(spec: PaperSpec, experiment, scale: str, released: bool = False) -> str:
-    """How a row says where its weights come from: ` (released)` for a printed row's released checkpoint, and
-    `stand-in` where, at any scale but full, weights from outside are stood in for by a smoke-trained model
-    written in their format (hypvl.models.standins)."""
+def outside_mark(spec: PaperSpec, experiment, scale: str, also: str = "") -> str:
+    """How a row says what it is beside its printed row (`also`: `released` for a printed row's released checkpoint,
+    `reading <name>` for another reading of the row) and where its weights come from: `stand-in` where, at any
+    scale but full, weights from outside are stood in for by a smoke-trained model written in their format
+    (hypvl.models.standins)."""
     outside = isinstance(experiment, str) and spec.experiments[experiment].source != "train"
-    marks = (["released"] if released else []) + (["stand-in"] if outside and scale != FULL_SCALE else [])
+    marks = ([also] if also else []) + (["stand-in"] if outside and scale != FULL_SCALE else [])
     return f" ({', '.join(marks)})" if marks else ""
 
 
 def marked_rows(spec: PaperSpec, table_name: str, scale: str) -> dict[str, tuple[str, str]]:
-    """Compared row id (released checkpoints' rows too) -> (the printed row it reports, its `outside_mark`)."""
-    return {row: (printed, outside_mark(spec, experiment, scale, released=row != printed))
-            for row, (printed, experiment) in spec.table(table_name).compared_rows().items()}
+    """Compared row id (released checkpoints' and other readings' rows too) -> (the printed row it reports, its
+    `outside_mark`)."""
+    marked = {}
+    for row, (printed, experiment) in spec.table(table_name).compared_rows().items():
+        other = row.removeprefix(printed + ROW_MARK) if row != printed else ""
+        also = other if other in ("", RELEASED_ROW.removeprefix(ROW_MARK)) else f"reading {other}"
+        marked[row] = (printed, outside_mark(spec, experiment, scale, also))
+    return marked
 
 
 def compared_labels(spec: PaperSpec, table_name: str, expected: ExpectedTable, scale: str) -> dict[str, str]:
@@ -186,7 +192,9 @@ def _mapping_sections(spec: PaperSpec, table_name: str, frame: pd.DataFrame, lab
             body.append([f"`{row}`", escape(labels[row]), f"external: {escape(target.reason)}", "–", ""])
         else:
             note = escape(spec.experiments[target].note)
-            body.append([f"`{row}`", escape(labels[row]), f"`{target}`", hashes or "–", note])
+            renames = table.row_tasks.get(table.compared_rows()[row][0], {})
+            scored = "".join(f", `{task}` read as `{other}`" for task, other in renames.items())
+            body.append([f"`{row}`", escape(labels[row]), f"`{target}`{scored}", hashes or "–", note])
     lines += markdown_table(["row", "printed", "experiment", "config hashes", "note"], body)
     lines += ["", "## Columns", ""]
     body = []
@@ -200,6 +208,8 @@ def _mapping_sections(spec: PaperSpec, table_name: str, frame: pd.DataFrame, lab
                 others = [f"{escape(name)}: `{term_label(term, common_metric(term) or None)}`"
                           for name, term in mapped.readings.items() if name != mapped.reading]
                 tasks = f"reading {escape(mapped.reading)}: {tasks} (other readings: {'; '.join(others)})"
+            if mapped.experiment:
+                tasks += f" of `{mapped.experiment}` in every row"
             body.append([f"`{column}`", tasks, metric, f"±{table.tolerance_for(column):g}"])
     lines += markdown_table(["column", "task", "metric", "tolerance"], body)
     return lines
