@@ -18,7 +18,8 @@ from test_eval_helpers import SIZE, context, random_image, run_group
 
 from hypvl.data.probe_splits import build_probe_splits
 from hypvl.data.catalog import load_dataset_info
-from hypvl.data.synthetic.classification import ALL_CLASSIFICATION_SETS, write_classification_set
+from hypvl.data.synthetic.classification import write_classification_set
+from hypvl.data.synthetic.classification_sets import ALL_CLASSIFICATION_SETS
 from hypvl.data.synthetic.probe_sources import write_probe_sources
 from hypvl.data.synthetic.settings import WorldSettings
 from hypvl.errors import InputError

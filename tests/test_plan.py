@@ -186,8 +186,10 @@ def test_regression_target_plans_every_table_input_and_the_extras(tmp_path):
     lexical = index["evaluate_lexical"] + 3  # the extras' three; the HierarCaps models' for their tables
     assert jobs.pop("regress") == 1 and jobs.pop("evaluate_lexical") == lexical and jobs.pop("evaluate_stats") == 3
     assert jobs.pop("evaluate_linprobe") == index["evaluate_linprobe"] + 1  # hyco_meru_vits_grit's
-    assert jobs == {job: n for job, n in index.items() if job not in ("compare", "report", "claims", "coverage",
-                                                                       "index", "evaluate_linprobe", "evaluate_lexical")}
+    assert jobs.pop("evaluate_breeds_prompts") == index["evaluate_breeds_prompts"] + 1  # hyco_clip_vits_grit's
+    assert jobs == {job: n for job, n in index.items() if job not in (
+        "compare", "report", "claims", "coverage", "index", "evaluate_linprobe", "evaluate_lexical",
+        "evaluate_breeds_prompts")}
 
 
 def test_a_row_target_plans_only_that_rows_jobs(tmp_path):

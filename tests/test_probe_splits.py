@@ -24,7 +24,7 @@ from hypvl.data.formats.imagefolder import load_image, read_imagefolder, write_i
 from hypvl.data.formats.images import encode_image
 from hypvl.data.probe_splits import build_probe_splits
 from hypvl.data.splits import count_extents, parse_split
-from hypvl.data.synthetic.classification import ALL_CLASSIFICATION_SETS
+from hypvl.data.synthetic.classification_sets import ALL_CLASSIFICATION_SETS
 from hypvl.data.synthetic.probe_sources import probe_source_sets, write_probe_sources
 from hypvl.data.synthetic.settings import WorldSettings
 from hypvl.errors import InputError

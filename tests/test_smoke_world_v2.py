@@ -32,7 +32,7 @@ from hypvl.data.formats.wordnet_isa import read_wordnet_isa
 from hypvl.data.synthetic import evalsets, render, world
 from hypvl.data.synthetic.build import build_world
 from hypvl.data.synthetic.captions import SUBREDDITS
-from hypvl.data.synthetic.classification import ALL_CLASSIFICATION_SETS, CLASSIFICATION_SETS, MERU_EXTRA_SETS
+from hypvl.data.synthetic.classification_sets import ALL_CLASSIFICATION_SETS, CLASSIFICATION_SETS, MERU_EXTRA_SETS
 from hypvl.data.synthetic.settings import WorldSettings
 from hypvl.data.formats.oracle_regions import ORACLE_REGIONS
 

@@ -22,6 +22,7 @@ import yaml
 from hypvl.errors import InputError
 from hypvl.expected import load_expected
 from hypvl.tasks import Task, declared_tasks
+from hypvl.yaml_text import SafeLoader
 
 _SLUG = "^[a-z0-9][a-z0-9_]*$"
 SEED_MARK = "__seed"  # an experiment trained with another seed than its declared one: <id>__seed<N> (config `seeds`)
@@ -383,7 +384,7 @@ class PaperSpec:
         return self.tables[name]
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
+class _UniqueKeyLoader(SafeLoader):
     """A YAML loader that rejects a key repeated within one mapping (PyYAML keeps the last).
 
     Keys merged in with `<<: *anchor` may be overridden; only keys written out are checked.

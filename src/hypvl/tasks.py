@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from hypvl.data.catalog import dataset_names, load_dataset_info
-from hypvl.data.synthetic.classification import ALL_CLASSIFICATION_SETS
+from hypvl.data.synthetic.classification_sets import ALL_CLASSIFICATION_SETS
 
 # metric kind -> closed range of its values
 KINDS = {"percent": (0.0, 100.0), "fraction": (0.0, 1.0), "correlation": (-1.0, 1.0),

@@ -14,6 +14,7 @@ import jsonschema
 import yaml
 
 from hypvl.errors import InputError
+from hypvl.yaml_text import safe_load
 
 CONFIG_DIR = Path(__file__).resolve().parent
 DEFAULT_CONFIG = CONFIG_DIR / "default.yaml"
@@ -35,7 +36,7 @@ def _read_yaml(path: Path) -> dict:
     if not path.is_file():
         raise InputError(f"{path}: config file not found")
     try:
-        data = yaml.safe_load(path.read_text())
+        data = safe_load(path.read_text())
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)

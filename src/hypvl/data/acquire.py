@@ -30,6 +30,7 @@ import yaml
 from hypvl.errors import InputError
 from hypvl.io import atomic_write
 from hypvl.provenance import file_digest
+from hypvl.yaml_text import safe_load
 
 from .formats.common import escapes_root
 
@@ -58,7 +59,7 @@ def load_sources(path=SOURCES_PATH):
     """Datasets of the manifest at `path`: {name: entry}, each entry checked for its shape."""
     path = Path(path)
     try:
-        manifest = yaml.safe_load(path.read_text())
+        manifest = safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as error:
         raise InputError(f"{path}: cannot read the acquisition manifest: {error}") from error
     datasets = manifest.get("datasets") if isinstance(manifest, dict) else None

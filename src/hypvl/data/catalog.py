@@ -19,6 +19,7 @@ import yaml
 
 from hypvl.data.splits import SplitSlice, parse_split
 from hypvl.errors import InputError
+from hypvl.yaml_text import safe_load
 
 CATALOG_DIR = Path(__file__).with_name("catalog")
 SOURCE_KINDS = ("tfds", "torchvision", "imagefolder")
@@ -116,7 +117,7 @@ def load_prompt_set(name: str, catalog_dir: Path | None = None) -> tuple[str, ..
         known = ", ".join(sorted(p.stem for p in folder.glob("*.yaml")))
         raise InputError(f"unknown prompt set {name!r}; {folder} holds: {known}")
     try:
-        record = yaml.safe_load(path.read_text(encoding="utf-8"))
+        record = safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as error:
         raise InputError(f"{path}: not valid YAML: {error}") from error
     if not isinstance(record, dict) or set(record) != {"name", "notes", "prompts"} or record["name"] != name:
@@ -134,7 +135,7 @@ def _load(name: str, catalog_dir: Path) -> DatasetInfo:
         known = ", ".join(dataset_names(catalog_dir))
         raise InputError(f"unknown dataset {name!r}; the catalog {catalog_dir} holds: {known}")
     try:
-        record = yaml.safe_load(path.read_text(encoding="utf-8"))
+        record = safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as error:
         raise InputError(f"{path}: not valid YAML: {error}") from error
     return _parse(record, path)

@@ -15,6 +15,7 @@ import yaml
 
 from hypvl.data.acquire import CHECKSUM_RECORD, load_sources
 from hypvl.errors import InputError
+from hypvl.yaml_text import safe_load
 
 WEIGHTS_MANIFEST = Path(__file__).with_name("weights.yaml")
 KINDS = ("train", "released", "pretrained")
@@ -60,7 +61,7 @@ def _manifest(path: Path) -> tuple[dict, dict]:
     """(pretrained, entries) of the weights manifest at `path`: {hub id: {library, architecture}} and the
     acquire entries."""
     entries = load_sources(path)
-    pretrained = yaml.safe_load(Path(path).read_text()).get("pretrained") or {}
+    pretrained = safe_load(Path(path).read_text()).get("pretrained") or {}
     for hub_id, declared in pretrained.items():
         if (not isinstance(declared, dict) or declared.get("library") not in LIBRARIES
                 or declared.get("architecture") not in ARCHITECTURES):

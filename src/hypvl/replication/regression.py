@@ -27,6 +27,7 @@ from hypvl.replication.compare import metric_value, read_metrics_record
 from hypvl.replication.markdown import table as markdown_table
 from hypvl.spec import SEED_MARK
 from hypvl.tasks import GROUP_MODULES, task_group
+from hypvl.yaml_text import safe_load
 
 KEY = ["experiment", "task", "metric"]
 SAMPLE_COUNT = "n_samples"
@@ -62,7 +63,7 @@ def load_policy(path) -> Policy:
     or a task group of the suite (`hypvl.tasks.GROUP_MODULES`) without a tolerance."""
     path = Path(path)
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as error:
         raise InputError(f"{path}: cannot read the tolerance policy: {error}") from None
     if not isinstance(raw, dict) or not isinstance(raw.get("groups"), dict):

@@ -16,6 +16,7 @@ from pathlib import Path
 import yaml
 
 from hypvl.io import atomic_write
+from hypvl.yaml_text import safe_load
 
 from .common import (
     Where,
@@ -92,7 +93,7 @@ def read_corpus(path: Path, root: Path | None = None) -> CheckListCorpus:
     path = Path(path)
     base = default_root(path) if root is None else Path(root)
     try:
-        config = yaml.safe_load(read_text(path))
+        config = safe_load(read_text(path))
     except yaml.YAMLError as exc:
         raise Where(path).error(f"malformed YAML ({exc})") from None
     where = Where(path)

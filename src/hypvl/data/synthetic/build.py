@@ -15,7 +15,8 @@ from pathlib import Path
 from hypvl.io import atomic_write
 
 from . import evalsets
-from .classification import ALL_CLASSIFICATION_SETS, CLASSIFICATION_SETS, MERU_EXTRA_SETS, write_classification_set
+from .classification import write_classification_set
+from .classification_sets import ALL_CLASSIFICATION_SETS, CLASSIFICATION_SETS, MERU_EXTRA_SETS
 from .corpora import RAW_FORMATS, write_corpus
 from .probe_sources import probe_source_sets, write_probe_sources
 from .settings import WorldSettings

@@ -1,14 +1,8 @@
-"""The smoke world's classification sets: each test split as an image folder, and the pictures its linear-probe
-sources are drawn from (`probe_sources`).
-
-The 16 sets of HyCoCLIP Table 1 slice the world (leaf concept, scene, texture or country); MERU's
-four further sets are drawn apart from it, simple but well defined: seven-segment digit glyphs
-(mnist), counts of objects (clevr), tissue-like patches with or without dark cell clusters (pcam)
-and rendered two-word movie verdicts (sst2). Class names of the extra sets are the catalog's.
+"""The smoke world's classification sets drawn: each test split as an image folder, and the pictures its linear-probe
+sources are drawn from (`probe_sources`). What each set is: `classification_sets`.
 """
 
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -18,14 +12,10 @@ from hypvl.data.formats.imagefolder import write_imagefolder
 
 from . import render
 from .corpora import random_object
+from .classification_sets import ALL_CLASSIFICATION_SETS, PCAM_CLASSES, ClassificationSet
 from .settings import WorldSettings, rng_for
-from .world import COUNTRIES, SCENES, TEXTURES, leaf_concepts
+from .world import SCENES, TEXTURES, leaf_concepts
 
-CIFAR10_LEAVES = ["beagle", "siamese", "sparrow", "eagle", "sedan", "truck", "airliner", "pizza", "rose", "husky"]
-STL10_LEAVES = ["poodle", "tabby", "owl", "parrot", "bus", "jeep", "helicopter", "jet", "cake", "tulip"]
-CLEVR_COUNTS = ("10", "3", "4", "5", "6", "7", "8", "9")  # MERU's CLEVR-Counts label order
-PCAM_CLASSES = ("lymph node", "lymph node containing metastatic tumor tissue")
-SST2_CLASSES = ("negative", "positive")
 SST2_WORDS = {
     "negative": ("dull", "awful", "boring", "bland", "tedious", "clumsy", "dreary", "lame"),
     "positive": ("great", "lovely", "superb", "moving", "charming", "brilliant", "joyful", "witty"),
@@ -36,49 +26,6 @@ SEGMENTS = {"a": (0, 0, 2, 0), "b": (2, 0, 2, 2), "c": (2, 2, 2, 4), "d": (0, 4,
             "e": (0, 2, 0, 4), "f": (0, 0, 0, 2), "g": (0, 2, 2, 2)}
 DIGIT_SEGMENTS = ("abcdef", "bc", "abged", "abgcd", "fgbc", "afgcd", "afgedc", "abc", "abcdefg", "abcdfg")
 
-
-@dataclass(frozen=True)
-class ClassificationSet:
-    """How a smoke classification set slices the world: what its label is and how it is drawn."""
-
-    label: str           # leaf | scene | texture | country | digit | count | tissue | sentiment
-    classes: tuple[str, ...]
-    style: str = "normal"  # normal | lowres | large | scene | satellite | texture | country
-
-
-def _leaves(*basics: str) -> tuple[str, ...]:
-    return tuple(c.name for c in leaf_concepts() if not basics or c.basic in basics)
-
-
-CLASSIFICATION_SETS = {
-    "imagenet": ClassificationSet("leaf", _leaves()),
-    "cifar10": ClassificationSet("leaf", tuple(CIFAR10_LEAVES), "lowres"),
-    "cifar100": ClassificationSet("leaf", _leaves(), "lowres"),
-    "sun397": ClassificationSet("scene", tuple(SCENES), "scene"),
-    "caltech101": ClassificationSet("leaf", _leaves(), "large"),
-    "stl10": ClassificationSet("leaf", tuple(STL10_LEAVES), "large"),
-    "food101": ClassificationSet("leaf", _leaves("dish")),
-    "cub": ClassificationSet("leaf", _leaves("bird")),
-    "cars": ClassificationSet("leaf", _leaves("car")),
-    "aircraft": ClassificationSet("leaf", _leaves("aircraft")),
-    "pets": ClassificationSet("leaf", _leaves("dog", "cat")),
-    "flowers": ClassificationSet("leaf", _leaves("flower")),
-    "dtd": ClassificationSet("texture", tuple(TEXTURES), "texture"),
-    "eurosat": ClassificationSet("scene", ("forest", "desert", "ocean", "farmland", "city", "snowfield"), "satellite"),
-    "resisc45": ClassificationSet("scene", tuple(SCENES), "scene"),
-    "country211": ClassificationSet("country", tuple(COUNTRIES), "country"),
-}
-"""The 16 sets of HyCoCLIP Table 1 (and MERU Table 2 less its four below)."""
-
-MERU_EXTRA_SETS = {
-    "mnist": ClassificationSet("digit", tuple(str(d) for d in range(10))),
-    "clevr": ClassificationSet("count", CLEVR_COUNTS),
-    "pcam": ClassificationSet("tissue", PCAM_CLASSES),
-    "sst2": ClassificationSet("sentiment", SST2_CLASSES),
-}
-"""MERU's four further zero-shot and linear-probe sets (Tables 2 and 7)."""
-
-ALL_CLASSIFICATION_SETS = {**CLASSIFICATION_SETS, **MERU_EXTRA_SETS}
 TEST_SPLIT = "test"
 
 

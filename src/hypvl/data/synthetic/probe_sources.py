@@ -31,7 +31,8 @@ from hypvl.data.formats.images import encode_image
 from hypvl.data.splits import count_extents
 from hypvl.errors import InputError
 
-from .classification import ALL_CLASSIFICATION_SETS, classification_picture
+from .classification import classification_picture
+from .classification_sets import ALL_CLASSIFICATION_SETS
 from .settings import WorldSettings, rng_for
 
 
