@@ -1,5 +1,6 @@
 # Shared by the workflow files: the plan of this config (hypvl.workflow.Plan answers which files a target
 # needs), the folders, and the software each step runs (the `hypvl` command of this package).
+import os
 import re
 from pathlib import Path
 
@@ -22,3 +23,57 @@ def above(path, levels=1):
 def data_ready(wildcards):
     """A step's inputs from the data stage (for an {experiment} step: its grounded corpus too)."""
     return PLAN.data_inputs(wildcards.get("experiment"))
+
+
+# Warm start (config `warm_start`, hypvl.warm): a run that executes jobs on this machine starts one `hypvl serve` that
+# imports torch and the model code once; every `hypvl` job is forked from it (each finds it through
+# $HYPVL_WARM_SOCKET) instead of paying that start-up itself. <results>/logs/warm_server.log lists the jobs it
+# served. It ends with the run (and on its own once Snakemake has gone). Jobs in a conda environment or on other
+# machines start as before.
+WARM_SERVERS = []
+
+
+def start_warm_server():
+    from snakemake_interface_executor_plugins.settings import DeploymentMethod
+
+    from hypvl.warm import SOCKET_ENV
+
+    in_conda = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
+    if not config["warm_start"] or not workflow.local_exec or in_conda:
+        return
+    import subprocess
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="hypvl-warm-"))  # a short path: Unix socket names are limited
+    log_path = Path(RESULTS) / "logs" / "warm_server.log"  # a line per job it served
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "w") as log:
+        server = subprocess.Popen(["hypvl", "serve", "--socket", str(folder / "socket"), "--code-path",
+                                   config["cpu_code_path"]], stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+    WARM_SERVERS.append((server, folder))
+    os.environ[SOCKET_ENV] = str(folder / "socket")
+
+
+def stop_warm_server():
+    import shutil
+    import subprocess
+
+    for server, folder in WARM_SERVERS:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+onstart:
+    start_warm_server()
+
+
+onsuccess:
+    stop_warm_server()
+
+
+onerror:
+    stop_warm_server()

@@ -146,7 +146,7 @@ rule regress:
     # every number the tables need, checked against the pinned baseline of this scale (PASS/FAIL at the top;
     # `hypvl regress ... --update` re-pins after a deliberate change)
     input:
-        metrics=PLAN.metric_files(),
+        metrics=lambda w: PLAN.metric_files(),  # a function: computed only when the regression is requested
         baseline=f"{config['baselines_dir']}/{SCALE}.csv",
         tolerances=f"{config['baselines_dir']}/tolerances.yaml",
     output:

@@ -12,29 +12,44 @@ import logging
 import os
 import sys
 
-from hypvl.config import config_from_args
-from hypvl import coverage
-from hypvl.cpu import use_code_path
-from hypvl.data import acquire, check, probe_splits
-from hypvl.data.synthetic import commands as synthetic_commands
-from hypvl.errors import InputError
-from hypvl.evaluate import commands as evaluate_commands
-from hypvl.grounding import commands as grounding_commands
-from hypvl.models import commands as model_commands
-from hypvl.replication import commands as replication_commands
-from hypvl.train import commands as train_commands
+from hypvl.warm import run_warm, serve
 
-COMMAND_MODULES = (synthetic_commands, check, acquire, probe_splits, grounding_commands, train_commands, model_commands,
-                   evaluate_commands, replication_commands, coverage)
 SEPARATOR = "::"
+
+
+def command_modules() -> tuple:
+    """The modules that register commands (imported here, not at the top: a client of a warm server imports none)."""
+    from hypvl import coverage
+    from hypvl.data import acquire, check, probe_splits
+    from hypvl.data.synthetic import commands as synthetic_commands
+    from hypvl.evaluate import commands as evaluate_commands
+    from hypvl.grounding import commands as grounding_commands
+    from hypvl.models import commands as model_commands
+    from hypvl.replication import commands as replication_commands
+    from hypvl.train import commands as train_commands
+
+    return (synthetic_commands, check, acquire, probe_splits, grounding_commands, train_commands, model_commands,
+            evaluate_commands, replication_commands, coverage)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hypvl", description=__doc__.splitlines()[0])
     subparsers = parser.add_subparsers(dest="command", required=True)
-    for module in COMMAND_MODULES:
+    for module in command_modules():
         module.add_commands(subparsers)
+    warm = subparsers.add_parser("serve", help="start a warm server that jobs are forked from (hypvl.warm)")
+    warm.add_argument("--socket", required=True, help="the Unix socket to listen on")
+    warm.add_argument("--code-path", required=True, help="the config's cpu_code_path, selected before torch loads")
+    warm.set_defaults(func=_serve)
     return parser
+
+
+def _serve(args) -> None:
+    """`hypvl serve`: select the CPU code path, then preload and serve until the workflow ends."""
+    from hypvl.cpu import ENVIRONMENT, use_code_path
+
+    use_code_path(args.code_path)
+    serve(args.socket, run, ENVIRONMENT[args.code_path])
 
 
 def split_commands(argv: list[str]) -> list[list[str]]:
@@ -49,10 +64,22 @@ def split_commands(argv: list[str]) -> list[list[str]]:
 
 
 def main(argv=None) -> int:
+    """The `hypvl` command: in a child of the warm server where one is named ($HYPVL_WARM_SOCKET), else here."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    status = run_warm(argv)
+    return run(argv) if status is None else status
+
+
+def run(argv: list[str]) -> int:
+    """Run the `::`-separated commands of `argv` in this process."""
+    from hypvl.config import config_from_args
+    from hypvl.cpu import use_code_path
+    from hypvl.errors import InputError
+
     logging.basicConfig(level=logging.WARNING, format="%(message)s")  # other libraries: warnings and errors
     logging.getLogger("hypvl").setLevel(logging.INFO)  # ours: progress too
     parser = build_parser()
-    commands = split_commands(sys.argv[1:] if argv is None else list(argv))
+    commands = split_commands(argv)
     parsed = [parser.parse_args(command) for command in commands]  # every usage error before any work
     configured = [args for args in parsed if hasattr(args, "config_json")]
     if configured:  # the config's CPU code path, chosen before any command imports torch
@@ -74,5 +101,5 @@ def main(argv=None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # torchrun's ranks (`python -m hypvl.cli`) each run in their own process
+    sys.exit(run(sys.argv[1:]))
