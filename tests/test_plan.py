@@ -423,3 +423,15 @@ def test_every_steps_for_entry_matches_an_experiment_and_paper_scale_undoes_them
     for exp, e in experiments.items():
         schedule = resolve_schedule(e.overrides, train_section_for(exp, full["train"]))
         assert schedule.steps == e.overrides.get("steps", full["train"]["paper_steps"]), exp
+
+
+def test_a_wildcard_pattern_matches_exactly_its_ids():
+    """Plan.pattern writes ids as a trie of their shared prefixes: it matches each id and nothing else (no prefix,
+    no extension, a regex character taken literally), and nothing at all for no ids."""
+    ids = ["hyco_clip_vits_grit", "hyco_clip_vits_grit_boxes", "hyco_clip_vits", "hyco_meru_vits_grit", "a.b", "z"]
+    pattern = Plan.pattern(ids)
+    assert len(pattern) < len("|".join(ids))
+    assert all(re.fullmatch(pattern, name) for name in ids)
+    others = ["hyco", "hyco_clip_vits_gri", "hyco_clip_vits_grit_", "hyco_meru_vits", "axb", "a", "zz", ""]
+    assert not any(re.fullmatch(pattern, name) for name in others)
+    assert re.fullmatch(Plan.pattern([]), "") is None and re.fullmatch(Plan.pattern([]), "x") is None

@@ -41,7 +41,8 @@ def test_a_fine_tuning_starts_from_the_model_its_base_names_by_id_or_by_source(t
     assert plan.base_checkpoint("toy_ft") == str(tmp_path / "results" / "models" / "toy_clip" / "checkpoint.pt")
     # one model per recipe; a fine-tuning is made by the finetune rule, never the train rule
     assert plan.model_of("toy_ft_again") == "toy_ft" != plan.model_of("toy_ft_origin")
-    finetuned, trained = (set(plan.trained_by(rule).split("|")) for rule in ("finetune", "train"))
+    finetuned, trained = ({exp for exp in plan.experiments() if re.fullmatch(plan.trained_by(rule), exp)}
+                          for rule in ("finetune", "train"))
     assert finetuned == {"toy_ft", "toy_ft_origin", "toy_ft_released"} and "toy_clip" in trained
     assert not finetuned & trained and re.fullmatch(plan.trained_pattern(), "toy_ft")
     data = str(Path(plan.config["data_dir"]) / "eval" / "hierarcaps")

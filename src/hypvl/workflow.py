@@ -44,6 +44,19 @@ NO_WEIGHTS = {"local": {}, "library": {}, "standins": None}  # a config without 
 SCHEDULE_OVERRIDES = ("steps", "batch_size")  # a trained model standing in for weights from outside has only these
 
 
+def _trie_regex(node: dict) -> str:
+    """The regex of a character trie (`""` marks the end of a name): shared prefixes written once."""
+    branches = []
+    for char in sorted(node):
+        branches.append(re.escape(char) + _trie_regex(node[char]) if char else "")
+    ends = "" in branches
+    branches = [branch for branch in branches if branch]
+    if not branches:
+        return ""
+    body = branches[0] if len(branches) == 1 and not ends else f"(?:{'|'.join(branches)})"
+    return body + ("?" if ends else "")
+
+
 class Plan:
     """Targets of the workflow for one config."""
 
@@ -342,8 +355,16 @@ class Plan:
 
     @staticmethod
     def pattern(ids) -> str:
-        """Regex alternatives matching exactly `ids` (a wildcard constraint); nothing when there are none."""
-        return "|".join(map(re.escape, sorted(ids))) or "(?!)"
+        """A regex matching exactly `ids` (a wildcard constraint), as a trie of their common prefixes (Snakemake
+        compiles it into every output pattern of its rule: the train rule's 93 ids in 23 outputs took a quarter of
+        planning); nothing when there are none."""
+        trie: dict = {}
+        for name in ids:
+            node = trie
+            for char in name:
+                node = node.setdefault(char, {})
+            node[""] = {}
+        return _trie_regex(trie) if trie else "(?!)"
 
     def trained_pattern(self, trained: bool = True) -> str:
         """The experiment ids whose model a job that also evaluates it on `evaluate_with_training` makes (the train,
