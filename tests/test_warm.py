@@ -25,7 +25,8 @@ from pathlib import Path
 from hypvl import warm
 
 def run(argv):
-    Path("pid").write_text(str(os.getpid()))
+    Path("pid.tmp").write_text(str(os.getpid()))
+    os.replace("pid.tmp", "pid")  # whole, for the test polling for it
     if argv[0] == "sleep":
         time.sleep(60)
     print("out", argv, Path.cwd().name, os.environ.get("PROBE"), os.environ.get("ATEN_CPU_CAPABILITY"))
