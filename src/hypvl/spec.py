@@ -343,6 +343,15 @@ class TableSpec:
                      for name, experiment in readings.items()})
         return rows
 
+    def beside(self, row: str) -> str:
+        """What a compared row is beside its printed row: "" for the printed row itself, `released` for its released
+        checkpoint, `reading <name>` for another reading of it."""
+        printed = self.compared_rows()[row][0]
+        if row == printed:
+            return ""
+        other = row.removeprefix(printed + ROW_MARK)
+        return other if row == printed + RELEASED_ROW else f"reading {other}"
+
     def experiments(self) -> list[str]:
         """The experiments of the printed rows and of the columns that name one (not the released checkpoints),
         each once, in printed order."""

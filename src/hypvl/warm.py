@@ -139,8 +139,7 @@ def _child(connection: socket.socket, run, keep: dict[str, str]) -> None:
         for number in (signal.SIGTERM, *FORWARDED):
             signal.signal(number, signal.SIG_DFL)
         request, fds = _receive(connection)
-        commands = [request["argv"][0], *(request["argv"][i + 1] for i, arg in enumerate(request["argv"][:-1])
-                                          if arg == "::")] if request["argv"] else []
+        commands = [part.split()[0] for part in " ".join(request["argv"]).split(" :: ") if part.strip()]
         print(f"{os.getpid()}: hypvl {' :: '.join(commands)}", file=sys.stderr, flush=True)  # the server's log
         for target, fd in enumerate(fds):
             os.dup2(fd, target)

@@ -20,7 +20,7 @@ from hypvl.replication.compare import (
 from hypvl.replication.coverage import REASONS
 from hypvl.replication.markdown import escape
 from hypvl.replication.markdown import table as markdown_table
-from hypvl.spec import RELEASED_ROW, ROW_MARK, Column, External, PaperSpec, common_metric, term_label
+from hypvl.spec import Column, External, PaperSpec, common_metric, term_label
 
 SMOKE_BANNER = "SMOKE SCALE: synthetic world, tiny models; numbers are not comparable to the paper"
 SUMMARY_PREFIX = "**Summary**"
@@ -70,12 +70,9 @@ def outside_mark(spec: PaperSpec, experiment, scale: str, also: str = "") -> str
 def marked_rows(spec: PaperSpec, table_name: str, scale: str) -> dict[str, tuple[str, str]]:
     """Compared row id (released checkpoints' and other readings' rows too) -> (the printed row it reports, its
     `outside_mark`)."""
-    marked = {}
-    for row, (printed, experiment) in spec.table(table_name).compared_rows().items():
-        other = row.removeprefix(printed + ROW_MARK) if row != printed else ""
-        also = other if other in ("", RELEASED_ROW.removeprefix(ROW_MARK)) else f"reading {other}"
-        marked[row] = (printed, outside_mark(spec, experiment, scale, also))
-    return marked
+    table = spec.table(table_name)
+    return {row: (printed, outside_mark(spec, experiment, scale, table.beside(row)))
+            for row, (printed, experiment) in table.compared_rows().items()}
 
 
 def compared_labels(spec: PaperSpec, table_name: str, expected: ExpectedTable, scale: str) -> dict[str, str]:
@@ -186,13 +183,13 @@ def _mapping_sections(spec: PaperSpec, table_name: str, frame: pd.DataFrame, lab
     table = spec.table(table_name)
     lines = ["## Rows", ""]
     body = []
-    for row, (_, target) in table.compared_rows().items():
+    for row, (printed, target) in table.compared_rows().items():
         hashes = " ".join(f"`{code}`" for code in split_joined(frame.loc[frame["row"] == row, "config_hash"]))
         if isinstance(target, External):
             body.append([f"`{row}`", escape(labels[row]), f"external: {escape(target.reason)}", "–", ""])
         else:
             note = escape(spec.experiments[target].note)
-            renames = table.row_tasks.get(table.compared_rows()[row][0], {})
+            renames = table.row_tasks.get(printed, {})
             scored = "".join(f", `{task}` read as `{other}`" for task, other in renames.items())
             body.append([f"`{row}`", escape(labels[row]), f"`{target}`{scored}", hashes or "–", note])
     lines += markdown_table(["row", "printed", "experiment", "config hashes", "note"], body)
