@@ -33,6 +33,7 @@ from hypvl.provenance import file_digest
 from hypvl.yaml_text import safe_load
 
 from .formats.common import escapes_root
+from .mirror import Mirror
 
 log = logging.getLogger(__name__)
 
@@ -317,8 +318,10 @@ def _say_how_verified(path, item, recorded_before: bool, dest) -> None:
                  dest / CHECKSUM_RECORD)
 
 
-def fetch(name, dest, opener=urllib.request.urlopen, sources=None, retries=2, hub_download=None, hub_resolve=None):
-    """Acquire dataset `name` of the manifest into folder `dest`; return the fetched paths.
+def fetch(name, dest, opener=urllib.request.urlopen, sources=None, retries=2, hub_download=None, hub_resolve=None,
+          mirror: Mirror | None = None):
+    """Acquire dataset `name` of the manifest into folder `dest` (from the internet, or from `mirror`, a
+    `hypvl.data.mirror.Mirror`); return the fetched paths.
 
     Manual datasets return their expected files if all exist under `dest`, else raise
     ManualStepRequired with the instructions. Files without a published checksum get theirs
@@ -343,13 +346,15 @@ def fetch(name, dest, opener=urllib.request.urlopen, sources=None, retries=2, hu
             else:
                 log.warning("%s: left by the manual step; no published checksum (unverified)", path)
         return [dest / item["path"] for item in expected]
+    if mirror is not None:
+        opener, hub_download, hub_resolve = urllib.request.urlopen, mirror.download, mirror.resolve
     recorded = read_checksum_record(dest)
     paths = []
     for item in entry.get("files", []):
         relative = item["path"]
         path = dest / relative
-        digest = fetch_file(item["url"], path, item["sha256"] or recorded.get(relative),
-                            item.get("md5"), opener, retries)
+        url = item["url"] if mirror is None else mirror.url(item["url"])
+        digest = fetch_file(url, path, item["sha256"] or recorded.get(relative), item.get("md5"), opener, retries)
         if not item["sha256"] and relative not in recorded:  # an md5 alone was verified: recorded without a word
             (_write_record if item.get("md5") else _record_checksum)(dest, relative, digest)
         _say_how_verified(path, item, relative in recorded, dest)
@@ -389,7 +394,7 @@ def _run_fetch(args):
             print(f"{name}\t{trust(entry)}\t{entry.get('description', '')}")
         return 0
     try:
-        paths = fetch(args.name, args.dest, sources=sources)
+        paths = fetch(args.name, args.dest, sources=sources, mirror=Mirror.at(args.mirror))
     except ManualStepRequired as error:
         log.error("%s", error)
         return 2
@@ -417,6 +422,9 @@ def add_commands(subparsers):
     parser.add_argument("--dest", help="folder to fetch into")
     parser.add_argument("--sources", default=SOURCES_PATH, help="manifest (default: built-in)")
     parser.add_argument("--list", action="store_true", help="list the manifest's datasets")
+    parser.add_argument("--mirror", help="fetch from this local mirror (a folder or file:// URL: each URL's file at "
+                                         "<host>/<path>, Hub repositories in a Hub cache under hub/) instead of the "
+                                         "internet")
     parser.add_argument("--ready", nargs="+", default=[], metavar="PATH",
                         help="paths the readers need once fetched (one missing: the dataset's prepare step is due)")
     parser.add_argument("--out", help="JSON written once the fetch is done and every --ready path exists")

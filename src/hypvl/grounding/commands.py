@@ -26,6 +26,8 @@ from hypvl.data.formats.images import CorruptImage, decode_image, encode_image
 from hypvl.data.formats.oracle_regions import ORACLE_REGIONS, read_oracle_regions
 from hypvl.data.formats.redcaps import iter_redcaps
 from hypvl.data.formats.yfcc import iter_yfcc
+from hypvl.data.mirror import Mirror
+from hypvl.devices import select_device
 from hypvl.errors import InputError
 from hypvl.grounding.filters import BoxFilter
 from hypvl.grounding.pipeline import OracleBoxes, grit_record, ground
@@ -73,13 +75,15 @@ def grounded_records(samples, source: str) -> Iterator[GroundedRecord]:
                              sample.get("subreddit"))
 
 
-def box_source_for(fmt: str, detector: str, device: str = "cpu", revision: str | None = None):
-    """OracleBoxes for GRIT (its own spans) or `detector: oracle`; else the transformers detector (at `revision`)."""
+def box_source_for(fmt: str, detector: str, device: str = "cpu", revision: str | None = None,
+                   hub_cache: Path | None = None):
+    """OracleBoxes for GRIT (its own spans) or `detector: oracle`; else the transformers detector (at `revision`; from
+    the Hub cache `hub_cache` alone where given, e.g. a mirror's)."""
     if fmt == "grit" or detector == "oracle":
         return OracleBoxes()
     from hypvl.grounding.detector import PhraseGroundingDetector
 
-    return PhraseGroundingDetector.from_pretrained(detector, device, revision=revision)
+    return PhraseGroundingDetector.from_pretrained(detector, device, revision=revision, hub_cache=hub_cache)
 
 
 def ground_corpus(raw_folder: Path, fmt: str, out_folder: Path, prefix: str, extractor, box_source,
@@ -109,8 +113,10 @@ def _ground(args) -> None:
     raw, out = settings["raw"][args.corpus], data_dir / config["corpora"][args.corpus]
     start = time.perf_counter()
     extractor = PhraseExtractor(config["spacy_model"])
-    box_source = box_source_for(raw["format"], settings["detector"], args.device or settings["device"],
-                                settings.get("detector_revision"))
+    mirror = Mirror.at(config["fetch"]["mirror"])
+    device = select_device(args.device or settings["device"]).type
+    box_source = box_source_for(raw["format"], settings["detector"], device,
+                                settings.get("detector_revision"), None if mirror is None else mirror.hub)
     loaded = time.perf_counter()
     box_filter = BoxFilter(settings["min_box_side"], settings["box_threshold"])
     result = ground_corpus(data_dir / raw["path"], raw["format"], out, args.corpus, extractor, box_source,

@@ -43,15 +43,16 @@ class PhraseGroundingDetector:
         self.pads_to_square = model_type == "owlv2"
 
     @classmethod
-    def from_pretrained(cls, model_id, device="cpu", batch_size=8, revision=None):
+    def from_pretrained(cls, model_id, device="cpu", batch_size=8, revision=None, hub_cache=None):
         """Load model and processor by Hub id (at `revision`, a commit where pinned) or local path
-        (HF_HUB_OFFLINE=1 uses the cache). A Hub id without a revision follows the default branch: said in a
-        warning; the commit loaded is `commit` either way."""
+        (HF_HUB_OFFLINE=1 uses the cache; `hub_cache`: only that Hub cache, e.g. a mirror's). A Hub id without a
+        revision follows the default branch: said in a warning; the commit loaded is `commit` either way."""
         from transformers import AutoModelForZeroShotObjectDetection, AutoProcessor
 
+        where = {} if hub_cache is None else {"cache_dir": str(hub_cache), "local_files_only": True}
         try:
-            processor = AutoProcessor.from_pretrained(model_id, revision=revision)
-            model = AutoModelForZeroShotObjectDetection.from_pretrained(model_id, revision=revision)
+            processor = AutoProcessor.from_pretrained(model_id, revision=revision, **where)
+            model = AutoModelForZeroShotObjectDetection.from_pretrained(model_id, revision=revision, **where)
         except OSError as error:
             raise InputError(f"detector {model_id!r} could not be loaded: {error}") from error
         detector = cls(model, processor, device, batch_size)
@@ -121,32 +122,36 @@ def char_level_clip_tokenizer(max_length=32):
     return CLIPTokenizer(vocab=vocab, merges=[], model_max_length=max_length)
 
 
+def random_owlv2(text: dict, vision: dict, projection_dim: int, tokenizer, seed=0):
+    """A randomly initialised OWLv2 (towers as `text` and `vision` config dicts, the image size in `vision`) and its
+    processor around `tokenizer`; built offline. Default-initialised heads saturate (boxes collapse to zero size,
+    scores to 1); small head weights leave boxes near OWLv2's per-patch anchor boxes and scores near
+    sigmoid(cosine similarity), spread around the 0.65 threshold."""
+    from transformers import (Owlv2Config, Owlv2ForObjectDetection, Owlv2ImageProcessor,
+                              Owlv2Processor)
+
+    config = Owlv2Config(
+        text_config=dict(text, vocab_size=len(tokenizer), bos_token_id=tokenizer.bos_token_id,
+                         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id),
+        vision_config=vision, projection_dim=projection_dim)
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        model = Owlv2ForObjectDetection(config)
+        for head in (model.class_head, model.box_head):
+            for parameter in head.parameters():
+                torch.nn.init.normal_(parameter, std=0.02)
+    size = vision["image_size"]
+    processor = Owlv2Processor(image_processor=Owlv2ImageProcessor(size={"height": size, "width": size}),
+                               tokenizer=tokenizer)
+    return model, processor
+
+
 def random_owlv2_detector(seed=0, image_size=64, width=32, max_text_length=32, device="cpu"):
     """A randomly initialised, tiny OWLv2 (1 layer per tower, `width` hidden units, patch 16,
     `image_size` input) with the char-level tokenizer and an OWLv2 image processor; built
     offline, for tests and benchmarks."""
-    from transformers import (Owlv2Config, Owlv2ForObjectDetection, Owlv2ImageProcessor,
-                              Owlv2Processor)
-
-    tokenizer = char_level_clip_tokenizer(max_text_length)
-    tower = dict(hidden_size=width, intermediate_size=2 * width, num_hidden_layers=1,
-                 num_attention_heads=2)
-    config = Owlv2Config(
-        text_config=dict(tower, vocab_size=len(tokenizer), max_position_embeddings=max_text_length,
-                         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-                         pad_token_id=tokenizer.pad_token_id),
-        vision_config=dict(tower, image_size=image_size, patch_size=16),
-        projection_dim=width)
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
-        model = Owlv2ForObjectDetection(config)
-        # Default-initialised heads saturate (boxes collapse to zero size, scores to 1); small
-        # head weights leave boxes near OWLv2's per-patch anchor boxes and scores near
-        # sigmoid(cosine similarity), spread around the 0.65 threshold.
-        for head in (model.class_head, model.box_head):
-            for parameter in head.parameters():
-                torch.nn.init.normal_(parameter, std=0.02)
-    processor = Owlv2Processor(
-        image_processor=Owlv2ImageProcessor(size={"height": image_size, "width": image_size}),
-        tokenizer=tokenizer)
+    tower = dict(hidden_size=width, intermediate_size=2 * width, num_hidden_layers=1, num_attention_heads=2)
+    model, processor = random_owlv2(dict(tower, max_position_embeddings=max_text_length),
+                                    dict(tower, image_size=image_size, patch_size=16), width,
+                                    char_level_clip_tokenizer(max_text_length), seed)
     return PhraseGroundingDetector(model, processor, device)

@@ -1,0 +1,57 @@
+"""`hypvl pilot-world`: write the pilot world (config `pilot_world`) into the mirror of config `fetch.mirror`, and
+what a human's manual and prepare steps leave into the dataset folders of config `acquire`; then the pilot's data
+manifest (config `fetch.sources`)."""
+
+import json
+import logging
+import time
+from pathlib import Path
+
+from hypvl.config import add_config_arguments, config_from_args
+from hypvl.errors import InputError
+from hypvl.io import atomic_write
+
+log = logging.getLogger(__name__)
+MARKER = "pilot_world.json"  # in the mirror, once the world is complete
+
+
+def write_pilot_world(config: dict) -> dict:
+    """Write the pilot world of `config`; returns its summary (also written to <mirror>/pilot_world.json)."""
+    from hypvl.data.acquire import load_sources
+    from hypvl.data.mirror import Mirror
+
+    from . import classification, corpora
+    from .manifest import write_manifest
+    from .world import PilotSettings, PilotWorld
+
+    if config.get("pilot_world") is None or not config["fetch"]["mirror"] or not config["fetch"]["sources"]:
+        raise InputError("config: the pilot world needs `pilot_world`, `fetch.mirror` and `fetch.sources` "
+                         "(workflows/config/pilot.yaml sets them)")
+    root = Path(config["fetch"]["mirror"])
+    root.mkdir(parents=True, exist_ok=True)
+    world = PilotWorld(PilotSettings(**config["pilot_world"]), Path(config["data_dir"]), Mirror(root),
+                       config["acquire"], load_sources())
+    start = time.perf_counter()
+    written = {"classification": classification.write_classification_sets(world, config["eval"]["classification_split"]),
+               "grit": [str(p) for p in corpora.write_grit(world)],
+               "redcaps": [str(p) for p in corpora.write_redcaps(world)]}
+    write_manifest(Path(config["fetch"]["sources"]), world.sources, world.served)
+    summary = {"settings": world.settings.as_dict(), "written": written, "served": sorted(world.served),
+               "seconds": round(time.perf_counter() - start, 1)}
+    with atomic_write(root / MARKER) as handle:
+        json.dump(summary, handle, indent=1)
+    return summary
+
+
+def _pilot_world(args) -> None:
+    summary = write_pilot_world(config_from_args(args))
+    log.info("pilot world: %d classification sets, corpora grit and redcaps, %d files served (%.1f s)",
+             len(summary["written"]["classification"]), len(summary["served"]), summary["seconds"])
+
+
+def add_commands(subparsers) -> None:
+    """Register `pilot-world`."""
+    parser = subparsers.add_parser("pilot-world", help="write the pilot world: a local mirror of the downloads and "
+                                                       "what the manual and prepare steps leave")
+    add_config_arguments(parser)
+    parser.set_defaults(func=_pilot_world)

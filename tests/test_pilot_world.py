@@ -1,0 +1,92 @@
+"""The pilot world (hypvl.data.pilot): written in the layouts paper-scale acquisition leaves, fetched from its mirror
+through the real acquisition code, and read by the paper-scale readers."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from hypvl.config import load_config
+from hypvl.data.acquire import SOURCES_PATH, fetch, load_sources
+from hypvl.data.catalog import dataset_names, load_dataset_info
+from hypvl.data.formats.clip_benchmark_wds import iter_clip_benchmark_samples, read_classnames
+from hypvl.data.formats.grit import iter_grit
+from hypvl.data.formats.imagefolder import read_imagefolder
+from hypvl.data.formats.redcaps import iter_redcaps
+from hypvl.data.mirror import Mirror
+from hypvl.data.pilot.commands import write_pilot_world
+from hypvl.data.pilot.manifest import PILOT_SOURCE
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG = [ROOT / "workflows/config/full.yaml", ROOT / "workflows/config/pilot.yaml"]
+CORPORA = ("grit", "redcaps")
+
+
+@pytest.fixture(scope="module")
+def pilot(tmp_path_factory):
+    """A small pilot world, and every dataset it holds acquired from its mirror with its manifest."""
+    root = tmp_path_factory.mktemp("pilot")
+    config = load_config(CONFIG)
+    config["data_dir"] = str(root / "data")
+    config["fetch"] = {"mirror": str(root / "mirror"), "sources": str(root / "mirror" / "sources.yaml"),
+                       "weights": None}
+    config["pilot_world"].update(classes=3, images_per_class=2, grit_samples=5, redcaps_samples=3, shard_size=2)
+    summary = write_pilot_world(config)
+    sources = load_sources(config["fetch"]["sources"])
+    for name in [*dataset_names(), *CORPORA]:
+        fetch(name, Path(config["data_dir"]) / config["acquire"][name], sources=sources,
+              mirror=Mirror.at(config["fetch"]["mirror"]))
+    return config, summary
+
+
+def dest(config, name: str) -> Path:
+    return Path(config["data_dir"]) / config["acquire"][name]
+
+
+def test_every_classification_set_is_read_in_its_catalog_layout(pilot):
+    config, _ = pilot
+    split = config["eval"]["classification_split"]
+    for name in dataset_names():
+        info, folder = load_dataset_info(name), dest(config, name)
+        if info.layout == "clip_benchmark_wds":
+            labels = [sample.label for sample in iter_clip_benchmark_samples(folder, split)]
+            assert read_classnames(folder) == info.class_names, name
+        else:
+            dataset = read_imagefolder(folder, split)
+            labels = [label for _, label in dataset.samples]
+            if name == "imagenet":  # WordNet ids, in label order
+                assert dataset.class_dirs == sorted(dataset.class_dirs) and dataset.class_dirs[0] == "n01440764"
+        assert sorted(labels) == [label for label in range(min(3, info.num_classes)) for _ in range(2)], name
+
+
+def test_the_raw_corpora_are_read_where_the_prepare_steps_leave_them(pilot):
+    config, _ = pilot
+    grit = list(iter_grit(Path(config["data_dir"]) / config["grounding"]["raw"]["grit"]["path"]))
+    redcaps = list(iter_redcaps(Path(config["data_dir"]) / config["grounding"]["raw"]["redcaps"]["path"]))
+    assert len(grit) == 5 and all(sample.noun_chunks for sample in grit)
+    assert len(redcaps) == 3 and all(sample.subreddit for sample in redcaps)
+    assert (dest(config, "grit") / "metadata" / "grit-20m" / "coyo_0_snappy.parquet").is_file()
+    assert (dest(config, "redcaps") / "annotations").is_dir()
+
+
+def test_the_pilot_manifest_is_the_real_one_but_for_the_digests_of_its_stand_ins(pilot):
+    config, summary = pilot
+    real, derived = load_sources(SOURCES_PATH), load_sources(config["fetch"]["sources"])
+    assert real.keys() == derived.keys()
+    changed = 0
+    for name, entry in real.items():
+        items = entry.get("files", []) + [item for item in entry.get("expected", []) if isinstance(item, dict)]
+        others = derived[name].get("files", []) + [i for i in derived[name].get("expected", []) if isinstance(i, dict)]
+        for item, other in zip(items, others):
+            key = item.get("url", f"{name}:{item.get('path')}")
+            restamped = bool(item.get("sha256") or item.get("md5")) and key in summary["served"]
+            changed += restamped
+            assert {k: v for k, v in other.items() if k not in ("sha256", "md5", "checksum_source")} == \
+                {k: v for k, v in item.items() if k not in ("sha256", "md5", "checksum_source")}
+            assert (other == item) != restamped
+            if restamped:
+                assert other["checksum_source"].startswith(PILOT_SOURCE)
+        assert {k: v for k, v in derived[name].items() if k not in ("files", "expected")} == \
+            {k: v for k, v in entry.items() if k not in ("files", "expected")}
+    assert changed >= 6  # ImageNet's two archives, CUB, SUN397 (2), CLEVR, RedCaps: published digests replaced
+    yaml.safe_load(Path(config["fetch"]["sources"]).read_text())
