@@ -157,12 +157,12 @@ def test_every_path_a_paper_scale_step_reads_is_acquired():
     corpus lies in the folder of one acquisition (whose job then checks that it is there)."""
     plan = Plan(load_config([FULL]))
     assert set(plan.config["acquire"]) <= set(load_sources())
-    needed = {path for group in plan.groups for path in plan.group_data(group)}
-    needed |= {plan.raw_corpus_path(corpus) for corpus in plan.config["grounding"]["raw"]}
+    needed = {path for group in plan.groups for path in plan.data.group_data(group)}
+    needed |= {plan.data.raw_corpus_path(corpus) for corpus in plan.config["grounding"]["raw"]}
     assert len(needed) > 30
     for path in needed:
-        assert len(plan.acquisitions([path])) == 1, path
-    ready = {path for dataset in plan.config["acquire"] for path in plan.acquisition_ready(dataset)}
+        assert len(plan.data.acquisitions([path])) == 1, path
+    ready = {path for dataset in plan.config["acquire"] for path in plan.data.acquisition_ready(dataset)}
     assert ready == needed
 
 

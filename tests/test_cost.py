@@ -70,9 +70,9 @@ def test_memory_alone_picks_the_papers_hardware():
     4096 and fits on 8 at 2048; HyCoCLIP App. B trains at batch 768 on 4 A100 (which 2 A100 of 80 GB could not
     hold: a box image and text per sample double the activations)."""
     v100 = plan_with(V100)
-    assert v100.train_job("meru_clip_vits").gpus == 8
-    assert v100.train_job("meru_clip_vits_yfcc_bs4096").gpus == 16
-    assert plan_with(A100).train_job("hyco_hycoclip_vitb_grit").gpus == 4
+    assert v100.training.job("meru_clip_vits").gpus == 8
+    assert v100.training.job("meru_clip_vits_yfcc_bs4096").gpus == 16
+    assert plan_with(A100).training.job("hyco_hycoclip_vitb_grit").gpus == 4
 
 
 @pytest.mark.parametrize("plan_gpu, experiment, gpus, hours", [
@@ -84,7 +84,7 @@ def test_memory_alone_picks_the_papers_hardware():
 def test_runtime_request_covers_the_papers_hours(plan_gpu, experiment, gpus, hours):
     """The runtime asked for is at least what the paper's run took on the same GPUs, and not wildly more (the
     FLOP count charges HyCoCLIP's box encodings in full; its measured overhead is 73/45 = 1.6x, ours 2x)."""
-    minutes = runtime_minutes(Plan(FULL).training_run(experiment), gpus, plan_gpu, FULL["resources"]["runtime_margin"])
+    minutes = runtime_minutes(Plan(FULL).training.run(experiment), gpus, plan_gpu, FULL["resources"]["runtime_margin"])
     assert hours * 60 <= minutes <= 1.75 * hours * 60
 
 
@@ -94,17 +94,17 @@ def test_a_vit_l_meru_run_asks_for_one_full_node():
     (512 samples each) cannot hold; 6 * (302M * 197 + 37.7M * 77) FLOPs * 2048 * 120k over 8 x 312 TFLOPS x 0.22,
     times 1.25, is 3491 minutes (58 h, within the 72 h limit); 8 GPUs take 8 x 8 cores and 8 x 64 GB."""
     plan = Plan(FULL)
-    run = plan.training_run("meru_meru_vitl")
+    run = plan.training.run("meru_meru_vitl")
     assert run.gpu_bytes(8) <= 0.9 * 80 * 2**30 < run.gpu_bytes(4)
     flops = 6 * (12 * 24 * 1024**2 * 197 + 12 * 12 * 512**2 * 77) * 2048 * 120_000
     assert run.flops == flops
-    job = plan.train_job("meru_meru_vitl")
+    job = plan.training.job("meru_meru_vitl")
     assert (job.gpus, job.nodes, job.threads, job.mem_mb) == (8, 1, 64, 512_000)
     assert job.runtime == math.ceil(flops / (8 * 312e12 * 0.22) * 1.25 / 60) == 3491
-    assert plan.train_resources("meru_meru_vitl") == {
+    assert plan.training.resources("meru_meru_vitl") == {
         "gpu": 8, "gres": None, "nodes": 1, "mem_mb": 512_000, "runtime": 3491, "cpus_per_task": 64, "mpi": None,
         "tasks": None, "tasks_per_gpu": None}
-    assert plan.train_launcher("meru_meru_vitl", 2) == (
+    assert plan.training.launcher("meru_meru_vitl", 2) == (
         "torchrun --standalone --nproc-per-node 8 -m hypvl.cli train --threads 8")
 
 
@@ -112,21 +112,21 @@ def test_longer_runs_take_more_gpus_or_continue_in_further_jobs():
     """Within max_runtime the GPU count grows past what memory needs (HyCoCLIP ViT-B: 4 -> 8 GPUs for a 72 h
     limit); where even every GPU allowed is too slow, the job asks for the limit and the run continues from its
     checkpoint in further attempts (the train rule's retries)."""
-    assert plan_with(A100, 4320).train_job("hyco_hycoclip_vitb_grit").gpus == 8
+    assert plan_with(A100, 4320).training.job("hyco_hycoclip_vitb_grit").gpus == 8
     slow = plan_with({**A100, "max_nodes": 1, "per_node": 2}, 1440)
-    job = slow.train_job("hyco_hycoclip_vitb_grit")
+    job = slow.training.job("hyco_hycoclip_vitb_grit")
     assert (job.gpus, job.runtime) == (2, 1440) and job.needed > 1440
-    assert job.attempts == math.ceil(job.needed / 1440) and slow.train_retries() >= job.attempts - 1
+    assert job.attempts == math.ceil(job.needed / 1440) and slow.training.retries() >= job.attempts - 1
 
 
 def test_a_run_over_several_nodes_starts_one_torchrun_per_node():
     plan = plan_with({**A100, "per_node": 4}, 4320)
-    job = plan.train_job("meru_meru_vitl")
+    job = plan.training.job("meru_meru_vitl")
     assert (job.gpus, job.nodes, job.gpus_per_node) == (8, 2, 4)
-    resources = plan.train_resources("meru_meru_vitl")
+    resources = plan.training.resources("meru_meru_vitl")
     assert resources["gpu"] is None and resources["gres"] == "gpu:4" and resources["nodes"] == 2
     assert resources["mpi"] == "srun" and resources["tasks"] == 2 and resources["tasks_per_gpu"] == 0
-    launch = plan.train_launcher("meru_meru_vitl", 2)
+    launch = plan.training.launcher("meru_meru_vitl", 2)
     assert launch.startswith("srun --nodes 2 --ntasks-per-node 1 ")
     assert " torchrun --nnodes 2 --nproc-per-node 4 --rdzv-backend c10d " in launch
     assert launch.endswith("-m hypvl.cli train --threads 8")
@@ -134,6 +134,6 @@ def test_a_run_over_several_nodes_starts_one_torchrun_per_node():
 
 def test_smoke_training_stays_one_cpu_process():
     plan = Plan(load_config())
-    assert plan.train_job("hyco_clip_vits_grit") is None and plan.train_retries() == 0
-    assert plan.train_launcher("hyco_clip_vits_grit", 1) == "hypvl train --threads 1"
-    assert plan.train_resources("hyco_clip_vits_grit") == {"gpu": None, "mem_mb": 2000, "runtime": 30}
+    assert plan.training.job("hyco_clip_vits_grit") is None and plan.training.retries() == 0
+    assert plan.training.launcher("hyco_clip_vits_grit", 1) == "hypvl train --threads 1"
+    assert plan.training.resources("hyco_clip_vits_grit") == {"gpu": None, "mem_mb": 2000, "runtime": 30}

@@ -103,7 +103,7 @@ def kinds(frame) -> dict[str, tuple[str, ...]]:
 def test_each_missing_cell_has_the_plans_reason(toy):
     config, metrics = toy
     plan = Plan(load_config([config]))
-    assert plan.blockers("cov", "table1") == Blockers(
+    assert plan.reports.blockers("cov", "table1") == Blockers(
         {"cov_released": NEEDS_WEIGHTS, "cov_start": NEEDS_WEIGHTS, "cov_unbuilt": NOT_BUILT,
          "cov_unread": NOT_BUILT, "cov_nodata": NEEDS_DATA, "cov_beside": NEEDS_WEIGHTS}, {})
     frame = coverage_frames(plan, metrics)[("cov", "table1")]
@@ -177,7 +177,7 @@ def test_no_cell_of_the_four_built_papers_is_not_built_and_every_trained_experim
         spec = plan.specs[paper]
         assert all(plan.runnable(exp) for exp, e in spec.experiments.items() if e.source == "train"), paper
         for table in spec.tables:
-            assert NOT_BUILT not in plan.blockers(paper, table).experiments.values(), (paper, table)
+            assert NOT_BUILT not in plan.reports.blockers(paper, table).experiments.values(), (paper, table)
 
 
 def test_the_coverage_job_plans_with_the_workflows_whole_config(toy):

@@ -89,7 +89,12 @@ def test_an_upward_import_is_caught(tmp_path, monkeypatch):
     assert [line.split(": ", 1)[1] for line in upward_imports()] == ["data (layer 5) imports train (layer 10)"]
 
 
-@pytest.mark.parametrize("module", ["hypvl.workflow", "hypvl.tasks", "hypvl.config", "hypvl.spec"])
+# the plan and each of its stage modules (hypvl.workflow), and what planning reads
+PLANNING = ["hypvl.workflow", *(f"hypvl.workflow.{path.stem}" for path in sorted((SRC / "workflow").glob("*.py"))
+                                if path.stem != "__init__"), "hypvl.tasks", "hypvl.config", "hypvl.spec"]
+
+
+@pytest.mark.parametrize("module", PLANNING)
 def test_planning_imports_no_torch(module):
     """Nor the numerical stack (every `snakemake` call plans: scipy.ndimage alone took 0.47 s of 1.06 s)."""
     heavy = ('torch', 'timm', 'open_clip', 'numpy', 'scipy')

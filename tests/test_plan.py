@@ -71,29 +71,30 @@ def test_plan_skips_unrunnable_experiments(toy_plan):
     plan, tmp_path = toy_plan
     metrics = tmp_path / "results" / "metrics"
     assert plan.runnable("toy_clip") and plan.runnable("toy_curv") and plan.runnable("toy_width")
-    assert plan.init_checkpoint("toy_width") == [str(tmp_path / "results" / "models" / "toy_curv" / "checkpoint.pt")]
+    start = tmp_path / "results" / "models" / "toy_curv" / "checkpoint.pt"
+    assert plan.training.init_checkpoint("toy_width") == [str(start)]
     unrunnable = ("toy_released", "toy_unbuilt", "toy_yfcc", "toy_unread", "toy_width_of_released")
     assert not any(plan.runnable(exp) for exp in unrunnable)
     wanted = sorted(str(metrics / "toy_clip" / f"{task}.json") for task in ("hier_imagenet", "zs_cifar10", "zs_dtd"))
-    assert plan.table_inputs("toy", "table1") == wanted
-    assert plan.row_inputs("toy", "table1", "x") == wanted
-    assert plan.row_inputs("toy", "table1", "y") == [] == plan.row_inputs("toy", "table1", "z")
+    assert plan.reports.table_inputs("toy", "table1") == wanted
+    assert plan.reports.row_inputs("toy", "table1", "x") == wanted
+    assert plan.reports.row_inputs("toy", "table1", "y") == [] == plan.reports.row_inputs("toy", "table1", "z")
     with pytest.raises(ValueError, match="no row 'w'"):
-        plan.row_inputs("toy", "table1", "w")
+        plan.reports.row_inputs("toy", "table1", "w")
 
 
 def test_regression_checks_every_table_input_and_the_runnable_extras(toy_plan):
     plan, tmp_path = toy_plan
     plan.config["regression_extras"] = {"toy_clip": ["stats", "hierarchy"], "toy_released": ["stats"]}
     extra = str(tmp_path / "results" / "metrics" / "toy_clip" / "stats_radius.json")
-    assert plan.metric_files() == sorted([*plan.table_inputs("toy", "table1"), extra])
+    assert plan.reports.metric_files() == sorted([*plan.reports.table_inputs("toy", "table1"), extra])
 
 
 def test_claims_read_every_compare_csv_and_spec(toy_plan):
     plan, tmp_path = toy_plan
-    assert plan.compare_csvs() == [str(tmp_path / "results" / "tables" / "toy" / "table1.csv")]
-    assert plan.spec_files() == [str(tmp_path / "replication" / "toy.yaml")]
-    assert plan.report_targets() == [str(tmp_path / "reports" / "toy" / "table1.md")]
+    assert plan.reports.compare_csvs() == [str(tmp_path / "results" / "tables" / "toy" / "table1.csv")]
+    assert plan.reports.spec_files() == [str(tmp_path / "replication" / "toy.yaml")]
+    assert plan.reports.targets() == [str(tmp_path / "reports" / "toy" / "table1.md")]
 
 
 def dry_run(target: str, tmp_path) -> dict[str, int]:
@@ -209,10 +210,10 @@ def test_a_row_target_plans_only_that_rows_jobs(tmp_path):
 def test_training_priority_orders_the_flagship_models_by_their_cost():
     """The train rule's priority: HyCoCLIP (two encodings per sample) above CLIP/MERU, ViT-B above ViT-S."""
     plan = Plan(load_config())
-    cost = {exp: plan.train_cost(exp) for exp in ("hyco_hycoclip_vitb_grit", "hyco_hycoclip_vits_grit",
+    cost = {exp: plan.training.cost(exp) for exp in ("hyco_hycoclip_vitb_grit", "hyco_hycoclip_vits_grit",
                                                   "hyco_clip_vitb_grit", "hyco_clip_vits_grit")}
     assert list(cost) == sorted(cost, key=cost.get, reverse=True)
-    assert plan.train_cost("hyco_meru_vits_grit_boxes") == cost["hyco_clip_vits_grit"]  # same batch, same towers
+    assert plan.training.cost("hyco_meru_vits_grit_boxes") == cost["hyco_clip_vits_grit"]  # same batch, same towers
 
 
 def test_unknown_task_groups_in_the_config_are_named(tmp_path):
@@ -225,18 +226,18 @@ def test_unknown_task_groups_in_the_config_are_named(tmp_path):
 
 def test_the_linear_probe_waits_for_the_probe_step_on_the_smoke_worlds_sources():
     plan, full = Plan(load_config()), Plan(load_config([REPO / "workflows" / "config" / "full.yaml"]))
-    assert plan.probe_datasets() == probe_source_sets()  # the smoke world writes what the probe step reads
+    assert plan.data.probe_datasets() == probe_source_sets()  # the smoke world writes what the probe step reads
     data = Path(plan.config["data_dir"])
-    assert plan.probe_inputs(["linprobe"]) == [str(data / "eval" / "linear_probe" / name)
-                                                    for name in plan.probe_datasets()]
-    assert plan.probe_source("clevr") == str(data / "eval" / "probe_sources" / "clevr")
-    assert plan.probe_inputs(["zeroshot", "retrieval"]) == plan.probe_inputs(plan.with_training) == []
-    assert plan.probe_splits_options() == ["--scaled-source"] and full.probe_splits_options() == []
-    assert full.probe_folder("eurosat") == str(Path(full.config["data_dir"]) / "eval" / "linear_probe" / "eurosat")
-    assert plan.probe_source_inputs("dtd") == [plan.probe_source("dtd")]  # synthesize_evaluation's output
-    assert full.probe_source_inputs("dtd") == []  # the user's folder, checked by the job: no acquisition holds it
+    assert plan.data.probe_inputs(["linprobe"]) == [str(data / "eval" / "linear_probe" / name)
+                                                    for name in plan.data.probe_datasets()]
+    assert plan.data.probe_source("clevr") == str(data / "eval" / "probe_sources" / "clevr")
+    assert plan.data.probe_inputs(["zeroshot", "retrieval"]) == plan.data.probe_inputs(plan.with_training) == []
+    assert plan.data.probe_splits_options() == ["--scaled-source"] and full.data.probe_splits_options() == []
+    assert full.data.probe_folder("eurosat") == str(Path(full.config["data_dir"]) / "eval" / "linear_probe" / "eurosat")
+    assert plan.data.probe_source_inputs("dtd") == [plan.data.probe_source("dtd")]  # synthesize_evaluation's output
+    assert full.data.probe_source_inputs("dtd") == []  # the user's folder, checked by the job: no acquisition holds it
     held = Plan({**full.config, "acquire": {**full.config["acquire"], "dtd_sources": "eval/probe_sources/dtd"}})
-    assert held.probe_source_inputs("dtd") == [held.acquisition_marker("dtd_sources")]
+    assert held.data.probe_source_inputs("dtd") == [held.data.acquisition_marker("dtd_sources")]
 
 
 def test_linear_probe_folders_overlapping_the_other_data_folders_are_refused():
@@ -249,7 +250,7 @@ def test_linear_probe_folders_overlapping_the_other_data_folders_are_refused():
 
 def test_training_jobs_chain_their_evaluations_in_one_process():
     plan = Plan(load_config())
-    args = plan.evaluate_args("zeroshot", "hyco_clip_vits_grit", 1)
+    args = plan.evaluation.args("zeroshot", "hyco_clip_vits_grit", 1)
     assert args.startswith("evaluate zeroshot --experiment hyco_clip_vits_grit --checkpoint ")
     assert plan.checkpoint("hyco_clip_vits_grit") in args and "--config-json '{" in args
 
@@ -262,7 +263,7 @@ def test_a_recipe_repeated_under_another_id_is_trained_once():
     assert plan.trains("meru_meru_vitl") and not plan.trains("poin_meru_vitl")
     assert not re.fullmatch(plan.trained_pattern(), "poin_meru_vitl")
     assert re.fullmatch(plan.trained_pattern(False), "poin_meru_vitl")
-    args = plan.evaluate_args("zeroshot", "poin_meru_vitl", 1)  # its own metrics, the other's checkpoint
+    args = plan.evaluation.args("zeroshot", "poin_meru_vitl", 1)  # its own metrics, the other's checkpoint
     assert f"--checkpoint {plan.checkpoint('meru_meru_vitl')}" in args and "--experiment poin_meru_vitl" in args
 
 
@@ -271,13 +272,13 @@ def test_every_meru_ablation_is_runnable_and_eval_prompts_reach_the_evaluation()
     meru = plan.specs["meru"]
     rows = [exp for table in ("table4", "table5") for exp in meru.table(table).rows.values() if isinstance(exp, str)]
     assert len(rows) == 14 and all(plan.runnable(exp) for exp in rows)
-    assert plan.trained_corpus("meru_clip_vits_yfcc_bs4096") == "yfcc15m"
+    assert plan.data.trained_corpus("meru_clip_vits_yfcc_bs4096") == "yfcc15m"
     # CLIP's prompts are how a model is evaluated, not another model: the 120k RedCaps row is meru_clip_vits's model
     assert plan.model_of("meru_clip_vits_redcaps_clip_prompts") == "meru_clip_vits"
-    args = plan.evaluate_args("zeroshot", "meru_clip_vits_redcaps_clip_prompts", 1)
+    args = plan.evaluation.args("zeroshot", "meru_clip_vits_redcaps_clip_prompts", 1)
     assert f"--checkpoint {plan.checkpoint('meru_clip_vits')}" in args and " --prompts clip " in args
-    assert " --prompts clip " in plan.evaluate_args("zeroshot", "meru_clip_vits_yfcc_bs4096", 1)
-    assert "--prompts" not in plan.evaluate_args("zeroshot", "meru_clip_vits", 1)
+    assert " --prompts clip " in plan.evaluation.args("zeroshot", "meru_clip_vits_yfcc_bs4096", 1)
+    assert "--prompts" not in plan.evaluation.args("zeroshot", "meru_clip_vits", 1)
 
 
 def seeded_plan(toy_plan, seeds) -> Plan:
@@ -296,11 +297,11 @@ def test_seeds_add_the_trainings_of_each_seed_and_their_metrics_to_the_table(toy
         assert plan.trains(variant) and re.fullmatch(plan.trained_pattern(), variant)
         assert plan.checkpoint(plan.model_of(variant)).endswith(f"models/{variant}/checkpoint.pt")
     tasks = ("hier_imagenet", "zs_cifar10", "zs_dtd")
-    assert plan.table_inputs("toy", "table1") == sorted(str(metrics / exp / f"{task}.json") for task in tasks
+    assert plan.reports.table_inputs("toy", "table1") == sorted(str(metrics / exp / f"{task}.json") for task in tasks
                                                         for exp in ("toy_clip", "toy_clip__seed1", "toy_clip__seed2"))
-    assert plan.row_inputs("toy", "table1", "x") == plan.table_inputs("toy", "table1")
-    assert not any("__seed" in path for path in plan.metric_files())
-    assert json.loads(plan.seeds_arg("toy", "table1")) == {"toy_clip": [0, 1, 2]}
+    assert plan.reports.row_inputs("toy", "table1", "x") == plan.reports.table_inputs("toy", "table1")
+    assert not any("__seed" in path for path in plan.reports.metric_files())
+    assert json.loads(plan.reports.seeds_arg("toy", "table1")) == {"toy_clip": [0, 1, 2]}
 
 
 def test_seeds_by_experiment_as_a_list_or_everywhere(toy_plan):
@@ -344,17 +345,19 @@ def test_every_outside_source_is_stood_in_for_by_a_model_trained_here():
         "hcaps_clip_b": standins / "hcaps_clip_b", "hcaps_clip_l": standins / "hcaps_clip_b",
         "hcaps_align": standins / "hcaps_align"}
     for experiment, folder in expected.items():
-        assert plan.runnable(experiment) and plan.standin_from(experiment) == str(folder / "checkpoint.pt")
+        assert plan.runnable(experiment) and plan.outside.standin_from(experiment) == str(folder / "checkpoint.pt")
     # written where the job that imports it writes it, in the released layout
-    assert plan.stood_in("meru_released_meru_vitl") and plan.weights_folders() == {}
-    assert plan.weights_input("meru_released_meru_vitl") == str(standins / "meru_released_meru_vitl" / "weights")
-    assert plan.standin_args("meru_released_meru_vitl") == ["--kind", "released", "--file", "meru_vit_l.pth"]
+    assert plan.outside.stood_in("meru_released_meru_vitl") and plan.outside.weights_folders() == {}
+    weights = standins / "meru_released_meru_vitl" / "weights"
+    assert plan.outside.weights_input("meru_released_meru_vitl") == str(weights)
+    assert plan.outside.standin_args("meru_released_meru_vitl") == ["--kind", "released", "--file", "meru_vit_l.pth"]
     fetched = Plan({**plan.config, "weights": {**plan.config["weights"], "standins": None}})
     folder = str(Path(load_config()["data_dir"]) / "weights" / "released" / "meru_vit_l")
-    assert not fetched.stood_in("meru_released_meru_vitl") and fetched.weights_input("meru_released_meru_vitl") == folder
-    assert fetched.weights_folders()[folder] == "meru_released_meru_vitl"
-    assert plan.standin_trainings() == ["hcaps_align", "hcaps_clip_b"]
-    assert plan.source_checkpoint("pretrained:openai/clip-vit-base-patch32") == plan.checkpoint("hcaps_clip_b")
+    assert not fetched.outside.stood_in("meru_released_meru_vitl")
+    assert fetched.outside.weights_input("meru_released_meru_vitl") == folder
+    assert fetched.outside.weights_folders()[folder] == "meru_released_meru_vitl"
+    assert plan.outside.standin_trainings() == ["hcaps_align", "hcaps_clip_b"]
+    assert plan.outside.source_checkpoint("pretrained:openai/clip-vit-base-patch32") == plan.checkpoint("hcaps_clip_b")
 
 
 def test_a_released_checkpoint_without_a_row_of_ours_has_no_stand_in(toy_plan):
@@ -404,11 +407,12 @@ def test_steps_for_sets_the_grid_models_steps_in_their_cost_and_their_train_jobs
     grid, full_run = "poin_grid_lambda_reg_0_1_lambda_0_1", "poin_poinclip_vits"  # both batch 2048, ViT-S
     train = plan.config["train"]
     assert train["steps_for"]["poin_grid_*"] == 100 != train["steps"]
-    assert plan.training_run(grid).steps == 100 and plan.training_run(full_run).steps == train["steps"]
-    assert plan.train_cost(grid) == pytest.approx(plan.train_cost(full_run) * 100 / train["steps"])
-    assert json.loads(shlex.split(plan.train_step_config(grid))[0])["train"]["steps_for"] == {"poin_grid_*": 100}
+    assert plan.training.run(grid).steps == 100 and plan.training.run(full_run).steps == train["steps"]
+    assert plan.training.cost(grid) == pytest.approx(plan.training.cost(full_run) * 100 / train["steps"])
+    own = json.loads(shlex.split(plan.training.experiment_config(grid))[0])
+    assert own["train"]["steps_for"] == {"poin_grid_*": 100}
     # the other models' train jobs read what they read before `steps_for` existed: nothing retrains them
-    other = json.loads(shlex.split(plan.train_step_config(full_run))[0])
+    other = json.loads(shlex.split(plan.training.experiment_config(full_run))[0])
     before = json.loads(shlex.split(plan.step_config("train"))[0])
     before["train"].pop("steps_for")
     assert other == before

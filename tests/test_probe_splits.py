@@ -241,7 +241,7 @@ def smoke_sources(tmp_path_factory):
 @pytest.fixture(scope="module")
 def smoke_options() -> list[str]:
     """The options the workflow's probe_splits rule passes to `hypvl probe-splits` at smoke scale."""
-    return Plan(load_config()).probe_splits_options()
+    return Plan(load_config()).data.probe_splits_options()
 
 
 def test_the_smoke_world_writes_each_probe_sets_source_splits_in_its_catalog_layout(smoke_sources):

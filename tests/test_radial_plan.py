@@ -38,24 +38,25 @@ def test_a_fine_tuning_starts_from_the_model_its_base_names_by_id_or_by_source(t
                                "toy_ft_released": radial("released:meru_vit_s")})
     assert plan.base_of("toy_ft") == "toy_clip" and plan.base_of("toy_ft_released") == "toy_released"
     assert plan.runnable("toy_ft") and not plan.runnable("toy_ft_released")  # as runnable as its base
-    assert plan.base_checkpoint("toy_ft") == str(tmp_path / "results" / "models" / "toy_clip" / "checkpoint.pt")
+    base = tmp_path / "results" / "models" / "toy_clip" / "checkpoint.pt"
+    assert plan.training.base_checkpoint("toy_ft") == str(base)
     # one model per recipe; a fine-tuning is made by the finetune rule, never the train rule
     assert plan.model_of("toy_ft_again") == "toy_ft" != plan.model_of("toy_ft_origin")
-    finetuned, trained = ({exp for exp in plan.experiments() if re.fullmatch(plan.trained_by(rule), exp)}
+    finetuned, trained = ({exp for exp in plan.experiments() if re.fullmatch(plan.training.trained_by(rule), exp)}
                           for rule in ("finetune", "train"))
     assert finetuned == {"toy_ft", "toy_ft_origin", "toy_ft_released"} and "toy_clip" in trained
     assert not finetuned & trained and re.fullmatch(plan.trained_pattern(), "toy_ft")
     data = str(Path(plan.config["data_dir"]) / "eval" / "hierarcaps")
-    assert plan.finetune_data("toy_ft") == {"--train-csv": f"{data}/hierarcaps_train.csv"}
+    assert plan.training.finetune_data("toy_ft") == {"--train-csv": f"{data}/hierarcaps_train.csv"}
 
 
 def test_a_clip_objective_fine_tuning_also_reads_the_train_images(tmp_path):
     plan = toy_plan(tmp_path, {"toy_ft": radial("toy_clip", objective="clip")})
     data = Path(plan.config["data_dir"]) / "eval" / "hierarcaps"
     images = str(data / "hierarcaps_train_images.tar")
-    assert plan.finetune_data("toy_ft")["--train-images"] == images
+    assert plan.training.finetune_data("toy_ft")["--train-images"] == images
     # the smoke world writes both files (synthesize_evaluation): the job waits for them
-    assert plan.finetune_inputs("toy_ft")[-2:] == [str(data / "hierarcaps_train.csv"), images]
+    assert plan.training.finetune_inputs("toy_ft")[-2:] == [str(data / "hierarcaps_train.csv"), images]
 
 
 def test_a_base_that_names_nothing_is_refused_naming_the_spec(tmp_path):

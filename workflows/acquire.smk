@@ -15,11 +15,11 @@ rule acquire:
     wildcard_constraints:
         dataset=PLAN.pattern(config["acquire"]),
     params:
-        dest=lambda w: PLAN.acquisition_folder(w.dataset),
-        ready=lambda w: ["--ready", *ready] if (ready := PLAN.acquisition_ready(w.dataset)) else [],
+        dest=lambda w: PLAN.data.acquisition_folder(w.dataset),
+        ready=lambda w: ["--ready", *ready] if (ready := PLAN.data.acquisition_ready(w.dataset)) else [],
     resources:
         **PLAN.step_resources("acquire"),
-    priority: PLAN.first_priority()  # before any other job: missing data is named at the start of a run
+    priority: PLAN.training.first_priority()  # before any other job: missing data is named at the start of a run
     log:
         f"{RESULTS}/logs/acquire/{{dataset}}.log",
     conda:

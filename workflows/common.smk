@@ -1,5 +1,6 @@
 # Shared by the workflow files: the plan of this config (hypvl.workflow.Plan answers which files a target
-# needs), the folders, and the software each step runs (the `hypvl` command of this package).
+# needs; each rule file asks its stage, PLAN.data, PLAN.training, PLAN.outside, PLAN.evaluation or PLAN.reports),
+# the folders, and the software each step runs (the `hypvl` command of this package).
 import os
 import re
 from pathlib import Path
@@ -22,7 +23,7 @@ def above(path, levels=1):
 
 def data_ready(wildcards):
     """A step's inputs from the data stage (for an {experiment} step: its grounded corpus too)."""
-    return PLAN.data_inputs(wildcards.get("experiment"))
+    return PLAN.data.inputs(wildcards.get("experiment"))
 
 
 # Warm start (config `warm_start`, hypvl.warm): a run that executes jobs on this machine starts one `hypvl serve` that

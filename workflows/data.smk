@@ -13,7 +13,7 @@ if SCALE == "smoke":
             raw="|".join(re.escape(entry["path"]) for entry in config["grounding"]["raw"].values()),
         params:
             cfg=PLAN.step_config("synthesize"),
-            corpus=lambda w: PLAN.raw_corpus_named(w.raw),
+            corpus=lambda w: PLAN.data.raw_corpus_named(w.raw),
             out=lambda w, output: above(output.summary, 1 + len(Path(w.raw).parts)),  # the data folder
         priority: 1  # before the evaluation sets: grounding waits for the corpora
         log:
@@ -26,8 +26,8 @@ if SCALE == "smoke":
     rule synthesize_evaluation:
         output:
             manifest=f"{DATA}/manifest.json",
-            probe_sources=[directory(PLAN.probe_source(name)) for name in PLAN.probe_datasets()],
-            # what the finetune rule reads (Plan.finetune_inputs)
+            probe_sources=[directory(PLAN.data.probe_source(name)) for name in PLAN.data.probe_datasets()],
+            # what the finetune rule reads (PLAN.training.finetune_inputs)
             hierarcaps_train=f"{DATA}/{config['eval']['datasets']['hierarcaps_train']}",
             hierarcaps_train_images=f"{DATA}/{config['eval']['datasets']['hierarcaps_train_images']}",
         params:
@@ -44,17 +44,17 @@ if SCALE == "smoke":
 
 rule probe_splits:
     input:
-        lambda w: PLAN.probe_source_inputs(w.name),
+        lambda w: PLAN.data.probe_source_inputs(w.name),
     output:
-        splits=directory(PLAN.probe_folder("{name}")),
+        splits=directory(PLAN.data.probe_folder("{name}")),
     wildcard_constraints:
-        name=PLAN.pattern(PLAN.probe_datasets()),
+        name=PLAN.pattern(PLAN.data.probe_datasets()),
     params:
-        source=lambda w: PLAN.probe_source(w.name),
-        options=PLAN.probe_splits_options(),
+        source=lambda w: PLAN.data.probe_source(w.name),
+        options=PLAN.data.probe_splits_options(),
     resources:
         **PLAN.step_resources("acquire"),  # data preparation: no GPU, the data stage's memory and time
-    priority: PLAN.first_priority()  # before training: missing sources are named at the start of a run
+    priority: PLAN.training.first_priority()  # before training: missing sources are named at the start of a run
     log:
         f"{RESULTS}/logs/probe_splits/{{name}}.log",
     conda:

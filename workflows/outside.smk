@@ -7,7 +7,7 @@
 # `evaluate_with_training` groups, in the same process (as rule train).
 from hypvl.models.sources import WEIGHTS_MANIFEST
 
-WEIGHTS_FOLDERS = PLAN.weights_folders()  # folder -> an experiment reading it
+WEIGHTS_FOLDERS = PLAN.outside.weights_folders()  # folder -> an experiment reading it
 WEIGHTS_PATTERN = PLAN.pattern(str(Path(folder).relative_to(f"{DATA}/weights")) for folder in WEIGHTS_FOLDERS)
 
 
@@ -22,11 +22,11 @@ if PLAN.standins is None:
         wildcard_constraints:
             weights=WEIGHTS_PATTERN,
         params:
-            entry=lambda w, output: PLAN.outside(WEIGHTS_FOLDERS[output.folder]).entry,
+            entry=lambda w, output: PLAN.outside_weights(WEIGHTS_FOLDERS[output.folder]).entry,
             manifest=str(WEIGHTS_MANIFEST),
         resources:
             **PLAN.step_resources("acquire"),
-        priority: PLAN.first_priority()  # before any other job: a download that fails is named at the start
+        priority: PLAN.training.first_priority()  # before any other job: a download that fails is named at the start
         log:
             f"{RESULTS}/logs/fetch_weights/{{weights}}.log",
         conda:
@@ -39,16 +39,16 @@ else:
     rule train_standin:
         # a transformers architecture no model of ours converts into, trained like our CLIP at this scale
         input:
-            PLAN.standin_inputs() if PLAN.standin_trainings() else [],
+            PLAN.outside.standin_inputs() if PLAN.outside.standin_trainings() else [],
         output:
             checkpoint=f"{RESULTS}/standins/{{experiment}}/checkpoint.pt",
             log=f"{RESULTS}/standins/{{experiment}}/train_log.csv",
             summary=f"{RESULTS}/standins/{{experiment}}/train_summary.json",
         wildcard_constraints:
-            experiment=PLAN.pattern(PLAN.standin_trainings()),
+            experiment=PLAN.pattern(PLAN.outside.standin_trainings()),
         params:
             spec=lambda w: PLAN.spec_path(w.experiment),
-            cfg=lambda w: PLAN.train_step_config(w.experiment, "standin"),
+            cfg=lambda w: PLAN.outside.standin_config(w.experiment),
             out=lambda w, output: above(output.checkpoint),
         threads: THREADS
         resources:
@@ -65,17 +65,17 @@ else:
 rule import_weights:
     input:
         data_ready,
-        PLAN.probe_inputs(PLAN.with_training),
-        weights=lambda w: PLAN.weights_input(w.experiment),
+        PLAN.evaluation.with_training_inputs(),
+        weights=lambda w: PLAN.outside.weights_input(w.experiment),
     output:
         checkpoint=f"{RESULTS}/models/{{experiment}}/checkpoint.pt",
-        metrics=[path for group in PLAN.with_training for path in PLAN.group_outputs(group)],
+        metrics=PLAN.evaluation.with_training_outputs(),
     wildcard_constraints:
-        experiment=PLAN.imported_pattern(),
+        experiment=PLAN.outside.imported_pattern(),
     params:
         spec=lambda w: PLAN.spec_path(w.experiment),
         cfg=PLAN.step_config("import"),
-        then=lambda w, threads: PLAN.evaluations_after(w.experiment, threads),
+        then=lambda w, threads: PLAN.evaluation.with_training_commands(w.experiment, threads),
     threads: THREADS
     resources:
         **PLAN.step_resources("import"),
@@ -93,19 +93,19 @@ rule import_standin:
     # through the code path the real files take, and evaluates it on `evaluate_with_training`: one process
     input:
         data_ready,
-        PLAN.probe_inputs(PLAN.with_training),
-        source=lambda w: PLAN.standin_from(w.experiment),
+        PLAN.evaluation.with_training_inputs(),
+        source=lambda w: PLAN.outside.standin_from(w.experiment),
     output:
         weights=directory(f"{RESULTS}/standins/{{experiment}}/weights"),
         checkpoint=f"{RESULTS}/models/{{experiment}}/checkpoint.pt",
-        metrics=[path for group in PLAN.with_training for path in PLAN.group_outputs(group)],
+        metrics=PLAN.evaluation.with_training_outputs(),
     wildcard_constraints:
-        experiment=PLAN.imported_pattern(stood_in=True),
+        experiment=PLAN.outside.imported_pattern(stood_in=True),
     params:
-        layout=lambda w: PLAN.standin_args(w.experiment),
+        layout=lambda w: PLAN.outside.standin_args(w.experiment),
         spec=lambda w: PLAN.spec_path(w.experiment),
         cfg=PLAN.step_config("import"),
-        then=lambda w, threads: PLAN.evaluations_after(w.experiment, threads),
+        then=lambda w, threads: PLAN.evaluation.with_training_commands(w.experiment, threads),
     threads: THREADS
     resources:
         **PLAN.step_resources("import"),

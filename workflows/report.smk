@@ -2,7 +2,7 @@
 
 rule compare:
     input:
-        lambda w: PLAN.table_inputs(w.paper, w.table),
+        lambda w: PLAN.reports.table_inputs(w.paper, w.table),
         expected=f"{config['expected_dir']}/{{paper}}/{{table}}.csv",
         spec=f"{config['replication_dir']}/{{paper}}.yaml",
     output:
@@ -11,8 +11,8 @@ rule compare:
         expected_dir=lambda w, input: above(input.expected, 2),
         metrics_dir=lambda w, output: f"{above(output.csv, 3)}/metrics",
         scale=SCALE,
-        blockers=lambda w: PLAN.blockers_arg(w.paper, w.table),  # why the plan leaves a cell missing
-        seeds=lambda w: PLAN.seeds_arg(w.paper, w.table),  # rows averaged over several seeds (config `seeds`)
+        blockers=lambda w: PLAN.reports.blockers_arg(w.paper, w.table),  # why the plan leaves a cell missing
+        seeds=lambda w: PLAN.reports.seeds_arg(w.paper, w.table),  # rows averaged over several seeds (config `seeds`)
     log:
         f"{RESULTS}/logs/compare/{{paper}}/{{table}}.log",
     conda:
@@ -27,7 +27,7 @@ rule compare_row:
     # one printed row on its own (e.g. an ablation row): needs only that row's metric JSONs, so
     # `snakemake --cores all results/smoke/rows/hycoclip/table4/minus_cont_ibox_t.csv` runs that row's jobs alone
     input:
-        lambda w: PLAN.row_inputs(w.paper, w.table, w.row),
+        lambda w: PLAN.reports.row_inputs(w.paper, w.table, w.row),
         expected=f"{config['expected_dir']}/{{paper}}/{{table}}.csv",
         spec=f"{config['replication_dir']}/{{paper}}.yaml",
     output:
@@ -38,8 +38,8 @@ rule compare_row:
         expected_dir=lambda w, input: above(input.expected, 2),
         metrics_dir=lambda w, output: f"{above(output.csv, 4)}/metrics",
         scale=SCALE,
-        blockers=lambda w: PLAN.blockers_arg(w.paper, w.table),
-        seeds=lambda w: PLAN.seeds_arg(w.paper, w.table),
+        blockers=lambda w: PLAN.reports.blockers_arg(w.paper, w.table),
+        seeds=lambda w: PLAN.reports.seeds_arg(w.paper, w.table),
     log:
         f"{RESULTS}/logs/compare_row/{{paper}}/{{table}}/{{row}}.log",
     conda:
@@ -90,8 +90,8 @@ rule flagship_report:
 rule claims:
     # every explicit claim of the papers, checked on the papers' numbers and on ours
     input:
-        tables=PLAN.compare_csvs(),
-        specs=PLAN.spec_files(),
+        tables=PLAN.reports.compare_csvs(),
+        specs=PLAN.reports.spec_files(),
     output:
         md=f"{REPORTS}/claims.md",
     params:
@@ -111,8 +111,8 @@ rule claims:
 rule coverage:
     # every printed cell: computed, external, or missing and why (`hypvl coverage` says it at any time, unrun)
     input:
-        tables=PLAN.compare_csvs(),
-        specs=PLAN.spec_files(),
+        tables=PLAN.reports.compare_csvs(),
+        specs=PLAN.reports.spec_files(),
     output:
         md=f"{REPORTS}/coverage.md",
     params:
@@ -127,7 +127,7 @@ rule coverage:
 
 rule index:
     input:
-        PLAN.report_targets(),
+        PLAN.reports.targets(),
         f"{REPORTS}/claims.md",
         f"{REPORTS}/coverage.md",
     output:
@@ -146,7 +146,7 @@ rule regress:
     # every number the tables need, checked against the pinned baseline of this scale (PASS/FAIL at the top;
     # `hypvl regress ... --update` re-pins after a deliberate change)
     input:
-        metrics=lambda w: PLAN.metric_files(),  # a function: computed only when the regression is requested
+        metrics=lambda w: PLAN.reports.metric_files(),  # a function: computed only when the regression is requested
         baseline=f"{config['baselines_dir']}/{SCALE}.csv",
         tolerances=f"{config['baselines_dir']}/tolerances.yaml",
     output:

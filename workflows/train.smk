@@ -8,30 +8,31 @@
 rule train:
     input:
         data_ready,
-        PLAN.probe_inputs(PLAN.with_training),
-        init=lambda w: PLAN.init_checkpoint(w.experiment),
+        PLAN.evaluation.with_training_inputs(),
+        init=lambda w: PLAN.training.init_checkpoint(w.experiment),
     output:
         checkpoint=f"{RESULTS}/models/{{experiment}}/checkpoint.pt",
         log=f"{RESULTS}/models/{{experiment}}/train_log.csv",
         summary=f"{RESULTS}/models/{{experiment}}/train_summary.json",
-        metrics=[path for group in PLAN.with_training for path in PLAN.group_outputs(group)],
+        metrics=PLAN.evaluation.with_training_outputs(),
     wildcard_constraints:
-        experiment=PLAN.trained_by("train"),  # one job per distinct recipe (Plan.model_of)
+        experiment=PLAN.training.trained_by("train"),  # one job per distinct recipe (PLAN.model_of)
     params:
         spec=lambda w: PLAN.spec_path(w.experiment),
         declared=lambda w: PLAN.declared_id(w.experiment),  # a seed variant trains its experiment with another seed
         seed=lambda w: PLAN.experiment(w.experiment).seed,
-        cfg=lambda w: PLAN.train_step_config(PLAN.declared_id(w.experiment)),
+        cfg=lambda w: PLAN.training.experiment_config(PLAN.declared_id(w.experiment)),
         out=lambda w: f"{RESULTS}/models/{w.experiment}",
         init=lambda w, input: ["--init-checkpoint", input.init] if input.init else [],
-        then=lambda w, threads: PLAN.evaluations_after(w.experiment, threads),
-        launch=lambda w, threads: PLAN.train_launcher(w.experiment, threads),  # torchrun where a run has GPUs
-    threads: lambda w: PLAN.train_threads(w.experiment)
+        then=lambda w, threads: PLAN.evaluation.with_training_commands(w.experiment, threads),
+        launch=lambda w, threads: PLAN.training.launcher(w.experiment, threads),  # torchrun where a run has GPUs
+    threads: lambda w: PLAN.training.threads(w.experiment)
     resources:
         # GPUs, nodes, host memory and runtime derived from the model and schedule (hypvl.cost), at paper scale
-        **{name: lambda w, name=name: PLAN.train_resources(w.experiment).get(name) for name in PLAN.TRAIN_RESOURCES},
-    retries: PLAN.train_retries()  # a run longer than resources.max_runtime continues from its checkpoint
-    priority: lambda w: PLAN.train_cost(w.experiment)  # the longest first, so the run does not end on one core
+        **{name: lambda w, name=name: PLAN.training.resources(w.experiment).get(name)
+           for name in PLAN.training.RESOURCES},
+    retries: PLAN.training.retries()  # a run longer than resources.max_runtime continues from its checkpoint
+    priority: lambda w: PLAN.training.cost(w.experiment)  # the longest first, so the run does not end on one core
     log:
         f"{RESULTS}/logs/train/{{experiment}}.log",
     conda:
@@ -44,21 +45,21 @@ rule train:
 rule finetune:
     # HierarCaps' text-only Radial Embedding alignment (method radial_ft) of the model its `base` override names
     input:
-        lambda w: PLAN.finetune_inputs(w.experiment),
-        base=lambda w: PLAN.base_checkpoint(w.experiment),
+        lambda w: PLAN.training.finetune_inputs(w.experiment),
+        base=lambda w: PLAN.training.base_checkpoint(w.experiment),
     output:
         checkpoint=f"{RESULTS}/models/{{experiment}}/checkpoint.pt",
         log=f"{RESULTS}/models/{{experiment}}/train_log.csv",
         summary=f"{RESULTS}/models/{{experiment}}/train_summary.json",
-        metrics=[path for group in PLAN.with_training for path in PLAN.group_outputs(group)],
+        metrics=PLAN.evaluation.with_training_outputs(),
     wildcard_constraints:
-        experiment=PLAN.trained_by("finetune"),  # one job per distinct recipe (Plan.model_of)
+        experiment=PLAN.training.trained_by("finetune"),  # one job per distinct recipe (PLAN.model_of)
     params:
         spec=lambda w: PLAN.spec_path(w.experiment),
         cfg=PLAN.step_config("finetune"),
-        data=lambda w: [word for option in PLAN.finetune_data(w.experiment).items() for word in option],
+        data=lambda w: [word for option in PLAN.training.finetune_data(w.experiment).items() for word in option],
         out=lambda w: f"{RESULTS}/models/{w.experiment}",
-        then=lambda w, threads: PLAN.evaluations_after(w.experiment, threads),
+        then=lambda w, threads: PLAN.evaluation.with_training_commands(w.experiment, threads),
     threads: THREADS
     resources:
         **PLAN.step_resources("finetune"),

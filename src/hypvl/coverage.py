@@ -1,7 +1,7 @@
 """`hypvl coverage`: every printed cell of every table, computed, external or missing and why (reports/coverage.md).
 
 Cells are judged as the table reports judge them (`hypvl.replication.compare` on the metric JSONs present), each
-missing one with the plan's reason (`hypvl.workflow.Plan.blockers`, hypvl.replication.coverage.REASONS), so a cell
+missing one with the plan's reason (`hypvl.workflow.reports.ReportStage.blockers`, REASONS), so a cell
 turns computed as soon as the plan makes it and its jobs run, with no change here. Torch-free: it reads the config,
 the specs and the metric JSONs.
 """
@@ -33,8 +33,8 @@ def coverage_frames(plan: Plan, metrics_dir) -> dict:
     from hypvl.replication.compare import compare_table
 
     return {(paper, table): compare_table(plan.specs[paper], table, metrics_dir, plan.scale,
-                                          seeds=json.loads(plan.seeds_arg(paper, table)),
-                                          blockers=plan.blockers(paper, table))
+                                          seeds=json.loads(plan.reports.seeds_arg(paper, table)),
+                                          blockers=plan.reports.blockers(paper, table))
             for paper, table in plan.tables()}
 
 
@@ -84,7 +84,7 @@ def render_coverage(plan: Plan, frames: dict, metrics_dir, link_from: Path) -> s
     every = [kind for values in kinds.values() for kind in values]
     overview = []
     for (paper, table), values in kinds.items():
-        report = Path(os.path.relpath(plan.reports / paper / f"{table}.md", link_from)).as_posix()
+        report = Path(os.path.relpath(plan.reports.target(paper, table), link_from)).as_posix()
         overview.append([escape(paper), f"[{table}]({report})", str(len(values)),
                          *(str(values.count(kind)) for kind in COUNTED)])
     lines = [

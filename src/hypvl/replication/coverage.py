@@ -7,8 +7,8 @@ suite) or missing, for one of REASONS:
   needs data the scale lacks  its training corpus is not in the config, or its task ran and could not compute
                               the metric on this scale's data
   not built                   the plan cannot make its model (a method, an override or a start it does not build)
-Which experiments and tasks the plan does not produce, and why, is the plan's word (`hypvl.workflow.Plan.blockers`);
-this module joins it with the metrics present. Torch- and pandas-free.
+Which experiments and tasks the plan does not produce, and why, is the plan's word (`hypvl.workflow.reports`,
+`ReportStage.blockers`); this module joins it with the metrics present. Torch- and pandas-free.
 """
 
 import json

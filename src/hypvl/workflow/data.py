@@ -1,0 +1,141 @@
+"""The data stage's plan (workflows/data.smk, acquire.smk, grounding.smk): where each dataset lives and what a step
+needs from the data stage.
+
+At smoke scale the smoke world is synthesised; at paper scale each dataset of the acquisition manifest that config
+`acquire` places is fetched into its folder and marked acquired. Raw training corpora are grounded, and each
+linear-probe set's train and val splits are cut from its source splits. A later step's inputs from this stage are
+the smoke world's manifest, the grounding summary of the corpus it trains on, the probe splits it reads, and at
+paper scale the acquisitions whose folders hold what it reads.
+"""
+
+import itertools
+from pathlib import Path
+
+from hypvl.errors import InputError
+from hypvl.tasks import GROUP_DATA, linear_probe_datasets, zero_shot_datasets
+from hypvl.workflow.core import Core
+
+PROBE_FOLDERS = ("classification_dir", "probe_source_dir", "linear_probe_dir")  # eval keys: apart from each other
+
+
+class DataStage:
+    """Datasets, acquisitions, grounded corpora and linear-probe splits of one plan."""
+
+    def __init__(self, plan: Core):
+        self.plan = plan
+        self.config = plan.config
+        folders = [(key, Path(self.config["eval"][key])) for key in PROBE_FOLDERS]
+        for (key, folder), (other_key, other) in itertools.combinations(folders, 2):
+            if folder == other or folder in other.parents or other in folder.parents:
+                raise InputError(f"config: eval.{key} ({folder}) and eval.{other_key} ({other}) overlap; the "
+                                 "linear-probe step replaces its folders, so each needs its own")
+
+    @property
+    def root(self) -> Path:
+        """The data folder (config `data_dir`)."""
+        return Path(self.config["data_dir"])
+
+    def inputs(self, experiment: str | None = None) -> list[str]:
+        """What a step needs from the data stage: the smoke world's manifest (paper-scale data is checked by each
+        step) and, for an experiment the suite trains on a grounded corpus, that corpus's grounding summary."""
+        needs = [str(self.root / "manifest.json")] if self.plan.scale == "smoke" else []
+        corpus = None if experiment is None else self.trained_corpus(experiment)
+        return needs if corpus is None else [*needs, self.grounded_summary(corpus)]
+
+    def acquisition_folder(self, dataset: str) -> str:
+        """The folder dataset `dataset` of the acquisition manifest is fetched into (config `acquire`)."""
+        return str(self.root / self.config["acquire"][dataset])
+
+    def acquisition_marker(self, dataset: str) -> str:
+        """The file `hypvl acquire` writes once `dataset` is fetched and every path the readers need is there."""
+        return str(self.root / "acquired" / f"{dataset}.json")
+
+    def _acquired(self, dataset: str, paths) -> list[str]:
+        """The paths of `paths` inside the folder of acquisition `dataset`."""
+        folder = Path(self.acquisition_folder(dataset))
+        return [path for path in paths if Path(path) == folder or folder in Path(path).parents]
+
+    def acquisitions(self, paths) -> list[str]:
+        """Markers of the acquisitions (config `acquire`) whose folders hold any of `paths`."""
+        return sorted(self.acquisition_marker(dataset) for dataset in self.config["acquire"]
+                      if self._acquired(dataset, paths))
+
+    def acquisition_ready(self, dataset: str) -> list[str]:
+        """What the readers need of acquisition `dataset`: the paths of every evaluation group and raw training corpus
+        that lie in its folder (checked once the fetch is done; a missing one is a manual `prepare` step)."""
+        needed = {path for group in self.plan.groups for path in self.group_data(group)}
+        needed |= {self.raw_corpus_path(corpus) for corpus in self.config["grounding"]["raw"]}
+        return sorted(self._acquired(dataset, needed))
+
+    def group_data(self, group: str) -> list[str]:
+        """The paper-scale data evaluation group `group` reads (hypvl.tasks.GROUP_DATA), as paths in this config:
+        classification splits as `<classification_dir>/<set>/<split>` folders."""
+        evaluation = self.config["eval"]
+        sets, split = self.root / evaluation["classification_dir"], evaluation["classification_split"]
+        paths = []
+        for item in GROUP_DATA.get(group, ()):
+            if item == "classification":
+                paths += [sets / name / split for name in zero_shot_datasets(self.plan.scale)]
+            elif item == "probe":
+                paths += [sets / name / split for name in linear_probe_datasets(self.plan.scale)]
+            elif item.startswith("classification/"):
+                paths.append(sets / item.removeprefix("classification/") / split)
+            elif item in evaluation["datasets"]:
+                paths.append(self.root / evaluation["datasets"][item])
+        return [str(path) for path in paths]
+
+    def trained_corpus(self, experiment: str) -> str | None:
+        """The grounded corpus `experiment` trains on, or None (weights from outside, or data that is not a
+        grounded corpus, such as HierarCaps fine-tuning pairs)."""
+        declared = self.plan.experiment(experiment)
+        grounded = declared.data in self.config["corpora"] and declared.data in self.config["grounding"]["raw"]
+        return declared.data if declared.source == "train" and grounded else None
+
+    def grounded_summary(self, corpus: str) -> str:
+        """The file `hypvl ground` leaves when training corpus `corpus` is grounded."""
+        return str(self.root / self.config["corpora"][corpus] / "grounding.json")
+
+    def raw_corpus_named(self, folder: str) -> str:
+        """The corpus whose raw shards live in `folder` (config `grounding.raw.<corpus>.path`)."""
+        return next(corpus for corpus, entry in self.config["grounding"]["raw"].items() if entry["path"] == folder)
+
+    def raw_corpus_path(self, corpus: str) -> str:
+        """The folder of training corpus `corpus`'s raw shards (config `grounding.raw.<corpus>.path`)."""
+        return str(self.root / self.config["grounding"]["raw"][corpus]["path"])
+
+    def raw_corpus_inputs(self, corpus: str) -> list[str]:
+        """What grounding `corpus` needs from the data stage: at smoke scale, its synthesised raw corpus; at paper
+        scale, the acquisition of the dataset whose folder holds it (config `acquire`)."""
+        if self.plan.scale != "smoke":
+            return self.acquisitions([self.raw_corpus_path(corpus)])
+        return [str(Path(self.raw_corpus_path(corpus)) / "corpus.json")]
+
+    def probe_datasets(self) -> list[str]:
+        """The linear-probe sets (MERU Table 7) of this scale."""
+        return linear_probe_datasets(self.plan.scale)
+
+    def probe_source(self, name: str) -> str:
+        """The folder of linear-probe set `name`'s source splits (the smoke world writes it; at paper scale the user
+        puts CLIP_benchmark's webdataset or an image folder there)."""
+        return str(self.root / self.config["eval"]["probe_source_dir"] / name)
+
+    def probe_source_inputs(self, name: str) -> list[str]:
+        """What cutting set `name`'s probe splits needs: at smoke scale its sources (the smoke world's); at paper scale
+        the acquisitions whose folders hold them (config `acquire`), if any: sources the user placed by hand are
+        checked by the job, which names a missing split, so that a run without them still plans."""
+        source = self.probe_source(name)
+        return [source] if self.plan.scale == "smoke" else self.acquisitions([source])
+
+    def probe_folder(self, name: str) -> str:
+        """The folder of linear-probe set `name`'s train and val splits (`hypvl probe-splits`)."""
+        return str(self.root / self.config["eval"]["linear_probe_dir"] / name)
+
+    def probe_splits_options(self) -> list[str]:
+        """`hypvl probe-splits` options beyond name, source and dest: at smoke scale the sources are the smoke world's
+        scaled-down stand-ins."""
+        return ["--scaled-source"] if self.plan.scale == "smoke" else []
+
+    def probe_inputs(self, groups) -> list[str]:
+        """The linear-probe splits (rule probe_splits) the `linprobe_<set>` tasks of the task `groups` read."""
+        tasks = {task for group in groups for task in self.plan.groups[group]}
+        return [self.probe_folder(name) for name in self.probe_datasets() if f"linprobe_{name}" in tasks]

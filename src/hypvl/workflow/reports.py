@@ -1,0 +1,91 @@
+"""The reports stage's plan (workflows/report.smk): which metric files each compared table and printed row needs,
+what `hypvl compare` is told about the cells the plan leaves missing (`blockers`) and the rows averaged over several
+seeds (`seeds_arg`), and the report, claims and regression targets.
+
+A table needs the metrics of the (experiment, task) cells the suite can produce, on every seed of a row that
+averages several (config `seeds`); every other cell renders as missing with the plan's reason, so every report
+target works now and fills in as the suite grows.
+"""
+
+import json
+import shlex
+from pathlib import Path
+
+from hypvl.replication.coverage import NEEDS_DATA, Blockers
+from hypvl.spec import row_needs, seed_variant, table_needs
+from hypvl.workflow.core import Core
+from hypvl.workflow.evaluation import EvaluationStage
+
+
+class ReportStage:
+    """The compare, report, claims, coverage, index and regression targets of one plan."""
+
+    def __init__(self, plan: Core, evaluation: EvaluationStage):
+        self.plan = plan
+        self.evaluation = evaluation
+        self.folder = Path(plan.config["reports_dir"])
+
+    def _with_variants(self, needs) -> set[tuple[str, str]]:
+        """(experiment, task) pairs plus the same tasks on the experiments' seed variants."""
+        plan = self.plan
+        return {(seed_variant(plan.experiment(exp), seed), task) for exp, task in needs
+                for seed in plan.seeds.get(exp, (plan.experiment(exp).seed,))} | set(needs)
+
+    def table_inputs(self, paper: str, table: str) -> list[str]:
+        """Metric JSONs a table needs that the suite can compute; the rest are reported as missing."""
+        return self.evaluation.metric_files(self._with_variants(table_needs(self.plan.specs[paper], table)))
+
+    def row_inputs(self, paper: str, table: str, row: str) -> list[str]:
+        """Metric JSONs one printed row (or a printed row's released checkpoint, `<row>__released`) needs that
+        the suite can compute (empty for an external row).
+
+        ValueError names the table's rows when `row` is not one of them.
+        """
+        table_spec = self.plan.specs[paper].table(table)
+        rows = table_spec.compared_rows()
+        if row not in rows:
+            raise ValueError(f"{paper} {table} has no row {row!r} (rows: {', '.join(rows)})")
+        return self.evaluation.metric_files(self._with_variants(row_needs(table_spec, row)))
+
+    def blockers(self, paper: str, table: str) -> Blockers:
+        """The experiments and tasks of a table the plan produces no metric for, with the reason."""
+        needs = table_needs(self.plan.specs[paper], table)
+        experiments, tasks = {exp for exp, _ in needs}, {task for _, task in needs}
+        blocked = {exp: self.plan.blocker(exp) for exp in sorted(experiments)}
+        return Blockers({exp: reason for exp, reason in blocked.items() if reason},
+                        {task: NEEDS_DATA for task in sorted(tasks) if not self.evaluation.computable(task)})
+
+    def blockers_arg(self, paper: str, table: str) -> str:
+        """`hypvl compare`'s shell-quoted `--blockers` JSON for a table."""
+        return shlex.quote(self.blockers(paper, table).to_json())
+
+    def seeds_arg(self, paper: str, table: str) -> str:
+        """JSON {experiment: seeds} of the table's rows that average several seeds (`hypvl compare --seeds`)."""
+        rows = self.plan.specs[paper].table(table).experiments()
+        return json.dumps({exp: list(self.plan.seeds[exp]) for exp in rows if exp in self.plan.seeds}, sort_keys=True)
+
+    def compare_csvs(self) -> list[str]:
+        """Every table's compare CSV: what the claims audit reads."""
+        return [str(self.plan.results / "tables" / paper / f"{table}.csv") for paper, table in self.plan.tables()]
+
+    def spec_files(self) -> list[str]:
+        """Every replication spec (the claims audit reads the claims there)."""
+        return sorted(str(spec.path) for spec in self.plan.specs.values())
+
+    def metric_files(self) -> list[str]:
+        """Every metric JSON some table needs that the suite can compute, plus `regression_extras` (task groups
+        no table needs, evaluated on a few models so that every group is pinned): what the regression checks."""
+        specs, metric_files = self.plan.specs, self.evaluation.metric_files
+        needs = {path for paper, table in self.plan.tables()  # seed variants are not pinned
+                 for path in metric_files(table_needs(specs[paper], table))}
+        extras = {(experiment, task) for experiment, groups in self.plan.config.get("regression_extras", {}).items()
+                  for group in groups for task in self.plan.groups[group]}
+        return sorted(needs | set(metric_files(extras)))
+
+    def target(self, paper: str, table: str) -> Path:
+        """The report of one table: reports/<paper>/<table>.md."""
+        return self.folder / paper / f"{table}.md"
+
+    def targets(self) -> list[str]:
+        """Every table report."""
+        return [str(self.target(paper, table)) for paper, table in self.plan.tables()]
