@@ -42,6 +42,23 @@ if SCALE == "smoke":
             "hypvl synthesize --config-json {params.cfg} --out {params.out:q} --only evaluation > {log:q} 2>&1"
 
 
+if PLAN.data.pilot_world():
+
+    rule pilot_world:
+        # the pilot scale: the mirror the acquire jobs fetch from, and what the manual and prepare steps leave
+        output:
+            marker=PLAN.data.pilot_world()[0],
+        params:
+            cfg=PLAN.step_config("pilot_world"),
+        priority: PLAN.training.first_priority()
+        log:
+            f"{RESULTS}/logs/pilot_world.log",
+        conda:
+            ENV
+        shell:
+            "hypvl pilot-world --config-json {params.cfg} > {log:q} 2>&1"
+
+
 rule probe_splits:
     input:
         lambda w: PLAN.data.probe_source_inputs(w.name),

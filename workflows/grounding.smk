@@ -8,6 +8,7 @@ GROUNDED = {folder: corpus for corpus, folder in config["corpora"].items() if co
 rule ground:
     input:
         lambda w: PLAN.data.raw_corpus_inputs(GROUNDED[w.grounded]),
+        lambda w: PLAN.data.pilot_detector(GROUNDED[w.grounded]),
     output:
         summary=f"{DATA}/{{grounded}}/grounding.json",
     wildcard_constraints:

@@ -5,8 +5,6 @@
 # smoke-trained model (rule import_standin, into results/<scale>/standins/<experiment>/weights), so the import reads
 # it through the very code path the real files take. Both import rules also evaluate the imported model on the
 # `evaluate_with_training` groups, in the same process (as rule train).
-from hypvl.models.sources import WEIGHTS_MANIFEST
-
 WEIGHTS_FOLDERS = PLAN.outside.weights_folders()  # folder -> an experiment reading it
 WEIGHTS_PATTERN = PLAN.pattern(str(Path(folder).relative_to(f"{DATA}/weights")) for folder in WEIGHTS_FOLDERS)
 
@@ -17,13 +15,15 @@ if PLAN.standins is None:
         fetch_weights,  # downloads need the network, which cluster nodes often lack (as workflows/acquire.smk)
 
     rule fetch_weights:
+        input:
+            lambda w: PLAN.outside.pilot_weights(f"{DATA}/weights/{w.weights}"),  # the pilot's stand-in, served first
         output:
             folder=directory(f"{DATA}/weights/{{weights}}"),
         wildcard_constraints:
             weights=WEIGHTS_PATTERN,
         params:
             entry=lambda w, output: PLAN.outside_weights(WEIGHTS_FOLDERS[output.folder]).entry,
-            manifest=str(WEIGHTS_MANIFEST),
+            fetch=PLAN.outside.fetch_options(),  # the weights manifest, and a mirror where configured
         resources:
             **PLAN.step_resources("acquire"),
         priority: PLAN.training.first_priority()  # before any other job: a download that fails is named at the start
@@ -32,7 +32,45 @@ if PLAN.standins is None:
         conda:
             ENV
         shell:
-            "hypvl acquire {params.entry:q} --sources {params.manifest:q} --dest {output.folder:q} > {log:q} 2>&1"
+            "hypvl acquire {params.entry:q} {params.fetch:q} --dest {output.folder:q} > {log:q} 2>&1"
+
+    if PLAN.data.pilot_world():
+        PILOT_WEIGHTS = f"{config['fetch']['mirror']}/pilot_weights"
+
+        rule pilot_weights:
+            # the pilot scale: a full-size stand-in of a released checkpoint, served by the mirror
+            output:
+                marker=f"{PILOT_WEIGHTS}/{{weights}}.json",
+            wildcard_constraints:
+                weights=WEIGHTS_PATTERN,
+            params:
+                experiment=lambda w: WEIGHTS_FOLDERS[f"{DATA}/weights/{w.weights}"],
+                spec=lambda w: PLAN.spec_path(WEIGHTS_FOLDERS[f"{DATA}/weights/{w.weights}"]),
+                manifest=PLAN.outside.manifest(),
+                cfg=PLAN.step_config("pilot_weights"),
+            priority: PLAN.training.first_priority()
+            log:
+                f"{RESULTS}/logs/pilot_weights/{{weights}}.log",
+            conda:
+                ENV
+            shell:
+                "hypvl pilot-weights --spec {params.spec:q} --experiment {params.experiment} --sources"
+                " {params.manifest:q} --config-json {params.cfg} --out {output.marker:q} > {log:q} 2>&1"
+
+        rule pilot_detector:
+            # the pilot scale: the grounding detector's full-size stand-in, in the mirror's Hub cache
+            output:
+                marker=f"{PILOT_WEIGHTS}/detector.json",
+            params:
+                detector=config["grounding"]["detector"],
+                cfg=PLAN.step_config("pilot_weights"),
+            log:
+                f"{RESULTS}/logs/pilot_weights/detector.log",
+            conda:
+                ENV
+            shell:
+                "hypvl pilot-weights --detector {params.detector:q} --config-json {params.cfg}"
+                " --out {output.marker:q} > {log:q} 2>&1"
 
 else:
 

@@ -120,7 +120,8 @@ def _ground(args) -> None:
     loaded = time.perf_counter()
     box_filter = BoxFilter(settings["min_box_side"], settings["box_threshold"])
     result = ground_corpus(data_dir / raw["path"], raw["format"], out, args.corpus, extractor, box_source,
-                           box_filter, settings["crop_size"], settings["batch_size"], args.shard_size,
+                           box_filter, settings["crop_size"], settings["batch_size"],
+                           args.shard_size or settings["shard_size"],
                            oracle=settings["detector"] == "oracle", decoded_twins=settings["decoded_twins"])
     seconds = time.perf_counter() - start
     counts = result["counts"]
@@ -144,6 +145,7 @@ def add_commands(subparsers) -> None:
     parser = subparsers.add_parser("ground", help="ground a raw training corpus into grounded shards")
     add_config_arguments(parser)
     parser.add_argument("--corpus", required=True, help="corpus name (a key of config grounding.raw and corpora)")
-    parser.add_argument("--shard-size", type=positive_int, default=1000, help="samples per grounded shard")
+    parser.add_argument("--shard-size", type=positive_int, default=None,
+                        help="samples per grounded shard (default: config grounding.shard_size)")
     parser.add_argument("--device", default=None, help="detector device (default: config grounding.device)")
     parser.set_defaults(func=_ground)

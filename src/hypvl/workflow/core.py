@@ -24,7 +24,9 @@ from hypvl.workflow import patterns
 # config sections each step reads (a rule passes only these, so unrelated edits do not rerun it)
 STEP_SECTIONS = {
     "synthesize": ("smoke_world",),
-    "ground": ("data_dir", "spacy_model", "corpora", "grounding"),
+    "ground": ("data_dir", "spacy_model", "corpora", "grounding", "fetch"),
+    "pilot_world": ("data_dir", "acquire", "fetch", "pilot_world", "eval"),
+    "pilot_weights": ("scale", "cpu_code_path", "model", "fetch", "pilot_world"),
     "train": ("scale", "cpu_code_path", "data_dir", "corpora", "model", "train"),
     "finetune": ("scale", "cpu_code_path", "radial_ft"),
     "evaluate": ("scale", "cpu_code_path", "data_dir", "eval"),

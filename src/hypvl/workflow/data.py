@@ -2,7 +2,9 @@
 needs from the data stage.
 
 At smoke scale the smoke world is synthesised; at paper scale each dataset of the acquisition manifest that config
-`acquire` places is fetched into its folder and marked acquired. Raw training corpora are grounded, and each
+`acquire` places is fetched into its folder (from the internet, or from the local mirror config `fetch` names) and
+marked acquired. At the pilot scale the pilot world (config `pilot_world`) is written first: the mirror the acquire
+jobs fetch from, and what the manifest's manual and prepare steps leave. Raw training corpora are grounded, and each
 linear-probe set's train and val splits are cut from its source splits. A later step's inputs from this stage are
 the smoke world's manifest, the grounding summary of the corpus it trains on, the probe splits it reads, and at
 paper scale the acquisitions whose folders hold what it reads.
@@ -41,6 +43,26 @@ class DataStage:
         needs = [str(self.root / "manifest.json")] if self.plan.scale == "smoke" else []
         corpus = None if experiment is None else self.trained_corpus(experiment)
         return needs if corpus is None else [*needs, self.grounded_summary(corpus)]
+
+    def pilot_world(self) -> list[str]:
+        """The file the pilot world leaves in its mirror once written (rule pilot_world), where the config has one."""
+        if self.config.get("pilot_world") is None:
+            return []
+        return [str(Path(self.config["fetch"]["mirror"]) / "pilot_world.json")]
+
+    def pilot_detector(self, corpus: str) -> list[str]:
+        """What grounding `corpus` needs of the pilot's weights: the detector stand-in in the mirror's Hub cache (rule
+        pilot_detector), where a pilot corpus is grounded by a detector (not GRIT, which ships its boxes)."""
+        settings = self.config["grounding"]
+        if (self.config.get("pilot_world") is None or settings["detector"] == "oracle"
+                or settings["raw"][corpus]["format"] == "grit"):
+            return []
+        return [str(Path(self.config["fetch"]["mirror"]) / "pilot_weights" / "detector.json")]
+
+    def fetch_options(self, manifest: str | None) -> list[str]:
+        """`hypvl acquire` options saying where to fetch from: the mirror and `manifest`, where configured."""
+        mirror = self.config["fetch"]["mirror"]
+        return [*(["--mirror", mirror] if mirror else []), *(["--sources", manifest] if manifest else [])]
 
     def acquisition_folder(self, dataset: str) -> str:
         """The folder dataset `dataset` of the acquisition manifest is fetched into (config `acquire`)."""

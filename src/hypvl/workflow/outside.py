@@ -1,7 +1,8 @@
 """The plan of weights from outside (workflows/outside.smk): an experiment whose `source` is released:<name> or
 pretrained:<hub id> gets its model by importing its weights folder.
 
-The folder is fetched at paper scale, or read where config `weights.local` says the files are kept. At smoke scale
+The folder is fetched at paper scale (from the internet or config `fetch`'s mirror; at the pilot scale from the
+mirror, where a full-size stand-in is written first), or read where config `weights.local` says the files are kept. At smoke scale
 the import job first writes a stand-in in the same layout from a model trained here (`weights.standins`): a released
 checkpoint's from its table row's model, an open_clip CLIP's from our CLIP, a transformers model's from a stand-in
 trained under the name of the first outside experiment of its architecture. Whether an outside experiment's weights
@@ -10,6 +11,7 @@ can be had at all is the core's word (`Core.obtainable`).
 
 from pathlib import Path
 
+from hypvl.models.sources import WEIGHTS_MANIFEST
 from hypvl.workflow.core import Core
 from hypvl.workflow.data import DataStage
 from hypvl.workflow.training import TrainingStage
@@ -66,6 +68,22 @@ class OutsideStage:
                         and self.plan.runnable(exp)):
                     self._folders.setdefault(self.weights_input(exp), exp)
         return self._folders
+
+    def manifest(self) -> str:
+        """The weights manifest fetches follow: config `fetch.weights`, else the package's."""
+        return self.plan.config["fetch"]["weights"] or str(WEIGHTS_MANIFEST)
+
+    def fetch_options(self) -> list[str]:
+        """`hypvl acquire` options fetching weights: the weights manifest and the mirror, where configured."""
+        return self.data.fetch_options(self.manifest())
+
+    def pilot_weights(self, folder: str) -> list[str]:
+        """What fetching weights `folder` needs at the pilot scale: its full-size stand-in in the mirror (rule
+        pilot_weights); nothing elsewhere."""
+        if self.plan.config.get("pilot_world") is None:
+            return []
+        relative = Path(folder).relative_to(self.data.root / "weights")
+        return [str(Path(self.plan.config["fetch"]["mirror"]) / "pilot_weights" / f"{relative}.json")]
 
     def standin_args(self, experiment: str) -> list[str]:
         """The `hypvl write-standin` arguments giving the layout of the weights of outside `experiment` (the
