@@ -20,9 +20,6 @@ from . import clip_benchmark_wds, imagefolder
 from .images import decode_image
 from .shards import MemberSpan
 
-LAYOUTS = ("clip_benchmark_wds", "imagefolder")
-
-
 @dataclass(frozen=True)
 class ClassificationSplit:
     """The records of `folder` (`<root>/<split>`) in `layout`: labels in record order, the class names of

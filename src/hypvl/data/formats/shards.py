@@ -4,7 +4,9 @@ The key is the member path up to the first dot of its base name and the extensio
 (webdataset's convention), so `a/0001.child.jpg` is key `a/0001`, extension `child.jpg`.
 Readers verify the end-of-archive block, so a truncated shard is an error, never a short read.
 A reader may leave members unread (`defer`) and keep only where their bytes lie (`MemberSpan`), to index a split
-too large to hold in memory and read each image when it is needed.
+too large to hold in memory and read each image when it is needed. That index is this walk's own (tarfile gives each
+member's offset): webdataset streams shards in order, and its indexed reader (wids) wants each shard's sample count
+up front and parses the tar a second time, without the checks above.
 """
 
 import io
