@@ -8,7 +8,8 @@ same is reported for CPU time (all threads of the process), which other processe
 
 Cases: `smoke` uses a smoke world's ImageNet folder and COCO captions (`--smoke-root`, e.g. data/smoke);
 `large` writes a synthetic COCO-captions set of `--images` JPEGs x `--captions-per-image` captions (default
-5k x 25k, COCO val2017's size) and an image folder of the same images for classification. The model is a
+5k x 25k, COCO val2017's size) and, for classification, an image folder of the same images and a CLIP_benchmark
+webdataset of them (1,000 a shard, as CLIP_benchmark's; `zs wds`, with the time and memory its index takes). The model is a
 MERU with random weights: `--model smoke` (default.yaml's `model`: ViT at 32 px, width 64, 2 layers) or
 `--model paper` (full.yaml's: ViT-S/16 at 224 px, 12-layer text transformer), on the CPU.
 
@@ -18,6 +19,7 @@ MERU with random weights: `--model smoke` (default.yaml's `model`: ViT at 32 px,
 import argparse
 import tempfile
 import time
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -26,9 +28,11 @@ from PIL import Image
 
 from hypvl.config import load_config
 from hypvl.data.catalog import load_dataset_info
+from hypvl.data.formats.classification_split import read_classification_split
+from hypvl.data.formats.clip_benchmark_wds import ClipBenchmarkDataset, LabelledImage, write_clip_benchmark_wds
 from hypvl.data.formats.coco_captions import read_coco_captions, write_coco_captions
 from hypvl.data.formats.common import CaptionedImage
-from hypvl.data.formats.imagefolder import load_image, read_imagefolder, write_imagefolder
+from hypvl.data.formats.imagefolder import load_image, write_imagefolder
 from hypvl.data.transforms import resize_center_crop, squeeze, to_tensor_batch
 from hypvl.evaluate.retrieval import evaluate_retrieval
 from hypvl.evaluate.zeroshot import evaluate_zero_shot
@@ -72,15 +76,24 @@ def report(case: str, task: str, times: dict[str, tuple[float, float]], detail: 
 
 def measure_zero_shot(model, tokenizer, root: Path, templates: list[str], size: int, batch: int,
                       repeats: int) -> tuple[dict, str]:
-    """Fastest (task, forward) seconds per clock of zero-shot classification on an image folder, and what it ran."""
-    dataset = read_imagefolder(root, "test")
+    """Fastest (task, forward) seconds per clock of zero-shot classification on a test split (either layout), and
+    what it ran (for a webdataset, with the wall time and memory its index takes)."""
+    start = time.perf_counter()
+    dataset = read_classification_split(root, "test")
+    index = time.perf_counter() - start
+    tracemalloc.start()  # a second index, traced (tracing slows it): the memory the index holds
+    again = read_classification_split(root, "test")
+    held = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    del again
     prompts = [t.format(c) for c in dataset.class_names for t in templates]
-    pixels = [to_tensor_batch([resize_center_crop(load_image(p), size) for p, _ in chunk])
-              for chunk in batches(dataset.samples, batch)]
+    pixels = [to_tensor_batch([resize_center_crop(dataset.load(i), size) for i in chunk])
+              for chunk in batches(range(len(dataset)), batch)]
     tokens = [tokenizer(chunk) for chunk in batches(prompts, batch)]
     times = fastest(repeats, lambda: evaluate_zero_shot(model, tokenizer, root, "test", templates, size, batch, "b"),
                     lambda: encode_only(model, pixels, tokens))
-    return times, f"{len(dataset.samples)} images, {len(prompts)} prompts"
+    indexed = f", index {index:.2f} s {held / 2**20:.1f} MiB" if dataset.layout == "clip_benchmark_wds" else ""
+    return times, f"{len(dataset)} images, {len(prompts)} prompts{indexed}"
 
 
 def measure_retrieval(model, tokenizer, captions_json: Path, size: int, batch: int, repeats: int) -> tuple[dict, str]:
@@ -103,8 +116,9 @@ def bench_retrieval(case: str, *args) -> None:
     report(case, "retrieval", *measure_retrieval(*args))
 
 
-def write_large_set(root: Path, images: int, per_image: int, classes: int) -> tuple[Path, Path]:
-    """A COCO-captions set and an image folder (same JPEGs, `classes` labels) of random 64-px pictures."""
+def write_large_set(root: Path, images: int, per_image: int, classes: int) -> tuple[Path, Path, Path]:
+    """A COCO-captions set, an image folder and a CLIP_benchmark webdataset (the same JPEGs, `classes` labels) of
+    random 64-px pictures."""
     rng = np.random.default_rng(0)
     folder = root / "val2017"
     folder.mkdir(parents=True)
@@ -117,8 +131,12 @@ def write_large_set(root: Path, images: int, per_image: int, classes: int) -> tu
         labelled.append((i % classes, picture))
     captions_json = root / "annotations" / "captions_val2017.json"
     write_coco_captions(captions_json, items)
-    write_imagefolder(root / "classes", "test", [f"class {c}" for c in range(classes)], labelled)
-    return captions_json, root / "classes"
+    names = [f"class {c}" for c in range(classes)]
+    write_imagefolder(root / "classes", "test", names, labelled)
+    samples = tuple(LabelledImage(f"s{i:07d}", (folder / f"{i:012d}.jpg").read_bytes(), label)
+                    for i, (label, _) in enumerate(labelled))
+    write_clip_benchmark_wds(root / "wds", ClipBenchmarkDataset(tuple(names), ("a photo of a {c}.",), samples))
+    return captions_json, root / "classes", root / "wds"
 
 
 def random_meru(size: str):
@@ -152,8 +170,10 @@ def main() -> None:
         bench_retrieval("smoke", model, tokenizer, args.smoke_root / config["eval"]["datasets"]["coco_captions"],
                         size, args.batch_size, args.repeats)
     with tempfile.TemporaryDirectory() as tmp:
-        captions_json, classes = write_large_set(Path(tmp), args.images, args.captions_per_image, args.classes)
+        captions_json, classes, wds = write_large_set(Path(tmp), args.images, args.captions_per_image, args.classes)
         bench_zero_shot("large", model, tokenizer, classes, templates, size, args.batch_size, args.repeats)
+        report("large", "zs wds", *measure_zero_shot(model, tokenizer, wds, templates, size, args.batch_size,
+                                                     args.repeats))
         bench_retrieval("large", model, tokenizer, captions_json, size, args.batch_size, args.repeats)
 
 

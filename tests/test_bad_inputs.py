@@ -160,6 +160,18 @@ def checkpoint_case(make, problem):
     return build
 
 
+def zero_shot_on_neither_layout(tmp_path):
+    """`hypvl evaluate zeroshot` on a cifar10 test folder holding a CLIP_benchmark shard but no nshards.txt."""
+    path, _, _ = BUILDERS["clip_benchmark_wds"](tmp_path / "data" / "eval" / "classification")
+    path.rename(path.with_name("cifar10"))
+    folder = path.with_name("cifar10") / "test"
+    (folder / "nshards.txt").unlink()
+    tiny_checkpoint(tmp_path / "checkpoint.pt")
+    argv, outs = evaluate(tmp_path, tmp_path / "checkpoint.pt")
+    argv += ["--config-json", json.dumps({"data_dir": str(tmp_path / "data")})]
+    return argv, folder, "neither layout of a classification split .*CLIP_benchmark's webdataset.* image folder", outs
+
+
 def wrong_shape(path):
     blob = tiny_checkpoint(path)
     key = next(k for k, v in blob["model"].items() if v.dim() == 2)
@@ -335,6 +347,9 @@ CASES = {
                                                     "image does not decode"),
     "grit_shard_missing_json": shard_member_case("grit", lambda m: m.pop("json"), "missing member '.json'"),
     "cc3m_shard_empty_caption_file": format_case("cc3m", lambda p: p.write_bytes(b""), "00000.tar"),
+    "clip_benchmark_unannounced_shard": format_case(
+        "clip_benchmark_wds", lambda p: write(p / "test" / "nshards.txt", "2\n"),
+        r"announces 2 shards but the folder also holds \['2.tar'\]"),
     "grounded_shard_corrupt_child": shard_member_case(
         "grounded", lambda m: m.update({"child.jpg": b"\xff\xd8 not a jpeg"}), "image does not decode"),
     "train_zero_samples": zero_sample_corpus,
@@ -347,6 +362,8 @@ CASES = {
     "checkpoint_missing_recipe": checkpoint_case(without_recipe, "no 'recipe' entry"),
     "checkpoint_wrong_shape": checkpoint_case(wrong_shape, r"has shape \(3, 3\), the model expects"),
     "checkpoint_missing": checkpoint_case(lambda p: None, "checkpoint not found"),
+    # evaluation data
+    "zeroshot_split_in_neither_layout": zero_shot_on_neither_layout,
     # HierarCaps RE fine-tuning
     "finetune_malformed_train_row": finetune_case({}, "an animal => a dog => a small dog,a vehicle => a cat\n",
                                                   r"line 3: 'positive' should be 4 non-empty levels"),
@@ -371,7 +388,7 @@ CASES = {
     "manifest_digest_without_source": manifest_case(
         {"files": [{"url": "https://x.invalid/a", "path": "a", "sha256": "ab" * 32}]}, "without its checksum_source"),
     # linear-probe sources
-    "probe_source_split_missing": probe_case("sst2", {"train": ["negative", "positive"]}, "source split not found",
+    "probe_source_split_missing": probe_case("sst2", {"train": ["negative", "positive"]}, "split folder not found",
                                              lambda source: source / "val"),
     "probe_split_missing_a_class": probe_case("sst2", {"train": ["negative"], "val": ["negative", "positive"]},
                                               r"holds no image of class\(es\) \[1\]", lambda source: source / "train"),

@@ -77,7 +77,7 @@ def test_probe_and_test_folders_with_other_classes_are_an_error(tmp_path):
     _folder(tmp_path)
     write_imagefolder(tmp_path / "classification" / "cifar10", "test", ["a", "b", "c", "d"],
                       [(label, random_image(torch.Generator().manual_seed(label))) for label in range(4)])
-    with pytest.raises(InputError, match=r"classification/cifar10/test: its 4 class folders differ from the 3 of "):
+    with pytest.raises(InputError, match=r"classification/cifar10/test: its 4 classes differ from the 3 of "):
         linprobe.run(context("clip", tmp_path), "linprobe_cifar10")
 
 

@@ -500,6 +500,9 @@ def test_clip_benchmark_rejects_bad_labels_templates_and_shard_counts(tmp_path):
     (root / "test" / "nshards.txt").write_text("4\n")
     with pytest.raises(InputError, match="nshards.txt: announces 4 shards but .*3.tar is missing"):
         read(root)
+    (root / "test" / "nshards.txt").write_text("2\n")
+    with pytest.raises(InputError, match=r"nshards.txt: announces 2 shards but the folder also holds \['2.tar'\]"):
+        read(root)
 
 
 def test_wordnet_isa_rejects_a_cycle(tmp_path):

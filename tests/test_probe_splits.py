@@ -176,7 +176,7 @@ def test_a_split_missing_a_class_or_a_source_split_is_an_error(tmp_path):
         build_probe_splits(info, source, tmp_path / "out")
     (source / "train" / "positive").mkdir()
     _picture(2).save(source / "train" / "positive" / "0.png")
-    with pytest.raises(InputError, match="src/validation: source split not found"):
+    with pytest.raises(InputError, match="src/validation: split folder not found"):
         build_probe_splits(load_dataset_info("pcam"), source, tmp_path / "out")  # pcam's val is `validation`
     assert not (tmp_path / "out").exists()
 
@@ -297,8 +297,9 @@ def test_a_missing_source_split_is_one_line_naming_it(smoke_sources, tmp_path, c
     assert main(["probe-splits", "dtd", "--source", str(source), "--dest", str(tmp_path / "out"),
                  "--scaled-source"]) == 1
     err = capsys.readouterr().err
-    assert err == (f"hypvl probe-splits: {source / 'validation'}: source split not found (expected CLIP_benchmark's "
-                   "webdataset, validation/nshards.txt and shards, or an image folder validation/<class>/<image>)\n")
+    assert err == (f"hypvl probe-splits: {source / 'validation'}: split folder not found (expected CLIP_benchmark's "
+                   "webdataset, validation/nshards.txt and shards with classnames.txt beside, or an image folder "
+                   "validation/<class>/<image>)\n")
     assert not (tmp_path / "out").exists() and not (tmp_path / "out.partial").exists()
 
 

@@ -22,7 +22,7 @@ from hypvl.data.formats.flickr30k import read_flickr30k
 from hypvl.data.formats.grit import read_grit
 from hypvl.data.formats.hierarcaps import read_hierarcaps_test, read_hierarcaps_train, train_images
 from hypvl.data.formats.hyperlex import read_hyperlex
-from hypvl.data.formats.imagefolder import load_image, read_imagefolder
+from hypvl.data.formats.classification_split import read_classification_split
 from hypvl.data.formats.images import decode_image
 from hypvl.data.formats.redcaps import read_redcaps
 from hypvl.data.formats.yfcc import read_yfcc
@@ -111,17 +111,22 @@ def test_raw_corpora_read_back_with_world_boxes(tiny):
 
 @pytest.mark.parametrize("name", sorted(ALL_CLASSIFICATION_SETS))
 def test_classification_sets_have_a_test_split_and_probe_sources(tiny, name):
-    """The test split as an image folder; the linear-probe sources beside it (tests/test_probe_splits.py)."""
+    """The test split in the set's catalog layout, class by class; the linear-probe sources beside it
+    (tests/test_probe_splits.py)."""
     root = tiny / CONFIG["eval"]["classification_dir"] / name
-    classes = list(ALL_CLASSIFICATION_SETS[name].classes)
-    dataset = read_imagefolder(root, "test")
-    assert dataset.class_names == classes and sorted(p.name for p in root.iterdir()) == ["classnames.txt", "test"]
-    assert len(dataset.samples) == TINY.per_class * len(classes)
-    assert load_image(dataset.samples[0][0]).size == (TINY.image_size, TINY.image_size)
+    classes = ALL_CLASSIFICATION_SETS[name].classes
+    info = load_dataset_info(name)
+    dataset = read_classification_split(root, "test")
+    assert dataset.layout == info.layout and dataset.class_names == classes
+    files = {"imagefolder": ["classnames.txt", "test"],
+             "clip_benchmark_wds": ["classnames.txt", "test", "zeroshot_classification_templates.txt"]}
+    assert sorted(p.name for p in root.iterdir()) == files[info.layout]
+    assert dataset.labels == tuple(label for label in range(len(classes)) for _ in range(TINY.per_class))
+    assert dataset.load(0).size == (TINY.image_size, TINY.image_size)
     sources = tiny / CONFIG["eval"]["probe_source_dir"] / name
     assert sources.is_dir() == (name != "imagenet")  # MERU's catalog has no ImageNet linear probe
     if name in MERU_EXTRA_SETS:  # the catalog's class names, in its label order
-        assert tuple(classes) == load_dataset_info(name).class_names
+        assert classes == info.class_names
 
 
 def test_the_sixteen_table1_sets_keep_their_names():

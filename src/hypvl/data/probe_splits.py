@@ -1,10 +1,11 @@
 """Linear-probe splits (MERU Table 7): `<dest>/{train,val}` (and on request `test`) built from a dataset's
 source splits by the catalog's slices (`DatasetInfo.probe_splits`, MERU's `meru/evaluation/catalog.py` SPLITS).
 
-The source folder holds one folder per source split (e.g. `train`, `validation`), either in CLIP_benchmark's
-webdataset layout (`<source>/<split>/nshards.txt` and shards, `<source>/classnames.txt`; records in shard
-order) or as an image folder (`<source>/<split>/<class>/<image>`, as torchvision's Country211 and RenderedSST2
-keep them; class names from `<source>/classnames.txt` or the catalog). An image folder sorts its records by
+The source folder holds one folder per source split (e.g. `train`, `validation`), each read as a classification
+split (`hypvl.data.formats.classification_split`): in CLIP_benchmark's webdataset layout
+(`<source>/<split>/nshards.txt` and shards, `<source>/classnames.txt`; records in shard order) or as an image
+folder (`<source>/<split>/<class>/<image>`, as torchvision's Country211 and RenderedSST2 keep them; class names
+from `<source>/classnames.txt` or the catalog). An image folder sorts its records by
 class, so it can only be taken whole, unless its images are named by record number (a TFDS split materialised
 in its order, `hypvl.data.formats.imagefolder.in_record_order`). With `scaled` (the smoke world's sources) each
 source split is a scaled-down stand-in and record counts are taken as fractions (`hypvl.data.splits`). The
@@ -15,43 +16,16 @@ class folders.
 
 import os
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
-from PIL import Image
-
 from hypvl.data.catalog import PROBE_SPLITS, DatasetInfo, load_dataset_info
-from hypvl.data.formats import clip_benchmark_wds
-from hypvl.data.formats.imagefolder import (
-    in_record_order,
-    load_image,
-    read_imagefolder,
-    write_imagefolder,
-)
-from hypvl.data.formats.images import decode_image
+from hypvl.data.formats.classification_split import read_classification_split
+from hypvl.data.formats.imagefolder import write_imagefolder
 from hypvl.data.splits import SplitSlice, count_extents
 from hypvl.errors import InputError
 
 BUILDABLE = (*PROBE_SPLITS, "test")
-
-
-def source_records(source: Path, split: str) -> tuple[list[tuple[int, Callable[[], Image.Image]]], list[str] | None,
-                                                     bool]:
-    """(label, image loader) of every record of source split `split`, the class names if the source gives
-    them, and whether the records are in the source's order (a webdataset, a record-numbered image folder)."""
-    source = Path(source)
-    if (source / split / clip_benchmark_wds.NSHARDS).is_file():
-        records = [(sample.label, lambda s=sample: decode_image(s.image, f"{source / split} {s.key}"))
-                   for sample in clip_benchmark_wds.iter_clip_benchmark_samples(source, split)]
-        return records, list(clip_benchmark_wds.read_classnames(source)), True
-    if not (source / split).is_dir():
-        raise InputError(f"{source / split}: source split not found (expected CLIP_benchmark's webdataset, "
-                         f"{split}/{clip_benchmark_wds.NSHARDS} and shards, or an image folder "
-                         f"{split}/<class>/<image>)")
-    dataset = read_imagefolder(source, split)
-    ordered = in_record_order(dataset.samples)
-    samples = ordered or dataset.samples
-    return [(label, lambda p=path: load_image(p)) for path, label in samples], dataset.class_names, ordered is not None
 
 
 def build_probe_splits(info: DatasetInfo, source: Path, dest: Path, splits: Sequence[str] = PROBE_SPLITS,
@@ -79,24 +53,24 @@ def build_probe_splits(info: DatasetInfo, source: Path, dest: Path, splits: Sequ
 def _write_splits(info: DatasetInfo, slices: dict[str, SplitSlice], source: Path, out: Path,
                   extents: dict[str, int]) -> dict[str, int]:
     """Write `out/<split>` for each split of `slices` from its slice of `source`; returns the image count per split."""
-    records = {}
+    sources = {}
     sizes = {}
     for split, spec in slices.items():
-        if spec.split not in records:
-            records[spec.split] = source_records(source, spec.split)
-        rows, names, ordered = records[spec.split]
-        if not ordered and (spec.start or spec.stop):
+        if spec.split not in sources:
+            sources[spec.split] = read_classification_split(source, spec.split)
+        records = sources[spec.split]
+        if not records.ordered and (spec.start or spec.stop):
             raise InputError(f"{source / spec.split}: an image folder not named by record number keeps no record "
                              f"order, so {info.name}'s {split} slice {spec} needs the split in CLIP_benchmark's "
                              "webdataset layout or its images named <record>.<ext>")
         where = f"{source / spec.split} ({info.name} {split}: {spec})"
-        chosen = [rows[i] for i in spec.indices(len(rows), where, extents.get(spec.split))]
-        names = names or list(info.class_names)
-        missing = sorted(set(range(len(names))) - {label for label, _ in chosen})
+        chosen = spec.indices(len(records), where, extents.get(spec.split))
+        names = list(records.class_names or info.class_names)
+        missing = sorted(set(range(len(names))) - {records.labels[i] for i in chosen})
         if missing:
             raise InputError(f"{source / spec.split}: {info.name} {split} split {spec} holds no image of "
                              f"class(es) {missing[:10]}")
-        write_imagefolder(out, split, names, ((label, load()) for label, load in chosen))
+        write_imagefolder(out, split, names, ((records.labels[i], records.load(i)) for i in chosen))
         sizes[split] = len(chosen)
     return sizes
 

@@ -59,7 +59,8 @@ class EvalContext:
         return Path(self.config["data_dir"]) / datasets[key]
 
     def classification_root(self, name: str) -> Path:
-        """Image-folder root of classification set `name` (`<data_dir>/<classification_dir>/<name>`)."""
+        """Root of classification set `name` (`<data_dir>/<classification_dir>/<name>`), its splits in either layout
+        (`hypvl.data.formats.classification_split`)."""
         return Path(self.config["data_dir"]) / self.config["eval"]["classification_dir"] / name
 
     def linear_probe_root(self, name: str) -> Path:

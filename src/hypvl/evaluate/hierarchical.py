@@ -2,9 +2,9 @@
 
 The zero-shot ImageNet predictions (argmax of the method's similarity, `zeroshot.dataset_scores`) are
 scored on the WordNet is-a graph (`imagenet_isa.txt`). Class i is the node named by the i-th class
-folder when the folders are WordNet ids (ImageNet's `val/<wnid>/` layout); otherwise its class name is
-looked up in `words.txt` beside the is-a file (`<wnid>\t<name>[, <synonym>...]` per line, ImageNet's
-format), as in the smoke world.
+folder when the folders are WordNet ids (ImageNet's `val/<wnid>/` layout); otherwise (other folder names, or a
+webdataset) its class name is looked up in `words.txt` beside the is-a file (`<wnid>\t<name>[, <synonym>...]`
+per line, ImageNet's format), as in the smoke world.
 """
 
 from pathlib import Path
@@ -20,10 +20,10 @@ from hypvl.evaluate.zeroshot import dataset_scores
 WORDS_FILE = "words.txt"
 
 
-def class_wnids(class_dirs: list[str], class_names: list[str], isa_path: Path) -> list[str]:
-    """The wnid of each class: the folder names if they are wnids, else each class name's entry in the
+def class_wnids(class_dirs: list[str] | None, class_names: list[str], isa_path: Path) -> list[str]:
+    """The wnid of each class: the class-folder names if they are wnids, else each class name's entry in the
     `words.txt` beside `isa_path` (exactly one wnid must carry the name)."""
-    if all(WNID.fullmatch(name) for name in class_dirs):
+    if class_dirs and all(WNID.fullmatch(name) for name in class_dirs):
         return list(class_dirs)
     path = Path(isa_path).parent / WORDS_FILE
     if not path.is_file():

@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from hypvl.data.formats.imagefolder import load_image, read_imagefolder
+from hypvl.data.formats.classification_split import read_classification_split
 from hypvl.data.transforms import resize_center_crop
 from hypvl.errors import InputError
 from hypvl.evaluate.context import EvalContext, TaskResult
@@ -188,10 +188,11 @@ def breeds_data(ctx: EvalContext, root: Path):
         splits = sorted(p for p in Path(root).glob("*.json") if p.name != CLASS_INFO)
         if not splits:
             raise InputError(f"{root}: no superclass split JSONs next to {CLASS_INFO}")
-        dataset = read_imagefolder(ctx.classification_root("imagenet"), ctx.config["eval"]["classification_split"])
-        images = image_embeddings(ctx.model, lambda i: load_image(dataset.samples[i][0]), len(dataset.samples),
+        dataset = read_classification_split(ctx.classification_root("imagenet"),
+                                            ctx.config["eval"]["classification_split"])
+        images = image_embeddings(ctx.model, dataset.load, len(dataset),
                                   lambda img: resize_center_crop(img, ctx.image_size), ctx.batch_size, "breeds")
-        return hierarchy, splits, images, torch.tensor([label for _, label in dataset.samples])
+        return hierarchy, splits, images, torch.tensor(dataset.labels)
 
     return ctx.shared(f"breeds {root}", compute)
 

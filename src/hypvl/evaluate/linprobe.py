@@ -3,12 +3,12 @@
 Features are the image encoder's output before the projection (the same for every method), of resized and
 centre-cropped images: the `train` and `val` image folders `hypvl probe-splits` cuts from a set's source splits
 by MERU's slices in the catalog (config `eval.linear_probe_dir`), and the set's test split (the zero-shot
-classification folder). The cost C is searched on val (`metrics.linear_probe_c_search`), the probe refit on
-train + val and scored on test by mean per-class accuracy (percent) -> `accuracy`; `best_c` and `val_accuracy`
-beside it.
+classification split, in either layout: `hypvl.data.formats.classification_split`). The cost C is searched on val
+(`metrics.linear_probe_c_search`), the probe refit on train + val and scored on test by mean per-class accuracy
+(percent) -> `accuracy`; `best_c` and `val_accuracy` beside it.
 """
 
-from hypvl.data.formats.imagefolder import load_image, read_imagefolder
+from hypvl.data.formats.classification_split import ClassificationSplit, read_classification_split
 from hypvl.data.transforms import resize_center_crop
 from hypvl.errors import InputError
 from hypvl.evaluate.context import EvalContext, TaskResult
@@ -18,27 +18,27 @@ from hypvl.evaluate.metrics import linear_probe_c_search
 TRAIN_SPLIT, VAL_SPLIT = "train", "val"
 
 
-def split_features(ctx: EvalContext, dataset, name: str):
-    """((N, width) trunk features, (N,) labels) of one image-folder split."""
+def split_features(ctx: EvalContext, dataset: ClassificationSplit, name: str):
+    """((N, width) trunk features, (N,) labels) of one split."""
     import torch
 
-    feats = trunk_features(ctx.model, lambda i: load_image(dataset.samples[i][0]), len(dataset.samples),
-                           lambda img: resize_center_crop(img, ctx.image_size), ctx.batch_size,
-                           f"{name} {dataset.split}")
-    return feats, torch.tensor([label for _, label in dataset.samples])
+    feats = trunk_features(ctx.model, dataset.load, len(dataset), lambda img: resize_center_crop(img, ctx.image_size),
+                           ctx.batch_size, f"{name} {dataset.folder.name}")
+    return feats, torch.tensor(dataset.labels)
 
 
 def run(ctx: EvalContext, task: str) -> TaskResult:
     """Task `linprobe_<dataset>`."""
     name = task.removeprefix("linprobe_")
     probe = ctx.linear_probe_root(name)
-    splits = [read_imagefolder(probe, TRAIN_SPLIT), read_imagefolder(probe, VAL_SPLIT),
-              read_imagefolder(ctx.classification_root(name), ctx.config["eval"]["classification_split"])]
-    for dataset in splits[1:]:
-        if dataset.class_dirs != splits[0].class_dirs:
-            raise InputError(f"{dataset.root / dataset.split}: its {len(dataset.class_dirs)} class folders differ "
-                             f"from the {len(splits[0].class_dirs)} of {probe / TRAIN_SPLIT}, so their labels would "
-                             "not agree")
+    splits = [read_classification_split(probe, TRAIN_SPLIT), read_classification_split(probe, VAL_SPLIT),
+              read_classification_split(ctx.classification_root(name), ctx.config["eval"]["classification_split"])]
+    for dataset in splits[1:]:  # class folders are compared where both splits have them (not in a webdataset)
+        same_folders = None in (dataset.class_dirs, splits[0].class_dirs) or dataset.class_dirs == splits[0].class_dirs
+        if dataset.num_classes != splits[0].num_classes or not same_folders:
+            raise InputError(f"{dataset.folder}: its {dataset.num_classes} classes differ from the "
+                             f"{splits[0].num_classes} of {probe / TRAIN_SPLIT} (in count or class folders), so their "
+                             "labels would not agree")
     train, val, test = (split_features(ctx, dataset, name) for dataset in splits)
     result = linear_probe_c_search(train, val, test)
     return TaskResult({"accuracy": result.test_accuracy, "val_accuracy": result.val_accuracy,

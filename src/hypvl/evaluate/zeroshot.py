@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import torch
 
-from hypvl.data.formats.imagefolder import load_image, read_imagefolder
+from hypvl.data.formats.classification_split import read_classification_split
 from hypvl.data.transforms import resize_center_crop
 from hypvl.errors import InputError
 from hypvl.evaluate.context import EvalContext, TaskResult
@@ -20,12 +20,13 @@ from hypvl.evaluate.metrics import check_finite, mean_per_class_accuracy, top1_a
 
 @dataclass(frozen=True)
 class ZeroShotScores:
-    """(N, C) image-class scores, (N,) true labels and the C class names (folder order)."""
+    """(N, C) image-class scores, (N,) true labels, the C class names in label order and, for an image folder, its
+    class-folder names (None for a webdataset)."""
 
     scores: torch.Tensor
     target: torch.Tensor
     class_names: list[str]
-    class_dirs: list[str]
+    class_dirs: list[str] | None
 
 
 @torch.no_grad()
@@ -40,21 +41,21 @@ def class_embeddings(model, tokenizer, class_names: list[str], templates: list[s
 @torch.no_grad()
 def zero_shot_scores(model, tokenizer, root, split: str, templates: list[str], image_size: int, batch_size: int,
                      name: str, class_names: list[str] | None = None) -> ZeroShotScores:
-    """Score every image of the image-folder split `root/split` against every class; class names from the
-    folder's classnames.txt unless given (the catalog's, for real datasets)."""
-    dataset = read_imagefolder(root, split)
+    """Score every image of the classification split `root/split` (either layout) against every class; class
+    names from the set's classnames.txt unless given (the catalog's, for real datasets)."""
+    dataset = read_classification_split(root, split)
     names = class_names or dataset.class_names
     if names is None:
         raise InputError(f"{root}: no classnames.txt and no class names given")
-    if len(names) != len(dataset.class_dirs):
-        raise InputError(f"{root}: {len(names)} class names for {len(dataset.class_dirs)} class folders")
-    classes = class_embeddings(model, tokenizer, names, templates, batch_size, name)
-    images = image_embeddings(model, lambda i: load_image(dataset.samples[i][0]), len(dataset.samples),
-                              lambda img: resize_center_crop(img, image_size), batch_size, name)
+    if len(names) != dataset.num_classes:
+        raise InputError(f"{dataset.folder}: {len(names)} class names for its {dataset.num_classes} classes")
+    classes = class_embeddings(model, tokenizer, list(names), templates, batch_size, name)
+    images = image_embeddings(model, dataset.load, len(dataset), lambda img: resize_center_crop(img, image_size),
+                              batch_size, name)
     scores = model.similarity(images, classes)
     check_finite(f"{name} scores", scores)
-    target = torch.tensor([label for _, label in dataset.samples])
-    return ZeroShotScores(scores, target, list(names), dataset.class_dirs)
+    class_dirs = None if dataset.class_dirs is None else list(dataset.class_dirs)
+    return ZeroShotScores(scores, torch.tensor(dataset.labels), list(names), class_dirs)
 
 
 def zero_shot_metrics(result: ZeroShotScores) -> TaskResult:
@@ -67,7 +68,7 @@ def zero_shot_metrics(result: ZeroShotScores) -> TaskResult:
 
 def evaluate_zero_shot(model, tokenizer, root, split: str, templates: list[str], image_size: int,
                        batch_size: int, name: str, class_names: list[str] | None = None) -> TaskResult:
-    """Zero-shot classification metrics on the image-folder split `root/split`."""
+    """Zero-shot classification metrics on the classification split `root/split` (either layout)."""
     return zero_shot_metrics(zero_shot_scores(model, tokenizer, root, split, templates, image_size, batch_size,
                                               name, class_names))
 

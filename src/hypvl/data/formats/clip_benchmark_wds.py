@@ -6,16 +6,19 @@
 <root>/<split>/nshards.txt                    the shard count N
 <root>/<split>/0.tar ... <N-1>.tar             samples: `<key>.cls` (label as text) + `<key>.webp|png|jpg|jpeg`
 ```
+A shard missing from, or beyond, the announced count is an error (never a split read short). Records are in shard
+order; `index_clip_benchmark_split` keeps where each image lies in its shard, not its bytes, so that a split of
+tens of thousands of images is read image by image.
 """
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from hypvl.io import atomic_write
 
 from .common import Where, read_text
-from .shards import image_member, iter_tar_samples, text_member, write_tar_samples
+from .shards import IMAGE_EXTENSIONS, MemberSpan, image_member, iter_tar_samples, text_member, write_tar_samples
 
 CLASSNAMES = "classnames.txt"
 TEMPLATES = "zeroshot_classification_templates.txt"
@@ -38,6 +41,15 @@ class ClipBenchmarkDataset:
     classnames: tuple[str, ...]
     templates: tuple[str, ...]
     samples: tuple[LabelledImage, ...]
+
+
+@dataclass(frozen=True)
+class IndexedImage:
+    """One test image of a split, left in its shard (`image.read()` gives its bytes), with its class label."""
+
+    key: str
+    image: MemberSpan
+    label: int
 
 
 def _lines(path: Path, what: str) -> tuple[str, ...]:
@@ -64,7 +76,7 @@ def read_templates(root: Path) -> tuple[str, ...]:
 
 
 def split_shards(root: Path, split: str) -> list[Path]:
-    """The shard files `0.tar ... N-1.tar` that `root/<split>/nshards.txt` announces."""
+    """The shard files `0.tar ... N-1.tar` that `root/<split>/nshards.txt` announces, all there and no more."""
     folder = Path(root) / split
     count_file = folder / NSHARDS
     text = read_text(count_file).strip()
@@ -74,32 +86,37 @@ def split_shards(root: Path, split: str) -> list[Path]:
     for shard in shards:
         if not shard.is_file():
             raise Where(count_file).error(f"announces {text} shards but {shard} is missing")
+    unannounced = sorted((set(folder.glob("*.tar")) - set(shards)), key=lambda path: (len(path.name), path.name))
+    if unannounced:
+        raise Where(count_file).error(f"announces {text} shards but the folder also holds "
+                                      f"{[path.name for path in unannounced]}: fix the count or remove them")
     return shards
 
 
-def iter_clip_benchmark_samples(
-    root: Path, split: str = "test", num_classes: int | None = None
-) -> Iterator[LabelledImage]:
-    """Samples of `root/<split>`; labels are checked to lie in [0, num_classes) (default: len(classnames))."""
+def index_clip_benchmark_split(root: Path, split: str = "test", num_classes: int | None = None) -> list[IndexedImage]:
+    """Every record of `root/<split>` in shard order, its image left in the shard; labels are checked to lie in
+    [0, num_classes) (default: len(classnames)), and every shard is read to its end."""
     if num_classes is None:
         num_classes = len(read_classnames(root))
+    records = []
     for shard in split_shards(root, split):
-        for key, where, members in iter_tar_samples(shard):
+        for key, where, members in iter_tar_samples(shard, defer=IMAGE_EXTENSIONS):
             text = text_member(members, "cls", where).strip()
             if not text.lstrip("-").isdigit():
                 raise where.error(f"'.cls' should hold an integer label, got '{text}'")
             label = int(text)
             if not 0 <= label < num_classes:
                 raise where.error(f"label {label} outside [0, {num_classes})")
-            yield LabelledImage(key, image_member(members, where), label)
+            records.append(IndexedImage(key, image_member(members, where), label))
+    return records
 
 
 def read_clip_benchmark_wds(root: Path, split: str = "test") -> ClipBenchmarkDataset:
-    """Class names, templates and every sample of `root/<split>`."""
+    """Class names, templates and every sample of `root/<split>`, images read."""
     classnames = read_classnames(root)
-    return ClipBenchmarkDataset(
-        classnames, read_templates(root), tuple(iter_clip_benchmark_samples(root, split, len(classnames)))
-    )
+    samples = tuple(LabelledImage(record.key, record.image.read(), record.label)
+                    for record in index_clip_benchmark_split(root, split, len(classnames)))
+    return ClipBenchmarkDataset(classnames, read_templates(root), samples)
 
 
 def write_clip_benchmark_wds(

@@ -3,12 +3,17 @@
 The key is the member path up to the first dot of its base name and the extension is the rest
 (webdataset's convention), so `a/0001.child.jpg` is key `a/0001`, extension `child.jpg`.
 Readers verify the end-of-archive block, so a truncated shard is an error, never a short read.
+A reader may leave members unread (`defer`) and keep only where their bytes lie (`MemberSpan`), to index a split
+too large to hold in memory and read each image when it is needed. That index is this walk's own (tarfile gives each
+member's offset): webdataset streams shards in order, and its indexed reader (wids) wants each shard's sample count
+up front and parses the tar a second time, without the checks above.
 """
 
 import io
 import json
 import tarfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from hypvl.errors import InputError
@@ -35,6 +40,27 @@ def shard_paths(source) -> list[Path]:
     return [shard for item in source for shard in shard_paths(item)]
 
 
+@dataclass(frozen=True)
+class MemberSpan:
+    """Where a member's bytes lie in its shard: `size` bytes from byte `offset` of the shard `where.file`."""
+
+    where: Where
+    offset: int
+    size: int
+
+    def __len__(self) -> int:
+        return self.size
+
+    def read(self) -> bytes:
+        """The member's bytes; a shard that has shrunk since it was indexed is an error naming it and the record."""
+        with open(self.where.file, "rb") as handle:
+            handle.seek(self.offset)
+            data = handle.read(self.size)
+        if len(data) != self.size:
+            raise self.where.error("the shard has changed since it was indexed (the member ends past its end)")
+        return data
+
+
 def split_member_name(name: str) -> tuple[str, str]:
     """(key, extension) of a member name; names without an extension have extension ''."""
     folder, _, base = name.rpartition("/")
@@ -43,8 +69,9 @@ def split_member_name(name: str) -> tuple[str, str]:
     return key, extension if dot else ""
 
 
-def iter_tar_samples(path: Path) -> Iterator[tuple[str, Where, dict[str, bytes]]]:
-    """Samples of one shard as (key, where, {extension: bytes}); `where.record` is 'key <key>'."""
+def iter_tar_samples(path: Path, defer: Collection[str] = ()) -> Iterator[tuple[str, Where, dict]]:
+    """Samples of one shard as (key, where, {extension: bytes}); `where.record` is 'key <key>'. Members whose
+    extension is in `defer` are not read: their value is a MemberSpan."""
     path = Path(path)
     seen: set[str] = set()
     key, members = None, {}
@@ -66,7 +93,12 @@ def iter_tar_samples(path: Path) -> Iterator[tuple[str, Where, dict[str, bytes]]
                     key, members = member_key, {}
                 if extension in members:
                     raise where.error(f"duplicate member '{info.name}'")
-                members[extension] = archive.extractfile(info).read()
+                if extension in defer:
+                    if info.issparse():
+                        raise where.error(f"member '{info.name}' is a sparse file")
+                    members[extension] = MemberSpan(where, info.offset_data, info.size)
+                else:
+                    members[extension] = archive.extractfile(info).read()
             end = archive.offset
     except (tarfile.TarError, EOFError, OSError) as exc:
         last = f" after key {key}" if key is not None else ""

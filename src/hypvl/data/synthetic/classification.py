@@ -1,5 +1,6 @@
-"""The smoke world's classification sets drawn: each test split as an image folder, and the pictures its linear-probe
-sources are drawn from (`probe_sources`). What each set is: `classification_sets`.
+"""The smoke world's classification sets drawn: each test split in the set's catalog `layout` (CLIP_benchmark's
+webdataset or an image folder, as acquisition leaves it at paper scale), and the pictures its linear-probe sources
+are drawn from (`probe_sources`). What each set is: `classification_sets`.
 """
 
 import shutil
@@ -8,7 +9,10 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
+from hypvl.data.catalog import DatasetInfo, load_dataset_info
+from hypvl.data.formats.clip_benchmark_wds import ClipBenchmarkDataset, LabelledImage, write_clip_benchmark_wds
 from hypvl.data.formats.imagefolder import write_imagefolder
+from hypvl.data.formats.images import encode_image
 
 from . import render
 from .corpora import random_object
@@ -131,13 +135,28 @@ def classification_picture(rng, spec: ClassificationSet, label: str, size: int) 
     return world_picture(rng, spec, label, size)
 
 
+def write_split(info: DatasetInfo, root: Path, split: str, class_names: tuple[str, ...],
+                items: list[tuple[int, Image.Image]], shard_size: int, record_names: bool = False) -> None:
+    """Write `items` (label, image), in their order, as split `split` of the set at `root` in `info.layout`: a
+    CLIP_benchmark webdataset (PNG images, keys `s<record>`, `shard_size` records a shard, the catalog's prompts as
+    its templates) or an image folder (each image named by its record number with `record_names`)."""
+    if info.layout == "imagefolder":
+        write_imagefolder(root, split, list(class_names), items, record_names=record_names)
+        return
+    samples = tuple(LabelledImage(f"s{record:07d}", encode_image(image, "PNG"), label)
+                    for record, (label, image) in enumerate(items))
+    templates = tuple(template.replace("{}", "{c}") for template in info.prompts)
+    write_clip_benchmark_wds(root, ClipBenchmarkDataset(tuple(class_names), templates, samples), split, shard_size,
+                             "png")
+
+
 def write_classification_set(settings: WorldSettings, name: str, root: Path) -> dict[str, int]:
-    """Write the test split of set `name` as an image folder `root/name/test/`, `per_class` images per class
-    from the streams (name/class, i); returns its image count."""
+    """Write the test split of set `name` under `root/name/` in its catalog layout, `per_class` images per class
+    from the streams (name/class, i), class by class; returns its image count."""
     spec = ALL_CLASSIFICATION_SETS[name]
     items = [(label, classification_picture(rng_for(settings.seed, f"{name}/{cls}", i), spec, cls, settings.image_size))
              for label, cls in enumerate(spec.classes) for i in range(settings.per_class)]
     if (root / name / TEST_SPLIT).is_dir():  # a rerun with fewer images per class leaves no old ones behind
         shutil.rmtree(root / name / TEST_SPLIT)
-    write_imagefolder(root / name, TEST_SPLIT, list(spec.classes), items)
+    write_split(load_dataset_info(name), root / name, TEST_SPLIT, spec.classes, items, settings.shard_size)
     return {TEST_SPLIT: len(items)}

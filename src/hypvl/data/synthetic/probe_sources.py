@@ -16,8 +16,8 @@ cuts into the probe's train and val folders by the catalog's slices, as it cuts 
   and val a tenth each, the other 80% its test slice); balanced, the probe's refit on train + val learns no
   class prior from the smoke world's rounding.
 - Pictures: image i of class c of the split the train slice reads comes from stream (set/train/c, i), of a
-  split apart for val from (set/val/c, i). The test split is the set's own image folder (`classification`),
-  which the probe reads beside its train and val folders.
+  split apart for val from (set/val/c, i). The test split is the set's own zero-shot test split
+  (`classification`, in the same layout), which the probe reads beside its train and val folders.
 """
 
 import itertools
@@ -25,13 +25,10 @@ import shutil
 from pathlib import Path
 
 from hypvl.data.catalog import DatasetInfo, load_dataset_info
-from hypvl.data.formats.clip_benchmark_wds import ClipBenchmarkDataset, LabelledImage, write_clip_benchmark_wds
-from hypvl.data.formats.imagefolder import write_imagefolder
-from hypvl.data.formats.images import encode_image
 from hypvl.data.splits import count_extents
 from hypvl.errors import InputError
 
-from .classification import classification_picture
+from .classification import classification_picture, write_split
 from .classification_sets import ALL_CLASSIFICATION_SETS
 from .settings import WorldSettings, rng_for
 
@@ -74,12 +71,5 @@ def write_probe_sources(settings: WorldSettings, name: str, root: Path) -> dict:
             label = spec.classes[record % classes]
             rng = rng_for(settings.seed, f"{name}/{role}/{label}", record // classes)
             items.append((record % classes, classification_picture(rng, spec, label, settings.image_size)))
-        if info.layout == "imagefolder":
-            write_imagefolder(root / name, split, list(spec.classes), items, record_names=True)
-        else:
-            samples = tuple(LabelledImage(f"s{record:07d}", encode_image(image, "PNG"), label)
-                            for record, (label, image) in enumerate(items))
-            templates = tuple(template.replace("{}", "{c}") for template in info.prompts)
-            write_clip_benchmark_wds(root / name, ClipBenchmarkDataset(spec.classes, templates, samples), split,
-                                     settings.shard_size, "png")
+        write_split(info, root / name, split, spec.classes, items, settings.shard_size, record_names=True)
     return {"layout": info.layout, "splits": sizes}
