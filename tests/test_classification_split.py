@@ -100,3 +100,28 @@ def test_a_webdataset_whose_shards_hold_no_record_is_an_error(tmp_path):
     with pytest.raises(InputError, match=f"{tmp_path / 'test'}: its shards hold no records"):
         read_classification_split(tmp_path, "test")
 
+
+
+def test_class_folders_named_by_label_index_are_in_numeric_order(tmp_path):
+    """A prepare step's `<label index>/<file>` folders: folder 10 holds label 10, not label 2 ('10' < '2' by name)."""
+    g = torch.Generator().manual_seed(5)
+    for label in range(12):
+        folder = tmp_path / "set" / "test" / str(label)
+        folder.mkdir(parents=True)
+        random_image(g, 8, 8).save(folder / f"{label}_a.png")
+    split = read_classification_split(tmp_path / "set", "test")
+    assert split.class_dirs == tuple(str(label) for label in range(12))
+    assert [split.images[i].parent.name for i, label in enumerate(split.labels) if label == 10] == ["10"]
+
+
+def test_a_class_cap_keeps_the_first_classes_and_their_images(tmp_path):
+    """`eval.max_classes`: the first classes by label, their images in record order, the names cut alike."""
+    items = _items(7)
+    _write_wds(tmp_path / "wds", items)
+    split = read_classification_split(tmp_path / "wds", "test")
+    capped = split.first_classes(2)
+    assert capped.num_classes == 2 and capped.class_names == NAMES[:2]
+    assert capped.labels == tuple(label for label, _ in items if label < 2)
+    assert [_pixels(capped.load(i)) for i in range(len(capped))] == \
+        [_pixels(image) for label, image in items if label < 2]
+    assert split.first_classes(None) is split and split.first_classes(3) is split

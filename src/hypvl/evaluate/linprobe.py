@@ -31,8 +31,10 @@ def run(ctx: EvalContext, task: str) -> TaskResult:
     """Task `linprobe_<dataset>`."""
     name = task.removeprefix("linprobe_")
     probe = ctx.linear_probe_root(name)
-    splits = [read_classification_split(probe, TRAIN_SPLIT), read_classification_split(probe, VAL_SPLIT),
-              read_classification_split(ctx.classification_root(name), ctx.config["eval"]["classification_split"])]
+    sources = [(probe, TRAIN_SPLIT), (probe, VAL_SPLIT),
+               (ctx.classification_root(name), ctx.config["eval"]["classification_split"])]
+    splits = [read_classification_split(root, split).first_classes(ctx.config["eval"].get("max_classes"))
+              for root, split in sources]
     for dataset in splits[1:]:  # class folders are compared where both splits have them (not in a webdataset)
         same_folders = None in (dataset.class_dirs, splits[0].class_dirs) or dataset.class_dirs == splits[0].class_dirs
         if dataset.num_classes != splits[0].num_classes or not same_folders:

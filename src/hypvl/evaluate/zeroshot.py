@@ -40,13 +40,16 @@ def class_embeddings(model, tokenizer, class_names: list[str], templates: list[s
 
 @torch.no_grad()
 def zero_shot_scores(model, tokenizer, root, split: str, templates: list[str], image_size: int, batch_size: int,
-                     name: str, class_names: list[str] | None = None) -> ZeroShotScores:
+                     name: str, class_names: list[str] | None = None,
+                     max_classes: int | None = None) -> ZeroShotScores:
     """Score every image of the classification split `root/split` (either layout) against every class; class
-    names from the set's classnames.txt unless given (the catalog's, for real datasets)."""
-    dataset = read_classification_split(root, split)
+    names from the set's classnames.txt unless given (the catalog's, for real datasets); with `max_classes`, only the
+    first classes and their images."""
+    dataset = read_classification_split(root, split).first_classes(max_classes)
     names = class_names or dataset.class_names
     if names is None:
         raise InputError(f"{root}: no classnames.txt and no class names given")
+    names = names[:max_classes] if max_classes else names
     if len(names) != dataset.num_classes:
         raise InputError(f"{dataset.folder}: {len(names)} class names for its {dataset.num_classes} classes")
     classes = class_embeddings(model, tokenizer, list(names), templates, batch_size, name)
@@ -81,7 +84,8 @@ def dataset_scores(ctx: EvalContext, name: str) -> ZeroShotScores:
     info = load_dataset_info(name)
     return zero_shot_scores(ctx.model, ctx.tokenizer, ctx.classification_root(name),
                             ctx.config["eval"]["classification_split"], ctx.templates(name), ctx.image_size,
-                            ctx.batch_size, name, None if ctx.scale == "smoke" else list(info.class_names))
+                            ctx.batch_size, name, None if ctx.scale == "smoke" else list(info.class_names),
+                            ctx.config["eval"].get("max_classes"))
 
 
 def run(ctx: EvalContext, task: str) -> TaskResult:

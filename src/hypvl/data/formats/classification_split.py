@@ -9,7 +9,7 @@ needed (a webdataset image is read from its place in its shard), so a split of t
 decoded batch by batch (`hypvl.evaluate.features`).
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from PIL import Image
@@ -19,6 +19,7 @@ from hypvl.errors import InputError
 from . import clip_benchmark_wds, imagefolder
 from .images import decode_image
 from .shards import MemberSpan
+
 
 @dataclass(frozen=True)
 class ClassificationSplit:
@@ -37,6 +38,16 @@ class ClassificationSplit:
 
     def __len__(self) -> int:
         return len(self.labels)
+
+    def first_classes(self, count: int | None) -> "ClassificationSplit":
+        """The split restricted to the records of its first `count` classes by label (itself where `count` is None or
+        not below its class count): what an evaluation capped at `count` classes reads (config `eval.max_classes`)."""
+        if count is None or count >= self.num_classes:
+            return self
+        kept = [index for index, label in enumerate(self.labels) if label < count]
+        return replace(self, labels=tuple(self.labels[i] for i in kept), images=tuple(self.images[i] for i in kept),
+                       class_names=None if self.class_names is None else self.class_names[:count],
+                       class_dirs=None if self.class_dirs is None else self.class_dirs[:count], num_classes=count)
 
     def load(self, index: int) -> Image.Image:
         """Image `index`, decoded to RGB; one that does not decode is an error naming its file (and record)."""

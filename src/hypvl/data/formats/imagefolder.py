@@ -1,7 +1,8 @@
 """Image-folder classification sets: ``<root>/<split>/<class dir>/<image>``.
 
 Class indices follow the sorted class-directory names, as torchvision's ImageFolder does (so
-ImageNet's WordNet-id folders map to the catalog's class order). An optional ``<root>/classnames.txt``
+ImageNet's WordNet-id folders map to the catalog's class order); folders named by their label index, as the
+manifest's prepare steps materialise a TFDS split (`<label index>/<file>`), are sorted by number (`10` after `9`). An optional ``<root>/classnames.txt``
 gives one class name per line in that order; otherwise names come from the dataset catalog.
 
 Sorted by class, a folder keeps no record order of the split it was made from, unless every image is named
@@ -33,6 +34,13 @@ class ImageFolderSet:
     samples: list[tuple[Path, int]]
 
 
+def class_order(names) -> list[str]:
+    """Class-folder names in label order: by number where every name is a label index, else by name."""
+    names = list(names)
+    numbered = all(name.isdecimal() for name in names)
+    return sorted(names, key=lambda name: (int(name), name) if numbered else (0, name))
+
+
 def read_imagefolder(root: Path, split: str) -> ImageFolderSet:
     """List the images of `split` under `root` with their labels; checks the layout, not the pixels."""
     root = Path(root)
@@ -42,7 +50,7 @@ def read_imagefolder(root: Path, split: str) -> ImageFolderSet:
     strays = sorted(p.name for p in split_dir.iterdir() if not p.is_dir() and not p.name.startswith("."))
     if strays:
         raise InputError(f"{split_dir}: holds files where class folders belong: {strays[:5]}")
-    class_dirs = sorted(p.name for p in split_dir.iterdir() if p.is_dir())
+    class_dirs = class_order(p.name for p in split_dir.iterdir() if p.is_dir())
     if not class_dirs:
         raise InputError(f"{split_dir}: no class folders")
     samples = []
