@@ -11,6 +11,7 @@ Cases: `smoke` uses a smoke world's ImageNet folder and COCO captions (`--smoke-
 5k x 25k, COCO val2017's size) and an image folder of the same images for classification. The model is a
 MERU with random weights: `--model smoke` (default.yaml's `model`: ViT at 32 px, width 64, 2 layers) or
 `--model paper` (full.yaml's: ViT-S/16 at 224 px, 12-layer text transformer), on the CPU.
+`write_photos` and `pipeline_rates` measure the image path alone on photo-sized JPEGs (benchmarks/gpu, on a GPU).
 
     python benchmarks/eval_throughput.py --smoke-root data/smoke
 """
@@ -30,6 +31,7 @@ from hypvl.data.formats.coco_captions import read_coco_captions, write_coco_capt
 from hypvl.data.formats.common import CaptionedImage
 from hypvl.data.formats.imagefolder import load_image, read_imagefolder, write_imagefolder
 from hypvl.data.transforms import resize_center_crop, squeeze, to_tensor_batch
+from hypvl.evaluate.features import encode_images
 from hypvl.evaluate.retrieval import evaluate_retrieval
 from hypvl.evaluate.zeroshot import evaluate_zero_shot
 from hypvl.models.build import build_model
@@ -119,6 +121,39 @@ def write_large_set(root: Path, images: int, per_image: int, classes: int) -> tu
     write_coco_captions(captions_json, items)
     write_imagefolder(root / "classes", "test", [f"class {c}" for c in range(classes)], labelled)
     return captions_json, root / "classes"
+
+
+def write_photos(folder: Path, count: int, size=(500, 375)) -> list[Path]:
+    """`count` JPEGs (quality 90) of smooth random pictures with grain, about 100 kB each at 500x375 (a photo's
+    size and JPEG entropy)."""
+    rng, paths = np.random.default_rng(0), []
+    for i in range(count):
+        coarse = Image.fromarray(rng.integers(0, 256, (size[1] // 10, size[0] // 10, 3), dtype=np.uint8))
+        smooth = np.asarray(coarse.resize(size, Image.BICUBIC), dtype=np.int16)
+        grain = rng.integers(-28, 29, smooth.shape, dtype=np.int16)
+        paths.append(folder / f"{i:05d}.jpg")
+        Image.fromarray(np.clip(smooth + grain, 0, 255).astype(np.uint8)).save(paths[-1], quality=90)
+    return paths
+
+
+def pipeline_rates(model, paths: list[Path], size: int, batch: int) -> dict[str, float]:
+    """Images/s of the evaluation's image path (hypvl.evaluate.features: decode, resize and centre crop in its
+    loader threads, then `model.encode_image`), of that loading alone (a null encoder), and of the encoder alone
+    (batches decoded beforehand); after a warm-up pass (the device's kernels, the files in the page cache)."""
+
+    def images_per_s(run) -> float:
+        return len(paths) / timed(run)[0]
+
+    def through_features(encode):
+        return lambda: encode_images(encode, lambda i: load_image(paths[i]), len(paths),
+                                     lambda image: resize_center_crop(image, size), batch, "benchmark")
+
+    through_features(model.encode_image)()
+    pixels = [to_tensor_batch([resize_center_crop(load_image(path), size) for path in chunk])
+              for chunk in batches(paths, batch)]
+    return {"pipeline": images_per_s(through_features(model.encode_image)),
+            "loading": images_per_s(through_features(lambda images: images.new_zeros(len(images), 1))),
+            "encoder": images_per_s(lambda: encode_only(model, pixels, []))}
 
 
 def random_meru(size: str):

@@ -77,8 +77,8 @@ def test_fp16_scales_the_loss_and_bf16_does_not():
 def test_a_compiled_step_trains_as_the_eager_one():
     """torch.compile (inductor) of the encoders: the same losses over two steps, the second after an update.
     Inductor fuses and reorders float32 reductions (layer norms, softmax, matmul epilogues), so values differ by
-    float32 rounding (2^-24 relative per operation) accumulated through the encoders and the loss (measured: 5e-7): 1e-5 relative
-    is ~100x that, and 100x below what an actual change of the computation (e.g. bf16, test above: ~1e-3) does."""
+    float32 rounding (2^-24 relative per operation) accumulated through the encoders and the loss (measured: 5e-7
+    relative): 1e-5 is 20x that, and 100x below what a real change of the computation does (bf16, above: ~1e-3)."""
     losses = {}
     for compiled in (False, True):
         model = _model("meru")
