@@ -31,7 +31,7 @@ from hypvl.data.formats.coco_captions import read_coco_captions, write_coco_capt
 from hypvl.data.formats.common import CaptionedImage
 from hypvl.data.formats.imagefolder import load_image, read_imagefolder, write_imagefolder
 from hypvl.data.transforms import resize_center_crop, squeeze, to_tensor_batch
-from hypvl.evaluate.features import encode_images
+from hypvl.evaluate.features import encode_images, set_loader_workers
 from hypvl.evaluate.retrieval import evaluate_retrieval
 from hypvl.evaluate.zeroshot import evaluate_zero_shot
 from hypvl.models.build import build_model
@@ -136,24 +136,29 @@ def write_photos(folder: Path, count: int, size=(500, 375)) -> list[Path]:
     return paths
 
 
-def pipeline_rates(model, paths: list[Path], size: int, batch: int) -> dict[str, float]:
-    """Images/s of the evaluation's image path (hypvl.evaluate.features: decode, resize and centre crop in its
-    loader threads, then `model.encode_image`), of that loading alone (a null encoder), and of the encoder alone
-    (batches decoded beforehand); after a warm-up pass (the device's kernels, the files in the page cache)."""
+def pipeline_rates(model, paths: list[Path], size: int, batch: int, workers: int) -> dict[str, float]:
+    """Images/s of the evaluation's image path (hypvl.evaluate.features: decode, resize and centre crop, then
+    `model.encode_image`) with its loader threads and with `workers` loader processes (`eval.num_workers`, their
+    start included), of that loading alone (a null encoder) each way, and of the encoder alone (two batches decoded
+    beforehand); after a warm-up batch (the device's kernels)."""
 
-    def images_per_s(run) -> float:
-        return len(paths) / timed(run)[0]
+    def through_features(encode, processes: int, count: int = len(paths)) -> float:
+        set_loader_workers(processes)
+        try:
+            seconds = timed(lambda: encode_images(encode, lambda i: load_image(paths[i]), count,
+                                                  lambda image: resize_center_crop(image, size), batch, "benchmark"))
+        finally:
+            set_loader_workers(0)
+        return count / seconds[0]
 
-    def through_features(encode):
-        return lambda: encode_images(encode, lambda i: load_image(paths[i]), len(paths),
-                                     lambda image: resize_center_crop(image, size), batch, "benchmark")
-
-    through_features(model.encode_image)()
+    through_features(model.encode_image, 0, min(batch, len(paths)))
     pixels = [to_tensor_batch([resize_center_crop(load_image(path), size) for path in chunk])
-              for chunk in batches(paths, batch)]
-    return {"pipeline": images_per_s(through_features(model.encode_image)),
-            "loading": images_per_s(through_features(lambda images: images.new_zeros(len(images), 1))),
-            "encoder": images_per_s(lambda: encode_only(model, pixels, []))}
+              for chunk in batches(paths[:2 * batch], batch)]
+    rates = {"encoder": sum(map(len, pixels)) / timed(lambda: encode_only(model, pixels, []))[0]}
+    for name, processes in (("threads", 0), ("processes", workers)):
+        rates[f"pipeline_{name}"] = through_features(model.encode_image, processes)
+        rates[f"loading_{name}"] = through_features(lambda images: images.new_zeros(len(images), 1), processes)
+    return rates
 
 
 def random_meru(size: str):

@@ -49,7 +49,9 @@ def test_cpu_run_measures_every_configuration_with_the_cost_models_flops(tmp_pat
         assert row["mfu_datasheet"] is None and row["peak_gib"] is None
     evaluation = results["eval_pipeline"]
     assert evaluation["images"] == 24 and 40 < evaluation["jpeg_kb"] < 200
-    assert all(evaluation[f"{part}_images_per_s"] > 0 for part in ("pipeline", "loading", "encoder"))
+    assert evaluation["loader_processes"] == 2
+    assert all(evaluation[f"{part}_images_per_s"] > 0 for part in ("pipeline_threads", "loading_threads", "encoder",
+                                                                     "pipeline_processes", "loading_processes"))
     markdown = (tmp_path / "gpu_benchmark.md").read_text()
     assert stdout.rstrip().endswith(markdown.rstrip())  # printed last
     table = [line for line in markdown.splitlines() if line.startswith("| clip") or line.startswith("| meru")
