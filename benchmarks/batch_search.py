@@ -21,8 +21,8 @@ def free(device: torch.device) -> None:
 
 
 def device_batch(config: dict, size: int, boxes: bool, device: torch.device) -> dict:
-    """A random training batch of `size` pairs (with box crops and phrases: `boxes`) on `device`."""
-    return {key: value.to(device) for key, value in batch_of(config["model"], size, boxes).items()}
+    """A random training batch of `size` pairs (with box crops and phrases: `boxes`), drawn on `device`."""
+    return batch_of(config["model"], size, boxes, device)
 
 
 def try_batch(step: TrainStep, config: dict, boxes: bool, size: int) -> tuple[int, int] | None:
