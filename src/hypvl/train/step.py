@@ -6,7 +6,7 @@ learning-rate schedule stepped. Also the precision itself (`train.precision`) an
 Precision: `fp16` autocasts the encoders to float16 and scales the loss (torch.amp.GradScaler), as MERU trains
 (Sec. 4, mixed precision); `bf16` autocasts them to bfloat16, whose float32 exponent range needs no scaler; `fp32`
 does neither. Geometry and losses compute in float32 under either (`hypvl.geometry.precision.full_precision`).
-On the CPU, `fp16` runs in float32 (as `amp: true` did before): CPUs have no fast float16 matmuls and need no
+On the CPU, `fp16` runs in float32 (as `amp: true` did before): most CPUs have no fast float16 matmuls and need no
 scaler; `bf16` autocasts there too.
 """
 
