@@ -1,13 +1,13 @@
 # hypvl: from data to reports. `snakemake --cores all reports/table1.md` runs the smoke scale;
 # add `--configfile workflows/config/full.yaml` for paper scale. See README.md.
-from snakemake.utils import min_version, validate
+from snakemake.utils import min_version
 
-from hypvl.config import DEFAULT_CONFIG, SCHEMA
+from hypvl.config import DEFAULT_CONFIG, validate_config
 
 min_version("8.0")
 
 configfile: str(DEFAULT_CONFIG)  # the packaged smoke-scale default (src/hypvl/config/default.yaml)
-validate(config, str(SCHEMA))
+validate_config(config, "the workflow config (default.yaml + --configfile/--config)")  # schema.yaml, retired keys
 
 include: "workflows/common.smk"
 

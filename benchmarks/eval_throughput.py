@@ -12,6 +12,7 @@ Cases: `smoke` uses a smoke world's ImageNet folder and COCO captions (`--smoke-
 webdataset of them (1,000 a shard, as CLIP_benchmark's; `zs wds`, with the time and memory its index takes). The model is a
 MERU with random weights: `--model smoke` (default.yaml's `model`: ViT at 32 px, width 64, 2 layers) or
 `--model paper` (full.yaml's: ViT-S/16 at 224 px, 12-layer text transformer), on the CPU.
+`write_photos` and `pipeline_rates` measure the image path alone on photo-sized JPEGs (benchmarks/gpu, on a GPU).
 
     python benchmarks/eval_throughput.py --smoke-root data/smoke
 """
@@ -34,6 +35,7 @@ from hypvl.data.formats.coco_captions import read_coco_captions, write_coco_capt
 from hypvl.data.formats.common import CaptionedImage
 from hypvl.data.formats.imagefolder import load_image, write_imagefolder
 from hypvl.data.transforms import resize_center_crop, squeeze, to_tensor_batch
+from hypvl.evaluate.features import encode_images, set_loader_workers
 from hypvl.evaluate.retrieval import evaluate_retrieval
 from hypvl.evaluate.zeroshot import evaluate_zero_shot
 from hypvl.models.build import build_model
@@ -137,6 +139,44 @@ def write_large_set(root: Path, images: int, per_image: int, classes: int) -> tu
                     for i, (label, _) in enumerate(labelled))
     write_clip_benchmark_wds(root / "wds", ClipBenchmarkDataset(tuple(names), ("a photo of a {c}.",), samples))
     return captions_json, root / "classes", root / "wds"
+
+
+def write_photos(folder: Path, count: int, size=(500, 375)) -> list[Path]:
+    """`count` JPEGs (quality 90) of smooth random pictures with grain, about 100 kB each at 500x375 (a photo's
+    size and JPEG entropy)."""
+    rng, paths = np.random.default_rng(0), []
+    for i in range(count):
+        coarse = Image.fromarray(rng.integers(0, 256, (size[1] // 10, size[0] // 10, 3), dtype=np.uint8))
+        smooth = np.asarray(coarse.resize(size, Image.BICUBIC), dtype=np.int16)
+        grain = rng.integers(-28, 29, smooth.shape, dtype=np.int16)
+        paths.append(folder / f"{i:05d}.jpg")
+        Image.fromarray(np.clip(smooth + grain, 0, 255).astype(np.uint8)).save(paths[-1], quality=90)
+    return paths
+
+
+def pipeline_rates(model, paths: list[Path], size: int, batch: int, workers: int) -> dict[str, float]:
+    """Images/s of the evaluation's image path (hypvl.evaluate.features: decode, resize and centre crop, then
+    `model.encode_image`) with its loader threads and with `workers` loader processes (`eval.num_workers`, their
+    start included), of that loading alone (a null encoder) each way, and of the encoder alone (two batches decoded
+    beforehand); after a warm-up batch (the device's kernels)."""
+
+    def through_features(encode, processes: int, count: int = len(paths)) -> float:
+        set_loader_workers(processes)
+        try:
+            seconds = timed(lambda: encode_images(encode, lambda i: load_image(paths[i]), count,
+                                                  lambda image: resize_center_crop(image, size), batch, "benchmark"))
+        finally:
+            set_loader_workers(0)
+        return count / seconds[0]
+
+    through_features(model.encode_image, 0, min(batch, len(paths)))
+    pixels = [to_tensor_batch([resize_center_crop(load_image(path), size) for path in chunk])
+              for chunk in batches(paths[:2 * batch], batch)]
+    rates = {"encoder": sum(map(len, pixels)) / timed(lambda: encode_only(model, pixels, []))[0]}
+    for name, processes in (("threads", 0), ("processes", workers)):
+        rates[f"pipeline_{name}"] = through_features(model.encode_image, processes)
+        rates[f"loading_{name}"] = through_features(lambda images: images.new_zeros(len(images), 1), processes)
+    return rates
 
 
 def random_meru(size: str):

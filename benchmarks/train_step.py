@@ -40,15 +40,16 @@ def open_clip_model(model_cfg: dict, backbone: str):
     return open_clip.model.CLIP(model_cfg["embed_dim"], vision, textual)
 
 
-def batch_of(model_cfg: dict, size: int, boxes: bool) -> dict:
-    generator = torch.Generator().manual_seed(0)
+def batch_of(model_cfg: dict, size: int, boxes: bool, device="cpu") -> dict:
+    """A random batch of `size` images and full-context token rows (and box crops and phrases), drawn on `device`."""
+    generator = torch.Generator(device).manual_seed(0)
     image = (size, 3, model_cfg["image_size"], model_cfg["image_size"])
     text = (size, model_cfg["text"]["context_length"])
-    batch = {"images": torch.rand(image, generator=generator),
-             "tokens": torch.randint(1, 49000, text, generator=generator)}
+    batch = {"images": torch.rand(image, generator=generator, device=device),
+             "tokens": torch.randint(1, 49000, text, generator=generator, device=device)}
     if boxes:
-        batch["box_images"] = torch.rand(image, generator=generator)
-        batch["box_tokens"] = torch.randint(1, 49000, text, generator=generator)
+        batch["box_images"] = torch.rand(image, generator=generator, device=device)
+        batch["box_tokens"] = torch.randint(1, 49000, text, generator=generator, device=device)
     return batch
 
 

@@ -46,3 +46,15 @@ def test_the_packaged_default_loads_from_any_directory(tmp_path):
     run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "smoke"
+
+
+def test_a_retired_key_is_an_error_naming_its_replacement(tmp_path):
+    old = tmp_path / "old.yaml"
+    old.write_text("train:\n  amp: true\n")
+    with pytest.raises(InputError, match=r"old\.yaml: config key train\.amp was replaced by train\.precision "
+                                         r"\(fp16 \| bf16 \| fp32; amp: true was fp16"):
+        load_config([old])
+    assert load_config(config_json=json.dumps({"train": {"precision": "bf16"}}))["train"]["precision"] == "bf16"
+    with pytest.raises(InputError, match=r"config key train\.precision: 'fp8' is not one of"):
+        load_config(config_json=json.dumps({"train": {"precision": "fp8"}}))
+    assert load_config()["train"]["precision"] == "fp32" and load_config([FULL])["train"]["precision"] == "fp16"

@@ -2,6 +2,7 @@
 shared feature extraction and the command that runs a task group."""
 
 import json
+import os
 from argparse import Namespace
 
 import pytest
@@ -12,7 +13,8 @@ from test_models import TINY, _model
 from hypvl.data.formats.imagefolder import load_image
 from hypvl.data.transforms import resize_center_crop, squeeze, to_tensor_batch
 from hypvl.evaluate.context import EvalContext
-from hypvl.evaluate.features import image_embeddings, trunk_features
+from hypvl.errors import InputError
+from hypvl.evaluate.features import image_embeddings, set_loader_workers, trunk_features
 from hypvl.evaluate.metrics import NonFiniteEmbeddingError
 from hypvl.models.encoders import Tokenizer
 
@@ -75,6 +77,39 @@ def test_prefetched_batches_equal_one_by_one_encoding(tmp_path):
     nan_images(model)
     with pytest.raises(NonFiniteEmbeddingError, match="x image embeddings"):
         image_embeddings(model, lambda i: load_image(paths[i]), 7, lambda im: squeeze(im, SIZE), 3, "x")
+
+
+def test_loader_processes_give_bitwise_the_features_of_loader_threads(tmp_path):
+    """`eval.num_workers`: images decoded and cropped in DataLoader processes, the same batches, the same bits; a
+    bad image is the same one-line error."""
+    g = torch.Generator().manual_seed(3)
+    paths = [tmp_path / f"{i}.jpg" for i in range(7)]
+    for i, path in enumerate(paths):
+        random_image(g, 30 + 3 * i, 22).save(path, quality=90)
+    model, _ = tiny("meru")
+    pids = tmp_path / "pids"
+
+    def load(i):
+        with pids.open("a") as handle:
+            handle.write(f"{os.getpid()}\n")
+        return load_image(paths[i])
+
+    def embed():
+        return image_embeddings(model, load, 7, lambda im: resize_center_crop(im, SIZE), 3, "x")
+
+    threads = embed()
+    assert set(pids.read_text().split()) == {str(os.getpid())}
+    pids.unlink()
+    set_loader_workers(2)
+    try:
+        processes = embed()
+        paths[4].write_bytes(b"not a JPEG")
+        with pytest.raises(InputError, match=rf"^{paths[4]}: image does not decode"):
+            embed()
+    finally:
+        set_loader_workers(0)
+    assert torch.equal(processes, threads)
+    assert str(os.getpid()) not in pids.read_text().split()  # decoded in the loader processes only
 
 
 def run_group(tmp_path, method: str, group: str, datasets: dict, data_dir, **extra):

@@ -18,7 +18,8 @@ from hypvl.yaml_text import safe_load
 
 CONFIG_DIR = Path(__file__).resolve().parent
 DEFAULT_CONFIG = CONFIG_DIR / "default.yaml"
-SCHEMA = CONFIG_DIR / "schema.yaml"
+# keys a config may no longer set -> what replaced them: an old config is told, not only that the key is unexpected
+RETIRED_KEYS = {("train", "amp"): "train.precision (fp16 | bf16 | fp32; amp: true was fp16, amp: false fp32)"}
 
 
 def deep_merge(base: dict, update: dict) -> dict:
@@ -47,7 +48,11 @@ def _read_yaml(path: Path) -> dict:
 
 
 def validate_config(config: dict, source: str, config_dir: Path = CONFIG_DIR) -> dict:
-    """Check `config` against schema.yaml; the error names `source` and the offending key."""
+    """Check `config` against schema.yaml; the error names `source` and the offending key (a retired key: what
+    replaced it)."""
+    for (section, key), replacement in RETIRED_KEYS.items():
+        if isinstance(config.get(section), dict) and key in config[section]:
+            raise InputError(f"{source}: config key {section}.{key} was replaced by {replacement}")
     schema = _read_yaml(Path(config_dir) / "schema.yaml")
     error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(config))
     if error is not None:

@@ -26,5 +26,15 @@ def squeeze(image: Image.Image, size: int) -> Image.Image:
 
 def to_tensor_batch(images: list[Image.Image]) -> torch.Tensor:
     """(B, 3, H, W) float32 in [0, 1] from equally sized RGB images."""
-    array = np.stack([np.asarray(img if img.mode == "RGB" else img.convert("RGB"), dtype=np.uint8) for img in images])
-    return torch.from_numpy(array).permute(0, 3, 1, 2).float().div_(255.0)
+    return to_unit_float(to_uint8_batch(images))
+
+
+def to_uint8_batch(images: list[Image.Image]) -> torch.Tensor:
+    """(B, H, W, 3) uint8 pixels of equally sized images, as RGB (what a loader process sends on)."""
+    return torch.from_numpy(np.stack([np.asarray(img if img.mode == "RGB" else img.convert("RGB"), dtype=np.uint8)
+                                      for img in images]))
+
+
+def to_unit_float(pixels: torch.Tensor) -> torch.Tensor:
+    """(B, H, W, 3) uint8 -> (B, 3, H, W) float32 in [0, 1]."""
+    return pixels.permute(0, 3, 1, 2).float().div_(255.0)

@@ -17,6 +17,7 @@ def evaluate_group(args) -> None:
     from hypvl.data.fingerprint import data_manifest_hash
     from hypvl.devices import on_device, select_device
     from hypvl.evaluate.context import EvalContext
+    from hypvl.evaluate.features import set_loader_workers
     from hypvl.evaluate.results import write_metrics
     from hypvl.models.checkpoints import load_checkpoint
     from hypvl.provenance import config_hash, file_digest
@@ -31,6 +32,7 @@ def evaluate_group(args) -> None:
         raise InputError(f"group {args.group!r} at scale {config['scale']!r} has no tasks {unknown} "
                          f"(it has {available})")
     torch.set_num_threads(args.threads)
+    set_loader_workers(config["eval"]["num_workers"])
     model, recipe = load_checkpoint(args.checkpoint)
     model = on_device(model, select_device(config["eval"]["device"]))
     ctx = EvalContext(model, model.tokenizer, model.image_size, config, args.prompts)

@@ -2,9 +2,12 @@
 
 Batches are prepared (images decoded and resized, texts tokenized) by worker threads a few batches
 ahead of the encoder, so loading overlaps the forward pass (PIL and torch release the GIL). Every
-result is checked for NaN/Inf, and the error names the dataset.
+result is checked for NaN/Inf, and the error names the dataset. With `set_loader_workers(n)` (the evaluation
+command passes `eval.num_workers`) images are decoded and resized in n DataLoader worker processes instead, which
+keep a GPU busy where a few threads of one process cannot: the same pixels, so bitwise the same features.
 """
 
+import itertools
 import os
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -12,12 +15,20 @@ from concurrent.futures import ThreadPoolExecutor
 
 import torch
 from PIL import Image
+from torch.utils.data import DataLoader, Dataset
 
-from hypvl.data.transforms import to_tensor_batch
+from hypvl.data.transforms import to_tensor_batch, to_uint8_batch, to_unit_float
+from hypvl.errors import InputError
 from hypvl.evaluate.metrics import check_finite
 
 
 LOADER_THREADS = min(4, os.cpu_count() or 1)
+_loader = {"workers": 0}  # set_loader_workers
+
+
+def set_loader_workers(workers: int) -> None:
+    """Decode and resize images in `workers` DataLoader processes from now on; 0: in LOADER_THREADS threads."""
+    _loader["workers"] = workers
 
 
 def prefetched(make: Callable[[int], object], starts: Sequence[int], threads: int = LOADER_THREADS) -> Iterator:
@@ -37,6 +48,47 @@ def prefetched(make: Callable[[int], object], starts: Sequence[int], threads: in
             yield batch
 
 
+class _Views(Dataset):
+    """view(load(i)), i < count, in a loader process; a bad image's InputError is returned, not raised (the
+    DataLoader would re-raise it wrapped in the worker's traceback)."""
+
+    def __init__(self, load: Callable[[int], Image.Image], view: Callable[[Image.Image], Image.Image], count: int):
+        self.load, self.view, self.count = load, view, count
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, index: int):
+        try:
+            return self.view(self.load(index))
+        except InputError as exc:
+            return exc
+
+
+def _uint8_batch(items: list) -> torch.Tensor | InputError:
+    """A loader process's batch: (B, H, W, 3) uint8 pixels (what `to_tensor_batch` starts from), or its first error."""
+    error = next((item for item in items if isinstance(item, InputError)), None)
+    return to_uint8_batch(items) if error is None else error
+
+
+def worker_batches(views: _Views, batch_size: int, workers: int) -> Iterator[torch.Tensor]:
+    """The (B, 3, H, W) batches `to_tensor_batch` would make of `views`, in order, from `workers` processes, each
+    batch decoded in chunks spread over all of them. The processes are forked (`load` and `view` are closures over
+    the task's data, which only a fork carries over)."""
+    chunk = -(-batch_size // workers)
+    chunks = [(start, range(first, min(first + chunk, start + batch_size, len(views))))
+              for start in range(0, len(views), batch_size)
+              for first in range(start, min(start + batch_size, len(views)), chunk)]
+    loader = DataLoader(views, batch_sampler=[list(indices) for _, indices in chunks], num_workers=workers,
+                        collate_fn=_uint8_batch, multiprocessing_context="fork")
+    for _, parts in itertools.groupby(zip((start for start, _ in chunks), loader), key=lambda pair: pair[0]):
+        pixels = [part for _, part in parts]
+        error = next((part for part in pixels if isinstance(part, InputError)), None)
+        if error is not None:
+            raise error
+        yield to_unit_float(torch.cat(pixels))
+
+
 @torch.no_grad()
 def encode_images(encode: Callable[[torch.Tensor], torch.Tensor], load: Callable[[int], Image.Image], count: int,
                   view: Callable[[Image.Image], Image.Image], batch_size: int, name: str) -> torch.Tensor:
@@ -45,7 +97,10 @@ def encode_images(encode: Callable[[torch.Tensor], torch.Tensor], load: Callable
     def batch(start: int) -> torch.Tensor:
         return to_tensor_batch([view(load(i)) for i in range(start, min(count, start + batch_size))])
 
-    out = [encode(images) for images in prefetched(batch, range(0, count, batch_size))]
+    workers = _loader["workers"]
+    batches = (worker_batches(_Views(load, view, count), batch_size, workers) if workers
+               else prefetched(batch, range(0, count, batch_size)))
+    out = [encode(images) for images in batches]
     feats = torch.cat(out) if out else torch.empty(0)
     check_finite(name, feats)
     return feats

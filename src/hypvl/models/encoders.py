@@ -85,6 +85,7 @@ class ImageEncoder(nn.Module):
         return self.vit(images)
 
 
+@torch.compiler.disable  # a data-dependent length: outside a compiled text encoder's graph, which takes it as input
 def longest_text(tokens: torch.Tensor) -> int:
     """The number of leading columns of (B, L) right-padded token ids (padding id 0) that hold any token."""
     used = (tokens != 0).any(dim=0).nonzero()

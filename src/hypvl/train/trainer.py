@@ -27,6 +27,7 @@ from .data import ReaderState, TrainingStream
 from .optim import build_optimizer, build_scheduler
 from .recipe import RADIAL_METHOD, check_recipe, resolve_schedule, stream_mode, subreddit_prefix, train_section_for
 from .resume import RESUME, fingerprint, load_resume, save_resume, set_rng_states
+from .step import TrainStep, compile_encoders, precision_on
 
 LOG_FIELDS = ("step", "loss", "contrastive", "entailment", "syntax", "lr", "curvature", "temperature")
 TERMS = ("loss", "contrastive", "entailment", "syntax")
@@ -66,7 +67,7 @@ def train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path]
 def _train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path], out_dir: Path,
            ranks: distributed.Ranks, device: torch.device, progress: bool, init_checkpoint: Path | None,
            build) -> dict:
-    amp = train_cfg["amp"] and device.type == "cuda"
+    precision = precision_on(train_cfg["precision"], device)
     seed = experiment.get("seed", 0)
     torch.manual_seed(seed)
     torch.use_deterministic_algorithms(device.type == "cpu")
@@ -87,15 +88,17 @@ def _train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path
     if experiment["backbone"] in train_cfg["activation_checkpointing"]:
         model.set_grad_checkpointing(True)
     model = model.to(device)
+    if train_cfg["compile"]:
+        compile_encoders(model)
     optimizer = build_optimizer(model, schedule.lr, train_cfg["weight_decay"], train_cfg["betas"],
                                 overrides.get("no_weight_decay", "scalars"))
     scheduler = build_scheduler(optimizer, schedule.warmup, schedule.steps)
-    scaler = torch.amp.GradScaler(device.type, enabled=amp)
+    step_of = TrainStep(model, distributed.data_parallel(model, ranks, device), optimizer, scheduler, precision, device)
     run = Run(fingerprint(experiment, model_cfg, train_cfg, shards),
               {"world": ranks.world, "workers": train_cfg["num_workers"]})
     resumed = load_resume(out_dir / RESUME, run.digest, run.layout)
     if resumed is not None:
-        run.restore(resumed, model, optimizer, scheduler, scaler, ranks)
+        run.restore(resumed, model, optimizer, scheduler, step_of.scaler, ranks)
     stream = TrainingStream(shards, model.tokenizer, model.image_size, schedule.batch_size // ranks.world,
                             stream_mode(experiment["method"], experiment.get("boxes", False)), seed=seed,
                             shuffle_buffer=train_cfg["shuffle_buffer"],
@@ -103,7 +106,6 @@ def _train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path
                             syntax=experiment["method"] in PARSE_METHODS, subreddit_prefix=subreddit_prefix(experiment),
                             rank=ranks.rank, world=ranks.world, workers=train_cfg["num_workers"], states=run.streams,
                             rotation=run.step)
-    step_model = distributed.data_parallel(model, ranks, device)
     model.train()
     bar = tqdm(total=schedule.steps, initial=run.step, desc=experiment["id"], disable=not (progress and ranks.main),
                mininterval=2.0)
@@ -114,18 +116,11 @@ def _train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path
         reader, state = batch.pop("stream")
         run.streams[reader] = state
         lr = scheduler.get_last_lr()[0]
-        model.clamp_scalars()
-        with torch.autocast(device.type, dtype=torch.float16, enabled=amp):  # geometry stays float32 inside
-            terms = step_model({key: value.to(device, non_blocking=True) for key, value in batch.items()})
-        optimizer.zero_grad(set_to_none=True)
-        scaler.scale(terms["loss"]).backward()
-        scaler.step(optimizer)
-        scaler.update()
-        scheduler.step()
+        terms = step_of(batch)
         run.rows.append(_log_row(step, _averaged_terms(terms, ranks), lr, model))
         run.step = step + 1
         if every and run.step % every == 0 and run.step < schedule.steps:
-            run.save(out_dir / RESUME, model, optimizer, scheduler, scaler, ranks)
+            run.save(out_dir / RESUME, model, optimizer, scheduler, step_of.scaler, ranks)
         bar.update()
         bar.set_postfix(loss=f"{run.rows[-1]['loss']:.3f}", refresh=False)
     bar.close()
@@ -147,7 +142,8 @@ def _train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path
                "processes": ranks.world, "resumed_at_step": resumed["step"] if resumed is not None else None,
                "samples_read": sum(c.read for c in counts), "corrupt_images_skipped": sum(c.corrupt for c in counts),
                "corrupt_examples": [m for c in counts for m in c.corrupt_examples][:10],
-               "samples_without_box": sum(c.no_box for c in counts), "seconds": round(run.seconds(), 2)}
+               "samples_without_box": sum(c.no_box for c in counts), "precision": precision.name,
+               "compile": train_cfg["compile"], "seconds": round(run.seconds(), 2)}
     with atomic_write(out_dir / "train_summary.json") as handle:
         json.dump(summary, handle, indent=1)
     (out_dir / RESUME).unlink(missing_ok=True)

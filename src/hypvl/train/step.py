@@ -1,0 +1,84 @@
+"""One training step, as the trainer runs it and benchmarks/gpu times it: the batch to the device, the learned
+scalars clamped, forward and loss under the run's precision, backward (loss-scaled in fp16), the optimiser and the
+learning-rate schedule stepped. Also the precision itself (`train.precision`) and compiling the encoders
+(`train.compile`).
+
+Precision: `fp16` autocasts the encoders to float16 and scales the loss (torch.amp.GradScaler), as MERU trains
+(Sec. 4, mixed precision); `bf16` autocasts them to bfloat16, whose float32 exponent range needs no scaler; `fp32`
+does neither. Geometry and losses compute in float32 under either (`hypvl.geometry.precision.full_precision`).
+On the CPU, `fp16` runs in float32 (as `amp: true` did before): most CPUs have no fast float16 matmuls and need no
+scaler; `bf16` autocasts there too.
+"""
+
+from dataclasses import dataclass
+
+import torch
+
+from hypvl.errors import InputError
+
+# train.precision -> the encoders' autocast dtype (None: float32, no autocast)
+AUTOCAST_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": None}
+
+
+@dataclass(frozen=True)
+class Precision:
+    """What a step computes in on a device type: `name` (fp16, bf16 or fp32) with its autocast dtype, and whether
+    the loss is scaled (fp16 only)."""
+
+    name: str
+    device_type: str
+
+    @property
+    def dtype(self) -> torch.dtype | None:
+        return AUTOCAST_DTYPES[self.name]
+
+    @property
+    def scaled(self) -> bool:
+        return self.name == "fp16"
+
+    def autocast(self) -> torch.autocast:
+        """The context the forward pass and loss run in (disabled for fp32)."""
+        return torch.autocast(self.device_type, dtype=self.dtype, enabled=self.dtype is not None)
+
+    def scaler(self) -> torch.amp.GradScaler:
+        """The loss scaler of a run (a no-op unless fp16)."""
+        return torch.amp.GradScaler(self.device_type, enabled=self.scaled)
+
+
+def precision_on(name: str, device: torch.device) -> Precision:
+    """The precision `train.precision: name` runs in on `device`: as named, except fp16 on the CPU, which runs in
+    fp32 (see the module docstring)."""
+    if name not in AUTOCAST_DTYPES:
+        raise InputError(f"train.precision {name!r} is not one of {', '.join(AUTOCAST_DTYPES)}")
+    device = torch.device(device)
+    return Precision("fp32" if name == "fp16" and device.type == "cpu" else name, device.type)
+
+
+def compile_encoders(model, backend: str = "inductor") -> None:
+    """torch.compile the image and text encoders of `model` in place (their parameters and state-dict keys stay
+    as they are); projections, geometry and losses stay eager."""
+    model.visual.compile(backend=backend)
+    model.textual.compile(backend=backend)
+
+
+class TrainStep:
+    """The trainer's step for `model` (`step_model`: what runs the forward, the model itself or its
+    DistributedDataParallel wrapper) under `precision`, with its loss scaler (`scaler`, saved in resume
+    checkpoints)."""
+
+    def __init__(self, model, step_model, optimizer, scheduler, precision: Precision, device: torch.device):
+        self.model, self.step_model, self.optimizer, self.scheduler = model, step_model, optimizer, scheduler
+        self.precision, self.device = precision, device
+        self.scaler = precision.scaler()
+
+    def __call__(self, batch: dict) -> dict[str, torch.Tensor]:
+        """Train on `batch` (tensors on any device); returns the loss terms (with their graphs)."""
+        self.model.clamp_scalars()
+        with self.precision.autocast():  # geometry and losses stay float32 inside
+            terms = self.step_model({key: value.to(self.device, non_blocking=True) for key, value in batch.items()})
+        self.optimizer.zero_grad(set_to_none=True)
+        self.scaler.scale(terms["loss"]).backward()
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        self.scheduler.step()
+        return terms

@@ -1,0 +1,90 @@
+"""The trainer's step: its precision is real (encoders autocast, geometry and losses float32, fp16's loss scaler),
+a compiled step trains as the eager one, and the config names the key that replaced `train.amp`."""
+
+import pytest
+import torch
+from torch import nn
+
+from hypvl.train.optim import build_optimizer
+from hypvl.train.step import Precision, TrainStep, compile_encoders, precision_on
+
+from test_models import _batch, _model
+
+CPU = torch.device("cpu")
+
+
+def _step(model, precision: Precision) -> TrainStep:
+    """The trainer's step at a constant learning rate (the trainer's warm-up starts at 0, which would not move)."""
+    optimizer = build_optimizer(model, 1e-3, 0.2, (0.9, 0.98))
+    return TrainStep(model, model, optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0),
+                     precision, CPU)
+
+
+def _record_dtypes(model) -> dict[str, set]:
+    """Hooks recording the dtypes of every Linear output inside the encoders and of the embeddings."""
+    seen = {"encoder matmuls": set(), "embeddings": set()}
+    for encoder in (model.visual, model.textual):
+        for module in encoder.modules():
+            if isinstance(module, nn.Linear):
+                module.register_forward_hook(lambda mod, args, out: seen["encoder matmuls"].add(out.dtype))
+    for name in ("embed_image", "embed_text"):
+        embed = getattr(model, name)
+
+        def recorded(feats, embed=embed):
+            out = embed(feats)
+            seen["embeddings"].add(out.dtype)
+            return out
+
+        setattr(model, name, recorded)  # an instance attribute: what the model's own loss calls
+    return seen
+
+
+@pytest.mark.parametrize("method", ["meru", "hycoclip"])
+def test_bf16_runs_the_encoders_in_bfloat16_and_the_geometry_in_float32(method):
+    losses = {}
+    for name in ("fp32", "bf16"):
+        model = _model(method)
+        seen = _record_dtypes(model)
+        terms = _step(model, precision_on(name, CPU))(_batch(boxes=method == "hycoclip"))
+        expected = torch.bfloat16 if name == "bf16" else torch.float32
+        assert seen == {"encoder matmuls": {expected}, "embeddings": {torch.float32}}  # hyperboloid points
+        assert all(value.dtype == torch.float32 for value in terms.values())
+        losses[name] = terms["loss"].item()
+    # bfloat16 keeps 8 significant bits (relative rounding 2^-9 per value): the loss moves, by far less than 1%
+    assert losses["bf16"] != losses["fp32"] and losses["bf16"] == pytest.approx(losses["fp32"], rel=1e-2)
+
+
+def test_fp16_scales_the_loss_and_bf16_does_not():
+    cuda = torch.device("cuda")
+    assert (precision_on("fp16", cuda).dtype, precision_on("fp16", cuda).scaled) == (torch.float16, True)
+    assert (precision_on("bf16", cuda).dtype, precision_on("bf16", cuda).scaled) == (torch.bfloat16, False)
+    assert (precision_on("fp32", cuda).dtype, precision_on("fp32", cuda).scaled) == (None, False)
+    # on the CPU fp16 runs in float32, as `amp: true` did; bf16 is bf16 everywhere
+    assert precision_on("fp16", CPU) == Precision("fp32", "cpu") and precision_on("bf16", CPU).name == "bf16"
+    grads = {}
+    for precision in (Precision("fp16", "cpu"), Precision("bf16", "cpu")):  # fp16 as on a GPU: autocast + scaler
+        model = _model("clip")
+        model.logit_scale.register_hook(lambda grad, name=precision.name: grads.__setitem__(name, grad.item()))
+        step = _step(model, precision)
+        step(_batch())
+        assert step.scaler.is_enabled() == (precision.name == "fp16")
+    # the backward pass ran on the loss times the scaler's initial 2^16 in fp16, on the loss itself in bf16 (the two
+    # gradients differ by the encoders' rounding only)
+    assert grads["fp16"] / grads["bf16"] == pytest.approx(2.0**16, rel=0.05)
+
+
+@pytest.mark.slow  # inductor compiles C++ kernels with gcc: about a minute on 2 cores with a cold cache
+def test_a_compiled_step_trains_as_the_eager_one():
+    """torch.compile (inductor) of the encoders: the same losses over two steps, the second after an update.
+    Inductor fuses and reorders float32 reductions (layer norms, softmax, matmul epilogues), so values differ by
+    float32 rounding (2^-24 relative per operation) accumulated through the encoders and the loss (measured: 5e-7
+    relative): 1e-5 is 20x that, and 100x below what a real change of the computation does (bf16, above: ~1e-3)."""
+    losses = {}
+    for compiled in (False, True):
+        model = _model("meru")
+        if compiled:
+            compile_encoders(model)
+        step = _step(model, precision_on("fp32", CPU))
+        losses[compiled] = [step(_batch())["loss"].item() for _ in range(2)]
+    assert losses[True] == pytest.approx(losses[False], rel=1e-5)
+    assert losses[False][1] != losses[False][0]  # the second step saw updated weights
