@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hypvl.data import acquire
-from hypvl.data.acquire import ChecksumMismatch, ManualStepRequired, fetch, load_sources
+from hypvl.data import acquire, manifest
+from hypvl.data.acquire import ChecksumMismatch, ManualStepRequired, fetch
+from hypvl.data.manifest import load_sources
 from hypvl.errors import InputError
 
 FIXTURES = Path(__file__).parent / "data" / "acquire"
@@ -298,9 +299,9 @@ def test_shipped_manifest_covers_every_dataset():
     checksummed = {name for name, entry in sources.items()
                    if any(item["sha256"] or item.get("md5") for item in entry.get("files", []))}
     assert checksummed == {"coco_val2017", "flickr30k", "redcaps", "cc3m", "cub", "sun397", "clevr", "vl_checklist"}
-    assert {name for name, entry in sources.items() if acquire.pinned(entry.get("hf_snapshot", {}).get("revision"))} \
+    assert {name for name, entry in sources.items() if manifest.pinned(entry.get("hf_snapshot", {}).get("revision"))} \
         == {"country211", "pcam", "sst2"}
-    assert all(item.get("md5") for item in acquire.expected_files(sources["imagenet"]))
+    assert all(item.get("md5") for item in manifest.expected_files(sources["imagenet"]))
 
 
 def test_the_list_says_how_each_dataset_is_verified(capsys):

@@ -17,7 +17,7 @@ from snakemake_executor_plugin_slurm.submit_string import get_submit_command
 from snakemake_executor_plugin_slurm.utils import set_gres_string
 
 from hypvl.config import load_config
-from hypvl.data.acquire import load_sources
+from hypvl.data.manifest import load_sources
 from hypvl.errors import InputError
 from hypvl.workflow import Plan
 

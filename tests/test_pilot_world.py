@@ -7,7 +7,8 @@ import pytest
 import yaml
 
 from hypvl.config import load_config
-from hypvl.data.acquire import SOURCES_PATH, fetch, load_sources
+from hypvl.data.acquire import fetch
+from hypvl.data.manifest import SOURCES_PATH, load_sources
 from hypvl.data.catalog import dataset_names, load_dataset_info
 from hypvl.data.formats.clip_benchmark_wds import iter_clip_benchmark_samples, read_classnames
 from hypvl.data.formats.grit import iter_grit

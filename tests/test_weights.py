@@ -20,7 +20,8 @@ from test_library import open_clip_folder, transformers_folder
 from test_models import TINY
 
 from hypvl.cli import main
-from hypvl.data.acquire import ChecksumMismatch, fetch, load_sources
+from hypvl.data.acquire import ChecksumMismatch, fetch
+from hypvl.data.manifest import load_sources
 from hypvl.errors import InputError
 from hypvl.models.build import build_model
 from hypvl.models.checkpoints import load_checkpoint, read_checkpoint, save_checkpoint

@@ -25,23 +25,18 @@ import urllib.request
 import zipfile
 from pathlib import Path
 
-import yaml
-
 from hypvl.errors import InputError
 from hypvl.io import atomic_write
 from hypvl.provenance import file_digest
-from hypvl.yaml_text import safe_load
 
-from .formats.common import escapes_root
+from .manifest import SOURCES_PATH, expected_files, is_hex, load_sources, pinned, trust
 from .mirror import Mirror
 
 log = logging.getLogger(__name__)
 
-SOURCES_PATH = Path(__file__).with_name("sources.yaml")
 CHECKSUM_RECORD = "SHA256SUMS"
 HUB_RECORD = "HUB_COMMITS"  # "<commit>  <repo>" per Hub snapshot whose manifest revision is not a commit
 CHUNK_SIZE = 1 << 20
-HEX_DIGITS = frozenset("0123456789abcdef")
 
 
 class ManualStepRequired(InputError):
@@ -56,91 +51,6 @@ class ChecksumMismatch(InputError):
     """A downloaded file's digest differs from the manifest's or the recorded one."""
 
 
-def load_sources(path=SOURCES_PATH):
-    """Datasets of the manifest at `path`: {name: entry}, each entry checked for its shape."""
-    path = Path(path)
-    try:
-        manifest = safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as error:
-        raise InputError(f"{path}: cannot read the acquisition manifest: {error}") from error
-    datasets = manifest.get("datasets") if isinstance(manifest, dict) else None
-    if not isinstance(datasets, dict) or not datasets:
-        raise InputError(f"{path}: no 'datasets' mapping")
-    for name, entry in datasets.items():
-        _check_entry(entry, f"{path}: dataset {name!r}")
-    return datasets
-
-
-def _check_entry(entry, where):
-    """Raise InputError (prefixed by `where`) unless `entry` is a well-formed manifest entry."""
-    if not isinstance(entry, dict):
-        raise InputError(f"{where}: not a mapping")
-    if entry.get("manual"):
-        if not str(entry.get("instructions", "")).strip():
-            raise InputError(f"{where}: manual dataset without instructions")
-        if not isinstance(entry.get("expected"), list) or not entry["expected"]:
-            raise InputError(f"{where}: manual dataset without its 'expected' files")
-        for i, item in enumerate(entry["expected"]):
-            if isinstance(item, dict):
-                _check_digests(item, f"expected file {i}", where)
-        _check_inside_dest(entry, where)
-        return
-    if "files" not in entry and "hf_snapshot" not in entry:
-        raise InputError(f"{where}: needs 'files', 'hf_snapshot' or 'manual: true'")
-    for i, item in enumerate(entry.get("files", [])):
-        if not isinstance(item, dict) or not {"url", "path"} <= item.keys() or "sha256" not in item:
-            raise InputError(f"{where}: file {i} needs url, path and sha256 (null if unpublished)")
-        _check_digests(item, f"file {i}", where)
-    snapshot = entry.get("hf_snapshot")
-    if snapshot is not None and not (isinstance(snapshot, dict) and
-                                     {"repo", "revision", "path"} <= snapshot.keys()):
-        raise InputError(f"{where}: 'hf_snapshot' needs repo, revision and path")
-    if snapshot is not None and pinned(snapshot["revision"]) and not snapshot.get("revision_source"):
-        raise InputError(f"{where}: hf_snapshot pins commit {snapshot['revision']} without its revision_source")
-    _check_inside_dest(entry, where)
-    insecure = [item["url"] for item in entry.get("files", []) if not str(item["url"]).startswith("https://")]
-    if insecure:
-        raise InputError(f"{where}: {insecure[0]} is not an https URL")
-
-
-def _check_digests(item: dict, what: str, where: str) -> None:
-    """InputError unless the item's sha256 and md5 (where given) are hex digests with their checksum_source."""
-    for algorithm, length in (("sha256", 64), ("md5", 32)):
-        digest = item.get(algorithm)
-        if digest is not None and not _is_hex(digest, length):
-            raise InputError(f"{where}: {what} {algorithm} {digest!r} is not {length} hex digits in quotes")
-    if (item.get("sha256") or item.get("md5")) and not item.get("checksum_source"):
-        raise InputError(f"{where}: {what} pins a digest without its checksum_source (where it was published)")
-
-
-def expected_files(entry) -> list[dict]:
-    """A manual dataset's `expected` files as {path, and sha256, md5, checksum_source where published}."""
-    return [item if isinstance(item, dict) else {"path": item} for item in entry["expected"]]
-
-
-def _is_hex(digest, length: int) -> bool:
-    """True for a string of `length` hex digits."""
-    return isinstance(digest, str) and len(digest) == length and all(c in HEX_DIGITS for c in digest.lower())
-
-
-def pinned(revision) -> bool:
-    """True when a Hub revision is a full commit hash (a branch or tag may move)."""
-    return _is_hex(revision, 40)
-
-
-def _check_inside_dest(entry, where):
-    """InputError unless every path of `entry` (files' `path` and `unpack_to`, the snapshot's `path`, a manual
-    dataset's `expected` files) is a relative path that stays inside the destination folder."""
-    named = [(f"file {i} {key}", item[key]) for i, item in enumerate(entry.get("files", []))
-             for key in ("path", "unpack_to") if key in item]
-    named += [("hf_snapshot path", entry["hf_snapshot"]["path"])] if "hf_snapshot" in entry else []
-    named += [(f"expected file {i}", item.get("path")) for i, item in enumerate(expected_files(entry))] \
-        if entry.get("manual") else []
-    for what, relative in named:
-        if not isinstance(relative, str) or not relative or escapes_root(relative):
-            raise InputError(f"{where}: {what} {relative!r} must be a relative path inside the destination folder")
-
-
 def read_checksum_record(dest, record=CHECKSUM_RECORD, length=64):
     """{name: hex digest} recorded under `dest` by earlier fetches: file sha256s (SHA256SUMS, `sha256sum -c`
     format) or Hub commits (HUB_COMMITS, `length` 40)."""
@@ -150,7 +60,7 @@ def read_checksum_record(dest, record=CHECKSUM_RECORD, length=64):
     sums = {}
     for line_number, line in enumerate(record.read_text().splitlines(), 1):
         digest, _, name = line.partition("  ")
-        if not _is_hex(digest, length) or not name:
+        if not is_hex(digest, length) or not name:
             raise InputError(f"{record}: line {line_number} is not '<{length} hex digits>  <name>'")
         sums[name] = digest
     return sums
@@ -368,19 +278,6 @@ def fetch(name, dest, opener=urllib.request.urlopen, sources=None, retries=2, hu
             _check_against_record(path, str(path.relative_to(dest)), recorded, dest)
         paths += files
     return paths
-
-
-def trust(entry) -> str:
-    """How a dataset's downloads are verified, in a few words (`hypvl acquire --list`)."""
-    if entry.get("manual"):
-        return "manual"
-    files = entry.get("files", [])
-    published = sum(bool(item["sha256"] or item.get("md5")) for item in files)
-    parts = [f"{published}/{len(files)} files checksummed"] if files else []
-    if "hf_snapshot" in entry:
-        revision = entry["hf_snapshot"]["revision"]
-        parts.append("Hub commit pinned" if pinned(revision) else f"Hub {revision!r} (pinned on first fetch)")
-    return ", ".join(parts)
 
 
 def _run_fetch(args):

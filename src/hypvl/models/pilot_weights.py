@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 
 from hypvl.config import add_config_arguments, config_from_args
-from hypvl.data.acquire import load_sources
+from hypvl.data.manifest import load_sources
 from hypvl.data.mirror import Mirror
 from hypvl.errors import InputError
 from hypvl.io import atomic_write

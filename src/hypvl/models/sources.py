@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-import yaml
 
-from hypvl.data.acquire import CHECKSUM_RECORD, load_sources
+from hypvl.data.acquire import CHECKSUM_RECORD
+from hypvl.data.manifest import load_sources
 from hypvl.errors import InputError
 from hypvl.yaml_text import safe_load
 

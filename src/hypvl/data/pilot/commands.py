@@ -17,7 +17,7 @@ MARKER = "pilot_world.json"  # in the mirror, once the world is complete
 
 def write_pilot_world(config: dict) -> dict:
     """Write the pilot world of `config`; returns its summary (also written to <mirror>/pilot_world.json)."""
-    from hypvl.data.acquire import load_sources
+    from hypvl.data.manifest import load_sources
     from hypvl.data.mirror import Mirror
 
     from . import classification, corpora
