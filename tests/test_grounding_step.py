@@ -215,3 +215,18 @@ def test_bad_oracle_file_names_file_and_line(raw, tmp_path):
     (tmp_path / ORACLE_REGIONS).write_text('{"key": "a", "regions": []}\n{"key": "b", "regions": [{"text": 3}]}\n')
     with pytest.raises(InputError, match=rf"{ORACLE_REGIONS}: line 2: region"):
         read_oracle_regions(tmp_path / ORACLE_REGIONS)
+
+
+def test_a_grounding_that_keeps_nothing_stops_with_its_counts(raw, tmp_path):
+    """Boxes all below `min_box_side`: one line naming the raw folder and why, no summary marking it ready."""
+    config = tmp_path / "config.yaml"
+    config.write_text(json.dumps({"data_dir": str(raw), "corpora": {"redcaps": "redcaps_none"},
+                                  "grounding": {"min_box_side": 10_000,
+                                                "raw": {"redcaps": {"format": "redcaps", "path": "redcaps"}}}}))
+    parser = argparse.ArgumentParser()
+    commands.add_commands(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["ground", "--corpus", "redcaps", "--configfile", str(config)])
+    with pytest.raises(InputError, match=rf"redcaps: grounding kept none of its {SMOKE.redcaps_samples} samples "
+                                         r"\(.*boxes_too_small \d+"):
+        args.func(args)
+    assert not (raw / "redcaps_none" / commands.SUMMARY).exists()

@@ -125,6 +125,9 @@ def _ground(args) -> None:
                            oracle=settings["detector"] == "oracle", decoded_twins=settings["decoded_twins"])
     seconds = time.perf_counter() - start
     counts = result["counts"]
+    if not counts["samples_out"]:
+        raise InputError(f"{data_dir / raw['path']}: grounding kept none of its {counts['samples_in']} samples "
+                         f"({', '.join(f'{k} {v}' for k, v in counts.items() if v)}): nothing to train on")
     rate = counts["samples_in"] / max(time.perf_counter() - loaded, 1e-9)  # models loaded: captions per second
     summary = {"corpus": args.corpus, "format": raw["format"], "raw": raw["path"],
                "box_source": "grit spans" if raw["format"] == "grit" else settings["detector"],
