@@ -22,7 +22,7 @@ from hypvl.provenance import config_hash, provenance
 from hypvl.replication.commands import add_commands
 from hypvl.replication.compare import compare_table, read_compare_csv, write_compare_csv
 from hypvl.replication.coverage import Blockers
-from hypvl.replication.report import SMOKE_BANNER, write_report
+from hypvl.replication.report import PILOT_BANNER, SMOKE_BANNER, write_report
 from hypvl.spec import External, load_all_specs, load_spec, table_needs
 
 FIXTURE = Path(__file__).parent / "data" / "replication"
@@ -318,7 +318,7 @@ def strip_marks(text: str) -> str:
     return text.replace("**", "").replace("<u>", "").replace("</u>", "")
 
 
-@pytest.mark.parametrize("scale", ["smoke", "full"])
+@pytest.mark.parametrize("scale", ["smoke", "pilot", "full"])
 def test_report_shows_every_paper_and_measured_number(workspace, scale):
     spec = load_spec(workspace / "replication" / "tiny.yaml")
     frame = compare_table(spec, "table1", write_metrics(workspace, scale), scale)
@@ -326,9 +326,11 @@ def test_report_shows_every_paper_and_measured_number(workspace, scale):
     also = workspace / "reports" / "table1.md"
     write_report(spec, "table1", frame, out, also=[also])
     markdown = out.read_text()
-    assert ("SMOKE SCALE" in markdown) == (scale == "smoke")
+    assert ("SMOKE SCALE" in markdown) == (scale == "smoke") and ("PILOT SCALE" in markdown) == (scale == "pilot")
     if scale == "smoke":
         assert SMOKE_BANNER in markdown
+    elif scale == "pilot":
+        assert PILOT_BANNER in markdown and "**Paper scale**" not in markdown
     else:
         assert "**Paper scale**" in markdown
     assert "±1 absolute" in markdown and "`tau` ±0.02" in markdown

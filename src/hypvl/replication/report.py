@@ -23,6 +23,8 @@ from hypvl.replication.markdown import table as markdown_table
 from hypvl.spec import Column, External, PaperSpec, common_metric, term_label
 
 SMOKE_BANNER = "SMOKE SCALE: synthetic world, tiny models; numbers are not comparable to the paper"
+PILOT_BANNER = ("PILOT SCALE: the paper-scale path (full-size encoders, the acquired layouts) on a tiny world for a few "
+                "steps; numbers are not comparable to the paper")
 SUMMARY_PREFIX = "**Summary**"
 MARKERS = {  # verdict -> marker in the difference table
     "within": "✓",
@@ -49,7 +51,7 @@ def banner(scale: str) -> str:
     """The one-line scale banner at the top of a report."""
     if scale == FULL_SCALE:
         return "**Paper scale**: real data, paper-scale models; verdicts compare ours with the paper's numbers."
-    return f"**{SMOKE_BANNER}** (scale `{scale}`)."
+    return f"**{PILOT_BANNER if scale == 'pilot' else SMOKE_BANNER}** (scale `{scale}`)."
 
 
 def row_labels(expected: ExpectedTable) -> dict[str, str]:

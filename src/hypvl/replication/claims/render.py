@@ -27,7 +27,7 @@ def render_claims(audits: dict[str, list[Audit]], scale: str, provenance=()) -> 
     our_counts = _tally(a.our_verdict for a in checkable)
     contradicted = [a for a in checkable if category(a.paper_verdict) == "contradicted"]
     partial = [a for a in checkable if category(a.paper_verdict) == "one reading"]
-    smoke_note = "; smoke numbers show the pipeline computes the claim, not that it replicates" if scale != "full" else ""
+    smoke_note = f"; {scale} numbers show the pipeline computes the claim, not that it replicates" if scale != "full" else ""
     lines = ["# Claims audit", "",
              "Every explicit quantitative claim of the papers, as a predicate over table cells, evaluated on the "
              f"paper's printed numbers and on ours (scale `{scale}`{smoke_note}).", "",
