@@ -16,8 +16,8 @@ CPU = torch.device("cpu")
 def _step(model, precision: Precision) -> TrainStep:
     """The trainer's step at a constant learning rate (the trainer's warm-up starts at 0, which would not move)."""
     optimizer = build_optimizer(model, 1e-3, 0.2, (0.9, 0.98))
-    return TrainStep(model, model, optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0),
-                     precision, CPU)
+    return TrainStep(model, optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0), precision,
+                     CPU)
 
 
 def _record_dtypes(model) -> dict[str, set]:
