@@ -131,6 +131,7 @@ def test_two_gloo_processes_accumulating_match_one_process_in_one_pass(tmp_path)
             _assert_close(got["grads"], grads, REL, f"{method} rank {rank}")
 
 
+@pytest.mark.filterwarnings("ignore:Detected call of `lr_scheduler:UserWarning")  # the scaler skips steps
 @pytest.mark.parametrize("name", ["fp16", "bf16"])
 def test_under_16_bit_autocast_the_loss_is_scaled_once(name):
     """As on a GPU: the encoders autocast to 16 bits, and fp16 scales the loss by 2^16 (unscaled in the optimiser's

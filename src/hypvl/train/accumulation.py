@@ -1,5 +1,5 @@
 """Feature-cached gradient accumulation (`train.accum_steps`): the loss and the gradients of the whole batch with
-the activations of one micro-batch in memory (GradCache, Gao et al. 2021, as open_clip's `--accum-freq`).
+the activations of one micro-batch in memory (GradCache, Gao et al. 2021; open_clip's `--accum-freq` is a variant).
 
 A method splits its loss in two (`DualEncoder.features`, `loss_of`): the encoders map the batch's `encoded_fields`
 (a row per sample) to features (a row per sample, or per word), and the loss reads the features of the whole
@@ -14,7 +14,8 @@ batch (contrastive negatives, entailment and compositional terms). A step over n
 By the chain rule the parameters get the gradient of the whole batch's loss; open_clip instead computes the loss
 once per micro-batch, which gives the learned temperature n times its gradient. The values differ from one pass's
 by float rounding only: the text encoder trims padding to each micro-batch's longest text, and sums run in
-another order. The cost: one more forward pass of the encoders per step.
+another order. The cost: one more forward pass of the encoders per step (compiled encoders, `train.compile`,
+compile a graph for each pass).
 
 The features must not depend on the rest of the batch or on chance: batch norm, or dropout in training, would
 make them differ between the two passes and from one pass over the whole batch. Our models have neither (timm's
