@@ -9,10 +9,19 @@ model, `--size paper` full.yaml's (ViT-S/16 at 224 px, 12-layer width-512 text t
 the peak resident memory of the process (it holds every model of the run). PoinCLIP's step is also given
 relative to MERU's (same encoders and batch; the Poincaré geometry and its entropy-ordered cone loss differ).
 
+`--accumulation`: instead, the trainer's step (`hypvl.train.step.TrainStep`) of CLIP, MERU and HyCoCLIP at one
+global batch, in one pass and in `--accum-steps` micro-batches (`train.accum_steps`), each configuration in a fresh
+process: median seconds per step and the step's memory, with their ratios. Memory on the CPU: the growth of the
+process's peak resident memory over what it held before its first step (activations, gradients, the optimiser's
+moments; the peak reset with /proc/self/clear_refs); on a GPU (`--device cuda`): the peak allocated over what the
+model, its gradients and the optimiser's moments hold between steps.
+
     python benchmarks/train_step.py --size smoke
+    python benchmarks/train_step.py --size smoke --accumulation --batch-size 256
 """
 
 import argparse
+import multiprocessing
 import resource
 import statistics
 import time
@@ -24,7 +33,8 @@ from open_clip.model import CLIPTextCfg, CLIPVisionCfg
 
 from hypvl.config import load_config
 from hypvl.models.build import build_model
-from hypvl.train.optim import build_optimizer
+from hypvl.train.optim import build_optimizer, build_scheduler
+from hypvl.train.step import TrainStep, precision_on
 from hypvl.train.syntax import collate_syntax, syntax_targets
 
 FULL = "workflows/config/full.yaml"
@@ -125,12 +135,87 @@ def measure(size: str, backbone: str = "vit_s16", batch_size: int = 64, repeats:
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
+def resident_kb(field: str) -> int:
+    """A memory figure of this process from /proc/self/status (VmRSS: now, VmHWM: its peak), in kB."""
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith(field + ":"))
+
+
+def trainer_steps(method: str, accum_steps: int, settings: dict) -> dict:
+    """Median seconds of the trainer's step of `method` on one random batch in `accum_steps` micro-batches (on one
+    CPU thread, or the GPU) and the step's memory (MB): on the CPU the growth of peak resident memory over the
+    steps, on a GPU the peak allocated over what the model and optimiser held before. `settings`: those of
+    `measure_accumulation`. Run it in a fresh process."""
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    device = torch.device(settings["device"])
+    model_cfg = load_config([FULL] if settings["size"] == "paper" else [])["model"]
+    model = build_model(method, settings["backbone"], model_cfg).to(device).train()
+    optimizer = build_optimizer(model, 5e-4, 0.2, (0.9, 0.98))
+    step = TrainStep(model, optimizer, build_scheduler(optimizer, 0, 10**6),
+                     precision_on(settings["precision"], device), device, accum_steps)
+    batch = batch_of(model_cfg, settings["batch_size"], method == "hycoclip", device)
+    cuda = device.type == "cuda"
+    if cuda:
+        step(batch)  # the optimiser's moments exist from here on
+        torch.cuda.synchronize()
+        before = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+    else:
+        before = resident_kb("VmRSS") * 1024
+        with open("/proc/self/clear_refs", "w") as refs:
+            refs.write("5")  # VmHWM := VmRSS
+    times = []
+    for _ in range(2 + settings["repeats"]):
+        start = time.perf_counter()
+        step(batch)
+        if cuda:
+            torch.cuda.synchronize()
+        times.append(time.perf_counter() - start)
+    peak = torch.cuda.max_memory_allocated() if cuda else resident_kb("VmHWM") * 1024
+    return {"seconds": statistics.median(times[2:]), "memory_mb": (peak - before) / 2**20}
+
+
+def measure_accumulation(size: str = "smoke", backbone: str = "vit_s16", batch_size: int = 256, accum_steps: int = 4,
+                         repeats: int = 10, device: str = "cpu", precision: str = "fp32") -> dict:
+    """`trainer_steps` of CLIP, MERU and HyCoCLIP in one pass and in `accum_steps` micro-batches, each configuration
+    in a fresh process: {method: {1: figures, accum_steps: figures}}."""
+    settings = {"size": size, "backbone": backbone, "batch_size": batch_size, "repeats": repeats, "device": device,
+                "precision": precision}
+    context = multiprocessing.get_context("spawn")
+    results = {}
+    for method in ("clip", "meru", "hycoclip"):
+        for steps in (1, accum_steps):
+            with context.Pool(1) as pool:
+                results.setdefault(method, {})[steps] = pool.apply(trainer_steps, (method, steps, settings))
+    return results
+
+
+def report_accumulation(args) -> None:
+    results = measure_accumulation(args.size, args.backbone, args.batch_size, args.accum_steps, args.repeats,
+                                   args.device, args.precision)
+    print(f"{args.size} {args.backbone} on {args.device} ({args.precision}), global batch {args.batch_size}: one pass "
+          f"vs {args.accum_steps} micro-batches of {args.batch_size // args.accum_steps}")
+    for method, (one, split) in ((m, r.values()) for m, r in results.items()):
+        print(f"{method:9s} {1000 * one['seconds']:8.1f} vs {1000 * split['seconds']:8.1f} ms/step "
+              f"(x{split['seconds'] / one['seconds']:.2f})  memory {one['memory_mb']:8.1f} vs "
+              f"{split['memory_mb']:8.1f} MB (x{split['memory_mb'] / one['memory_mb']:.2f})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", choices=["smoke", "paper"], default="smoke")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=30)
+    parser.add_argument("--accumulation", action="store_true", help="one pass vs micro-batches (see above)")
+    parser.add_argument("--accum-steps", type=int, default=4)
+    parser.add_argument("--backbone", default="vit_s16", help="with --accumulation")
+    parser.add_argument("--device", default="cpu", help="with --accumulation: cpu or cuda")
+    parser.add_argument("--precision", default="fp32", choices=["fp16", "bf16", "fp32"], help="with --accumulation")
     args = parser.parse_args()
+    if args.accumulation:
+        report_accumulation(args)
+        return
     result = measure(args.size, batch_size=args.batch_size, repeats=args.repeats)
     base = result["seconds"]["open_clip CLIP"]
     for name, seconds in result["seconds"].items():

@@ -169,3 +169,16 @@ def test_every_path_a_paper_scale_step_reads_is_acquired():
 def test_gpu_training_evaluates_in_its_own_jobs():
     with pytest.raises(InputError, match="evaluate_with_training must be empty where training runs on GPUs"):
         Plan(load_config([FULL]) | {"evaluate_with_training": ["zeroshot"]})
+
+
+def test_a_lab_with_one_node_of_4_gpus_trains_the_papers_batch_in_micro_batches(tmp_path):
+    """What tests/test_cost.py derives by hand for MERU ViT-L/16 on 4 A100s reaches the job: torchrun with 4
+    processes, and the config it trains with splits each process's 512 samples into 2 micro-batches."""
+    lab = tmp_path / "lab.yaml"
+    lab.write_text(yaml.safe_dump({"resources": {"gpu": {"per_node": 4, "max_nodes": 1}}}))
+    planned = jobs(dry_run(tmp_path, "{tmp}/results/rows/meru/table2/vitl_meru.csv", "--profile",
+                           "workflows/profiles/slurm", "--cores", "all", configs=[lab]))
+    job = job_of(planned, "train", "experiment=meru_meru_vitl")
+    assert "--gpus=4" in sbatch(job, threads=2) and "-t 4320" in sbatch(job, threads=2)
+    assert job["shell"].startswith("torchrun --standalone --nproc-per-node 4 -m hypvl.cli train ")
+    assert '"accum_steps": 2' in job["shell"] and '"batch_size_scale": 1.0' in job["shell"]

@@ -1,7 +1,9 @@
 """hypvl.cost: parameter and FLOP counts against real models (timm, torch's FLOP counter), and the jobs it sizes
 against the hardware and hours the papers report (MERU App., HyCoCLIP Sec. 4 and App. B)."""
 
+import json
 import math
+import shlex
 
 import pytest
 import timm
@@ -10,6 +12,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from hypvl.config import load_config
 from hypvl.cost import Run, Tower, gpu_counts, model_towers, runtime_minutes
+from hypvl.errors import InputError
 from hypvl.workflow import Plan
 
 A100 = {"per_node": 8, "max_nodes": 4, "memory_gb": 80, "peak_tflops": 312, "utilisation": 0.22, "cpus": 8,
@@ -137,3 +140,48 @@ def test_smoke_training_stays_one_cpu_process():
     assert plan.training.job("hyco_clip_vits_grit") is None and plan.training.retries() == 0
     assert plan.training.launcher("hyco_clip_vits_grit", 1) == "hypvl train --threads 1"
     assert plan.training.resources("hyco_clip_vits_grit") == {"gpu": None, "mem_mb": 2000, "runtime": 30}
+
+
+def test_a_lab_with_fewer_gpus_trains_the_papers_batch_in_micro_batches():
+    """MERU ViT-L/16 (batch 2048, 120k steps) on one node of 4 A100-80GB, worked by hand from the case above: a
+    rank's 512 samples keep 512 x 258.1 MB of activations (132 GB, over 0.9 x 80 GiB on each of 1, 2 or 4 GPUs),
+    2 micro-batches of 256 keep half (71.9 GB with the 5.9 GB of model state, as a rank of 8 GPUs). A step then runs
+    the encoders' forward pass once more (4 passes of 3): ceil(F x 4/3 / (4 x 312 TFLOPS x 0.22) x 1.25 / 60) = 9309
+    minutes, over the 72 h limit on every count allowed, so the job asks for all 4 GPUs and 72 h, and continues in
+    2 further attempts; the train job's config says 2 micro-batches."""
+    plan = plan_with({**A100, "per_node": 4, "max_nodes": 1}, 4320)
+    run = plan.training.run("meru_meru_vitl")
+    assert run.gpu_bytes(4, 2) == run.gpu_bytes(8) <= 0.9 * 80 * 2**30 < run.gpu_bytes(4)
+    flops = 6 * (12 * 24 * 1024**2 * 197 + 12 * 12 * 512**2 * 77) * 2048 * 120_000
+    assert run.work(2) == flops * 4 / 3 and run.work(1) == flops
+    job = plan.training.job("meru_meru_vitl")
+    assert (job.gpus, job.accum_steps, job.runtime, job.attempts) == (4, 2, 4320, 3)
+    assert job.needed == math.ceil(flops * 4 / 3 / (4 * 312e12 * 0.22) * 1.25 / 60) == 9309
+    train = json.loads(shlex.split(plan.training.experiment_config("meru_meru_vitl"))[0])["train"]
+    assert train["accum_steps"] == 2 and train["batch_size_scale"] == 1.0
+
+
+def test_the_fewest_gpus_that_finish_in_time_accumulate_where_the_batch_does_not_fit():
+    """MERU ViT-S/16 (2048, 120k steps) on one node of 4 A100-40GB (36 GiB usable) within 72 h: 512 samples a rank
+    (4 GPUs) keep 512 x 77.7 MB + 1.4 GB = 41.2 GB = 38.3 GiB: too much, so no count fits in one pass. With
+    accumulation, the fewest GPUs that finish in time: 1 GPU in 8 micro-batches of 256 (21.3 GB; 4 of 512 would be
+    38.3 GiB again), ceil(F x 4/3 / (312 TFLOPS x 0.22) x 1.25 / 60) = 4231 minutes <= 4320 (3174 in one pass). A
+    config's train.accum_steps is the least the plan asks for."""
+    plan = plan_with({**A100, "per_node": 4, "max_nodes": 1, "memory_gb": 40}, 4320)
+    run = plan.training.run("meru_meru_vits")
+    assert run.gpu_bytes(4) > 36 * 2**30 >= run.gpu_bytes(1, 8) and run.gpu_bytes(1, 4) > 36 * 2**30
+    flops = 6 * (12 * 12 * 384**2 * 197 + 12 * 12 * 512**2 * 77) * 2048 * 120_000
+    job = plan.training.job("meru_meru_vits")
+    assert (job.gpus, job.accum_steps, job.runtime) == (1, 8, 4231)
+    assert job.runtime == math.ceil(flops * 4 / 3 / (312e12 * 0.22) * 1.25 / 60)
+    assert math.ceil(flops / (312e12 * 0.22) * 1.25 / 60) == 3174
+    at_least = Plan({**plan.config, "train": {**plan.config["train"], "accum_steps": 16}})
+    at_least = at_least.training.job("meru_meru_vits")
+    assert (at_least.gpus, at_least.accum_steps) == (1, 16)
+    assert plan_with(A100).training.job("meru_meru_vits").accum_steps == 1  # 8-GPU nodes: the papers' way
+
+
+def test_a_gpu_that_cannot_hold_one_sample_is_named():
+    with pytest.raises(InputError, match="experiment 'meru_meru_vitl': a training run of 2048 samples a step does not "
+                                         "fit on 1 GPUs of 4 GB even one sample a micro-batch"):
+        plan_with({**A100, "per_node": 1, "max_nodes": 1, "memory_gb": 4}).training.job("meru_meru_vitl")

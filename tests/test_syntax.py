@@ -104,7 +104,7 @@ def _syntax_batch():
 def test_word_embeddings_are_token_means_lifted_like_captions():
     model, batch = _model("syntax_meru"), _syntax_batch()
     _, initial, contextual = model.textual.token_states(batch["tokens"])
-    words = model.embed_words(contextual, batch["word_of_token"])
+    words = model.embed_words(model.word_states(contextual, batch["word_of_token"]))
     expected = []
     for w in range(int(batch["word_of_token"].max()) + 1):
         rows, cols = (batch["word_of_token"] == w).nonzero(as_tuple=True)

@@ -10,6 +10,9 @@ Pure arithmetic on the model config and the schedule (no torch), so the workflow
   (mixed precision), no recomputation.
 - Model state: 16 bytes per parameter under mixed precision with AdamW (fp32 weights, gradients and two moments);
   every data-parallel rank holds all of it.
+- Gradient accumulation (`train.accum_steps`, hypvl.train.accumulation): a rank keeps one micro-batch's activations
+  (the cached features of the rest, a few KB a sample, are left out) and runs its encoders' forward pass once more
+  per step (4 passes of 3; 2 of 1 with frozen encoders).
 The GPU model and the utilisation assumed for the runtime come from the config (`resources.gpu`). Calibrated on
 MERU App. (CLIP ViT-S/16, 120k steps at batch 2048 in ~14 h on 8 V100), the runtime estimate brackets HyCoCLIP's
 Sec. 4 figures (ViT-B/16 on 4 A100: CLIP 45 h, MERU 46 h, HyCoCLIP 73 h); tests/test_cost.py checks both.
@@ -17,6 +20,8 @@ Sec. 4 figures (ViT-B/16 on 4 A100: CLIP 45 h, MERU 46 h, HyCoCLIP 73 h); tests/
 
 import math
 from dataclasses import dataclass
+
+from hypvl.errors import InputError
 
 STATE_BYTES_PER_PARAM = 16
 GiB = 2**30
@@ -78,15 +83,25 @@ class Run:
     frozen: bool = False
 
     @property
-    def flops(self) -> float:
-        """FLOPs of the whole run."""
-        passes = 1 if self.frozen else 3
-        return passes * sum(t.forward_flops for t in self.towers) * self.encodings * self.batch_size * self.steps
+    def passes(self) -> int:
+        """Forward-pass equivalents of a training step: forward and backward (3), or forward only when frozen."""
+        return 1 if self.frozen else 3
 
-    def gpu_bytes(self, gpus: int) -> float:
-        """Peak memory of one of `gpus` data-parallel ranks: model state plus its share of the batch's
-        activations (frozen encoders: fp32 weights and one layer's activations at a time)."""
-        samples = math.ceil(self.batch_size / gpus) * self.encodings
+    @property
+    def flops(self) -> float:
+        """FLOPs of the whole run (the model's: what utilisation is measured against)."""
+        return self.passes * sum(t.forward_flops for t in self.towers) * self.encodings * self.batch_size * self.steps
+
+    def work(self, accum_steps: int = 1) -> float:
+        """FLOPs the GPUs compute for the run in `accum_steps` micro-batches: the model's, and with accumulation
+        one more forward pass of the encoders (the cached features)."""
+        return self.flops * (self.passes + (accum_steps > 1)) / self.passes
+
+    def gpu_bytes(self, gpus: int, accum_steps: int = 1) -> float:
+        """Peak memory of one of `gpus` data-parallel ranks: model state plus the activations of its share of the
+        batch, or of one of its `accum_steps` micro-batches (frozen encoders: fp32 weights and one layer's
+        activations at a time)."""
+        samples = math.ceil(self.batch_size / (gpus * accum_steps)) * self.encodings
         if self.frozen:
             return sum(4 * t.params + samples * t.activation_bytes / t.depth for t in self.towers)
         return sum(STATE_BYTES_PER_PARAM * t.params + samples * t.activation_bytes for t in self.towers)
@@ -95,8 +110,9 @@ class Run:
 @dataclass(frozen=True)
 class Job:
     """What one training job asks of the cluster: GPUs in all, nodes, host memory per node (MB), runtime
-    (minutes), CPU cores per node, and the runtime the run needs in all (minutes; more than `runtime` when the
-    run continues from its checkpoint in further attempts)."""
+    (minutes), CPU cores per node, the runtime the run needs in all (minutes; more than `runtime` when the
+    run continues from its checkpoint in further attempts), and the micro-batches of each rank's batch per step
+    (`train.accum_steps`)."""
 
     gpus: int
     nodes: int
@@ -104,6 +120,7 @@ class Job:
     runtime: int
     threads: int
     needed: int
+    accum_steps: int = 1
 
     @property
     def gpus_per_node(self) -> int:
@@ -126,26 +143,47 @@ def gpu_counts(batch_size: int, per_node: int, max_nodes: int) -> list[int]:
     return counts or [1]
 
 
-def runtime_minutes(run: Run, gpus: int, gpu: dict, margin: float) -> int:
-    """Minutes to ask for `run` on `gpus` of the config's GPUs (`resources.gpu`): its FLOPs at the assumed
-    utilisation of their peak, times `margin`."""
-    seconds = run.flops / (gpus * gpu["peak_tflops"] * 1e12 * gpu["utilisation"])
+def accumulations(rows: int) -> list[int]:
+    """Micro-batch counts that split a rank's `rows` samples evenly, fewest first."""
+    return [steps for steps in range(1, rows + 1) if rows % steps == 0]
+
+
+def runtime_minutes(run: Run, gpus: int, gpu: dict, margin: float, accum_steps: int = 1) -> int:
+    """Minutes to ask for `run` on `gpus` of the config's GPUs (`resources.gpu`) in `accum_steps` micro-batches: its
+    FLOPs (`Run.work`) at the assumed utilisation of their peak, times `margin`."""
+    seconds = run.work(accum_steps) / (gpus * gpu["peak_tflops"] * 1e12 * gpu["utilisation"])
     return math.ceil(seconds * margin / 60)
 
 
-def size_job(run: Run, gpu: dict, max_runtime: int, margin: float) -> Job:
-    """The job of `run` on the config's GPU nodes (`resources.gpu`): the fewest GPUs that hold a rank's share of
-    the batch and finish within `max_runtime` minutes (with the runtime estimate times `margin`); where no count
-    does both, the most GPUs allowed (the trainer then accumulates gradients, and a run longer than `max_runtime`
-    continues from its checkpoint in the next attempt)."""
+def size_job(run: Run, gpu: dict, max_runtime: int, margin: float, accum_steps: int = 1) -> Job:
+    """The job of `run` on the config's GPU nodes (`resources.gpu`), each rank's batch in `accum_steps`
+    micro-batches or more (`train.accum_steps`; runtimes with the estimate times `margin`):
+    1. the fewest GPUs that hold a rank's share in `accum_steps` micro-batches and finish within `max_runtime`
+       minutes (the papers' hardware, where the GPUs allowed include it);
+    2. else, where the GPUs allowed cannot hold the batch or only too few of them finish in time: the fewest GPUs
+       that finish in time with the fewest micro-batches that fit (the papers' batch on fewer GPUs, for one more
+       forward pass of the encoders per step);
+    3. else the most GPUs allowed, with the fewest micro-batches that fit; the run continues from its checkpoint
+       in further attempts.
+    InputError where not even one sample a micro-batch fits on a GPU."""
     usable = gpu["memory_gb"] * GiB * USABLE_GPU_MEMORY
     counts = gpu_counts(run.batch_size, gpu["per_node"], gpu["max_nodes"])
 
-    def minutes(gpus: int) -> int:
-        return runtime_minutes(run, gpus, gpu, margin)
+    def fewest(gpus: int) -> int | None:
+        """The fewest micro-batches (at least `accum_steps`) whose activations fit on each of `gpus` GPUs."""
+        return next((steps for steps in accumulations(run.batch_size // gpus)
+                     if steps >= accum_steps and run.gpu_bytes(gpus, steps) <= usable), None)
 
-    gpus = next((g for g in counts if run.gpu_bytes(g) <= usable and minutes(g) <= max_runtime), counts[-1])
+    def minutes(gpus: int, steps: int) -> int:
+        return runtime_minutes(run, gpus, gpu, margin, steps)
+
+    fitting = [(gpus, fewest(gpus)) for gpus in counts if fewest(gpus) is not None]
+    plain = [choice for choice in fitting if choice[1] == accum_steps]
+    if not fitting:
+        raise InputError(f"a training run of {run.batch_size} samples a step does not fit on {counts[-1]} GPUs of "
+                         f"{gpu['memory_gb']} GB even one sample a micro-batch (resources.gpu)")
+    gpus, steps = next((choice for choice in plain + fitting if minutes(*choice) <= max_runtime), fitting[-1])
     nodes = math.ceil(gpus / gpu["per_node"])
     per_node = gpus // nodes
-    return Job(gpus, nodes, per_node * gpu["mem_mb"], min(minutes(gpus), max_runtime), per_node * gpu["cpus"],
-               minutes(gpus))
+    return Job(gpus, nodes, per_node * gpu["mem_mb"], min(minutes(gpus, steps), max_runtime), per_node * gpu["cpus"],
+               minutes(gpus, steps), steps)

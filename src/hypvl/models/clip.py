@@ -27,6 +27,9 @@ class DualEncoder(nn.Module):
     `trunk_features`, `tokenizer`, `image_size`, `text_parameters` and a log-space `logit_scale`."""
 
     geometry = "euclidean"
+    # the batch fields `features` reads, a row per sample: what a micro-batch of a feature-cached accumulated step
+    # holds; None where a sample's features may depend on the rest of its batch or on chance
+    encoded_fields: tuple[str, ...] | None = ("images", "tokens")
 
     def clamp_scalars(self) -> None:
         """Clamp learned log-space scalars to the papers' ranges (called before each forward)."""
@@ -61,10 +64,19 @@ class DualEncoder(nn.Module):
         return self.loss(batch)
 
     def loss(self, batch: dict) -> dict[str, torch.Tensor]:
-        """Symmetric InfoNCE over the (global) batch; returns {'loss': ..., 'contrastive': ...}."""
-        img = self.encode_image(batch["images"])
-        txt = self.encode_text(batch["tokens"])
-        contrastive = global_contrastive(lambda a, b: clip_logits(a, b, self.logit_scale), img, txt)
+        """The loss terms of a training batch: `loss_of` its `features`."""
+        return self.loss_of(self.features(batch), batch)
+
+    def features(self, batch: dict) -> dict[str, torch.Tensor]:
+        """What the loss reads from the encoders: from the batch's `encoded_fields`, embeddings with a row per
+        sample (here 'images' and 'texts'). A sample's rows depend on that sample alone, so a batch's features
+        are its micro-batches' features concatenated (`hypvl.train.accumulation`)."""
+        return {"images": self.encode_image(batch["images"]), "texts": self.encode_text(batch["tokens"])}
+
+    def loss_of(self, features: dict[str, torch.Tensor], batch: dict) -> dict[str, torch.Tensor]:
+        """Symmetric InfoNCE over the (global) batch's `features`; returns {'loss': ..., 'contrastive': ...}."""
+        contrastive = global_contrastive(lambda a, b: clip_logits(a, b, self.logit_scale), features["images"],
+                                         features["texts"])
         return {"loss": contrastive, "contrastive": contrastive.detach()}
 
 

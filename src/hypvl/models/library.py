@@ -34,6 +34,10 @@ class LibraryModel(DualEncoder):
     """A library's dual encoder (`self.model`) with its tokenizer and pixel affine (x * scale + shift, per
     channel, on images in [0, 1]); the state dict is the library's, under `model.`."""
 
+    # a library's towers may hold batch norm (ALIGN's EfficientNet) or dropout (BERT, in functional calls that no
+    # module scan sees): a stand-in trains in one pass over its batch (train.accum_steps 1)
+    encoded_fields = None
+
     def __init__(self, model: nn.Module, tokenizer, image_size: int, pixel_scale, pixel_shift):
         super().__init__()
         self.model, self._tokenizer, self._image_size = model, tokenizer, int(image_size)

@@ -75,11 +75,9 @@ class MERU(CLIP):
         """Negative Lorentzian distance (B1, B2); ranks like MERU's Lorentzian inner product."""
         return -lorentz.pairwise_dist(images, texts, self.curvature)
 
-    def loss(self, batch: dict) -> dict[str, torch.Tensor]:
-        return self.pair_terms(self.encode_image(batch["images"]), self.encode_text(batch["tokens"]))
-
-    def pair_terms(self, img: torch.Tensor, txt: torch.Tensor) -> dict[str, torch.Tensor]:
-        """MERU's loss terms on (B, D) image and text embeddings of the batch's pairs."""
+    def loss_of(self, features: dict[str, torch.Tensor], batch: dict) -> dict[str, torch.Tensor]:
+        """MERU's loss terms on the (B, D) image and text embeddings of the batch's pairs."""
+        img, txt = features["images"], features["texts"]
         curv = self.curvature
         contrastive = global_contrastive(lambda a, b: self.contrastive_logits(a, b, curv, self.logit_scale), img, txt)
         entail = entailment_loss(txt, img, curv)

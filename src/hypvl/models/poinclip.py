@@ -58,9 +58,8 @@ class PoinCLIP(MERU):
         """Negative Poincaré distance (B1, B2)."""
         return -poincare.pairwise_dist(images, texts, self.curvature)
 
-    def loss(self, batch: dict) -> dict[str, torch.Tensor]:
-        img = self.encode_image(batch["images"])
-        txt = self.encode_text(batch["tokens"])
+    def loss_of(self, features: dict[str, torch.Tensor], batch: dict) -> dict[str, torch.Tensor]:
+        img, txt = features["images"], features["texts"]
         curv = self.curvature
         contrastive = global_contrastive(lambda a, b: poincare_logits(a, b, curv, self.logit_scale), img, txt)
         entail = poinclip_entailment(img, txt, curv, self.lambda_reg, self.entailment_order, self.entropy)

@@ -21,9 +21,10 @@ from hypvl.io import atomic_write
 from hypvl.models.checkpoints import read_checkpoint
 
 RESUME = "resume.pt"
-# train settings that change no number of the run (how it is checkpointed, where the decoded corpus is kept) or
-# that the layout check covers (loader workers)
-NEUTRAL_SETTINGS = ("checkpoint_every", "cache_decoded", "num_workers")
+# train settings that change no number of the run (how it is checkpointed, where the decoded corpus is kept) or its
+# numbers by float rounding only (micro-batches: the same loss and gradients), or that the layout check covers
+# (loader workers)
+NEUTRAL_SETTINGS = ("checkpoint_every", "cache_decoded", "accum_steps", "num_workers")
 
 log = logging.getLogger(__name__)
 

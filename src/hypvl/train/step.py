@@ -1,7 +1,7 @@
 """One training step, as the trainer runs it and benchmarks/gpu times it: the batch to the device, the learned
 scalars clamped, forward and loss under the run's precision, backward (loss-scaled in fp16), the optimiser and the
-learning-rate schedule stepped. Also the precision itself (`train.precision`) and compiling the encoders
-(`train.compile`).
+learning-rate schedule stepped; in one pass, or over micro-batches (`train.accum_steps`, `hypvl.train.accumulation`).
+Also the precision itself (`train.precision`) and compiling the encoders (`train.compile`).
 
 Precision: `fp16` autocasts the encoders to float16 and scales the loss (torch.amp.GradScaler), as MERU trains
 (Sec. 4, mixed precision); `bf16` autocasts them to bfloat16, whose float32 exponent range needs no scaler; `fp32`
@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import torch
 
 from hypvl.errors import InputError
+
+from .accumulation import Replay, accumulate, check_accumulable
 
 # train.precision -> the encoders' autocast dtype (None: float32, no autocast)
 AUTOCAST_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": None}
@@ -62,22 +64,33 @@ def compile_encoders(model, backend: str = "inductor") -> None:
 
 
 class TrainStep:
-    """The trainer's step for `model` (`step_model`: what runs the forward, the model itself or its
-    DistributedDataParallel wrapper) under `precision`, with its loss scaler (`scaler`, saved in resume
-    checkpoints)."""
+    """The trainer's step for `model` under `precision`, with its loss scaler (`scaler`, saved in resume checkpoints),
+    over `accum_steps` micro-batches of each batch (`hypvl.train.accumulation`; 1: one pass). `parallel` wraps the
+    module whose forward pass the step runs (`step_model`: the model, or its accumulation's `Replay`) for data
+    parallelism (DistributedDataParallel under torchrun); None leaves it as it is."""
 
-    def __init__(self, model, step_model, optimizer, scheduler, precision: Precision, device: torch.device):
-        self.model, self.step_model, self.optimizer, self.scheduler = model, step_model, optimizer, scheduler
-        self.precision, self.device = precision, device
+    def __init__(self, model, optimizer, scheduler, precision: Precision, device: torch.device, accum_steps: int = 1,
+                 parallel=None):
+        self.model, self.optimizer, self.scheduler = model, optimizer, scheduler
+        self.precision, self.device, self.accum_steps = precision, device, accum_steps
+        if accum_steps > 1:
+            check_accumulable(model, accum_steps)
+        module = model if accum_steps == 1 else Replay(model)
+        self.step_model = parallel(module) if parallel else module
         self.scaler = precision.scaler()
 
     def __call__(self, batch: dict) -> dict[str, torch.Tensor]:
-        """Train on `batch` (tensors on any device); returns the loss terms (with their graphs)."""
+        """Train on `batch` (tensors on any device); returns the loss terms (with their graphs in one pass)."""
         self.model.clamp_scalars()
-        with self.precision.autocast():  # geometry and losses stay float32 inside
-            terms = self.step_model({key: value.to(self.device, non_blocking=True) for key, value in batch.items()})
-        self.optimizer.zero_grad(set_to_none=True)
-        self.scaler.scale(terms["loss"]).backward()
+        batch = {key: value.to(self.device, non_blocking=True) for key, value in batch.items()}
+        if self.accum_steps == 1:
+            with self.precision.autocast():  # geometry and losses stay float32 inside
+                terms = self.step_model(batch)
+            self.optimizer.zero_grad(set_to_none=True)
+            self.scaler.scale(terms["loss"]).backward()
+        else:
+            self.optimizer.zero_grad(set_to_none=True)
+            terms = accumulate(self.model, self.step_model, batch, self.accum_steps, self.precision, self.scaler)
         self.scaler.step(self.optimizer)
         self.scaler.update()
         self.scheduler.step()

@@ -2,9 +2,11 @@
 
 One process trains on the whole batch; under `torchrun --nproc-per-node N -m hypvl.cli train ...` each of the N
 processes trains on its 1/N of it, the losses seeing the global batch (`hypvl.losses.distributed`) and
-DistributedDataParallel averaging the gradients. Every `train.checkpoint_every` steps the run writes `resume.pt`
-(`hypvl.train.resume`) and a restarted run continues from it. The main process writes checkpoint.pt,
-train_log.csv and train_summary.json, and removes resume.pt once they are written.
+DistributedDataParallel averaging the gradients. Each process's share runs in `train.accum_steps` micro-batches
+(`hypvl.train.accumulation`: the same loss and gradients, one micro-batch's activations in memory). Every
+`train.checkpoint_every` steps the run writes `resume.pt` (`hypvl.train.resume`) and a restarted run continues from
+it. The main process writes checkpoint.pt, train_log.csv and train_summary.json, and removes resume.pt once they are
+written.
 """
 
 import csv
@@ -73,9 +75,10 @@ def _train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path
     torch.use_deterministic_algorithms(device.type == "cpu")
     overrides = experiment.get("overrides") or {}
     schedule = resolve_schedule(overrides, train_section_for(experiment["id"], train_cfg))
-    if schedule.batch_size % ranks.world:
+    accum = train_cfg["accum_steps"]
+    if schedule.batch_size % (ranks.world * accum):
         raise InputError(f"experiment {experiment['id']!r}: batch size {schedule.batch_size} does not split over "
-                         f"{ranks.world} processes")
+                         f"{ranks.world} process(es) in {accum} micro-batch(es) each (train.accum_steps)")
     try:
         model = build() if build else build_model(experiment["method"], experiment["backbone"], model_cfg, overrides)
     except (TypeError, ValueError) as exc:  # an override value the model rejects
@@ -93,7 +96,8 @@ def _train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path
     optimizer = build_optimizer(model, schedule.lr, train_cfg["weight_decay"], train_cfg["betas"],
                                 overrides.get("no_weight_decay", "scalars"))
     scheduler = build_scheduler(optimizer, schedule.warmup, schedule.steps)
-    step_of = TrainStep(model, distributed.data_parallel(model, ranks, device), optimizer, scheduler, precision, device)
+    step_of = TrainStep(model, optimizer, scheduler, precision, device, train_cfg["accum_steps"],
+                        lambda module: distributed.data_parallel(module, ranks, device))
     run = Run(fingerprint(experiment, model_cfg, train_cfg, shards),
               {"world": ranks.world, "workers": train_cfg["num_workers"]})
     resumed = load_resume(out_dir / RESUME, run.digest, run.layout)
@@ -143,7 +147,7 @@ def _train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path
                "samples_read": sum(c.read for c in counts), "corrupt_images_skipped": sum(c.corrupt for c in counts),
                "corrupt_examples": [m for c in counts for m in c.corrupt_examples][:10],
                "samples_without_box": sum(c.no_box for c in counts), "precision": precision.name,
-               "compile": train_cfg["compile"], "seconds": round(run.seconds(), 2)}
+               "compile": train_cfg["compile"], "accum_steps": accum, "seconds": round(run.seconds(), 2)}
     with atomic_write(out_dir / "train_summary.json") as handle:
         json.dump(summary, handle, indent=1)
     (out_dir / RESUME).unlink(missing_ok=True)

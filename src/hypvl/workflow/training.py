@@ -2,15 +2,17 @@
 finetune), what they read, and what they ask of the machine.
 
 One job trains each distinct recipe (`Core.model_of`). At paper scale a training job asks for the GPUs, nodes,
-memory and time its model and schedule need (hypvl.cost) and starts torchrun with a process per GPU; a run longer
-than `resources.max_runtime` continues from its checkpoint in a retry. Jobs are prioritised by their cost, so the
-longest runs start first.
+memory and time its model and schedule need (hypvl.cost), accumulating gradients over micro-batches where fewer GPUs
+than the papers' batch needs are allowed (its config's `train.accum_steps`), and starts torchrun with a process per
+GPU; a run longer than `resources.max_runtime` continues from its checkpoint in a retry. Jobs are prioritised by
+their cost, so the longest runs start first.
 """
 
 import json
 import shlex
 
 from hypvl.cost import Job, Run, model_towers, size_job
+from hypvl.errors import InputError
 from hypvl.train.recipe import resolve_schedule, steps_for, stream_mode, train_section_for
 from hypvl.workflow.core import STEP_SECTIONS, Core
 from hypvl.workflow.data import DataStage
@@ -35,11 +37,14 @@ class TrainingStage:
 
     def experiment_config(self, experiment: str, step: str = "train") -> str:
         """The shell-quoted JSON of the config sections training `experiment` reads (`step`: train, or standin): of
-        `train.steps_for`, only the entries matching it (so editing another experiment's entry does not retrain it)."""
+        `train.steps_for`, only the entries matching it (so editing another experiment's entry does not retrain it);
+        on GPUs, `train.accum_steps` as its job's size has it (`job`)."""
         sections = {k: self.config[k] for k in STEP_SECTIONS[step]}
         own = steps_for(experiment, self.config["train"])
         sections["train"] = {k: v for k, v in self.config["train"].items() if k != "steps_for"}
         sections["train"].update({"steps_for": own} if own else {})
+        job = self.job(experiment) if step == "train" else None
+        sections["train"].update({"accum_steps": job.accum_steps} if job else {})
         return shlex.quote(json.dumps(sections, sort_keys=True))
 
     def init_checkpoint(self, experiment: str) -> list[str]:
@@ -92,13 +97,17 @@ class TrainingStage:
         return 1 + max((self.cost(exp) for exp in self._trained()), default=0)
 
     def job(self, experiment: str) -> Job | None:
-        """The GPU job that trains `experiment` (hypvl.cost), or None where training is one CPU process."""
+        """The GPU job that trains `experiment` (hypvl.cost: its GPUs, and the micro-batches of each one's share of
+        the batch where fewer GPUs than the batch needs are allowed), or None where training is one CPU process."""
         resources = self.config["resources"]
         if resources["gpu"] is None:
             return None
         if experiment not in self._jobs:  # asked for once per resource of every job: size each run once
-            self._jobs[experiment] = size_job(self.run(experiment), resources["gpu"], resources["max_runtime"],
-                                              resources["runtime_margin"])
+            try:
+                self._jobs[experiment] = size_job(self.run(experiment), resources["gpu"], resources["max_runtime"],
+                                                  resources["runtime_margin"], self.config["train"]["accum_steps"])
+            except InputError as exc:
+                raise InputError(f"experiment {experiment!r}: {exc}") from None
         return self._jobs[experiment]
 
     def resources(self, experiment: str) -> dict:
