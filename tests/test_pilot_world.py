@@ -10,9 +10,9 @@ from hypvl.config import load_config
 from hypvl.data.acquire import fetch
 from hypvl.data.manifest import SOURCES_PATH, load_sources
 from hypvl.data.catalog import dataset_names, load_dataset_info
-from hypvl.data.formats.clip_benchmark_wds import iter_clip_benchmark_samples, read_classnames
+from hypvl.data.formats.classification_split import read_classification_split
+from hypvl.data.formats.clip_benchmark_wds import read_classnames
 from hypvl.data.formats.grit import iter_grit
-from hypvl.data.formats.imagefolder import read_imagefolder
 from hypvl.data.formats.redcaps import iter_redcaps
 from hypvl.data.mirror import Mirror
 from hypvl.data.pilot.commands import write_pilot_world
@@ -49,14 +49,13 @@ def test_every_classification_set_is_read_in_its_catalog_layout(pilot):
     split = config["eval"]["classification_split"]
     for name in dataset_names():
         info, folder = load_dataset_info(name), dest(config, name)
+        dataset = read_classification_split(folder, split)
+        labels = list(dataset.labels)
+        assert dataset.layout == info.layout, name
         if info.layout == "clip_benchmark_wds":
-            labels = [sample.label for sample in iter_clip_benchmark_samples(folder, split)]
             assert read_classnames(folder) == info.class_names, name
-        else:
-            dataset = read_imagefolder(folder, split)
-            labels = [label for _, label in dataset.samples]
-            if name == "imagenet":  # WordNet ids, in label order
-                assert dataset.class_dirs == sorted(dataset.class_dirs) and dataset.class_dirs[0] == "n01440764"
+        elif name == "imagenet":  # WordNet ids, in label order
+            assert dataset.class_dirs == tuple(sorted(dataset.class_dirs)) and dataset.class_dirs[0] == "n01440764"
         assert sorted(labels) == [label for label in range(min(3, info.num_classes)) for _ in range(2)], name
 
 

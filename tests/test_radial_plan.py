@@ -101,7 +101,8 @@ def test_paper_scale_plans_each_fine_tuning_from_its_pretrained_model_with_the_p
         assert f"--base-checkpoint {models / base / 'checkpoint.pt'} --train-csv {csv} " in command  # as acquired
         assert ('"radial_ft": {"device": "auto", "epochs": null, "lr_scale": 1.0, "weight_decay": 0.01}'
                 in command) and " :: evaluate" not in command
-    assert f"--train-images {tmp_path / 'data' / 'train' / 'cc3m'} " in commands["hcaps_clip_b_ft_clip_objective"]
+    # CC3M as img2dataset writes it (`--output_folder images`, the manifest's prepare step)
+    assert f"--train-images {tmp_path / 'data' / 'train' / 'cc3m' / 'images'} " in commands["hcaps_clip_b_ft_clip_objective"]
     full = load_config([REPO / "workflows" / "config" / "full.yaml"])["radial_ft"]
     spec = load_spec(REPO / "replication" / "hierarcaps.yaml", REPO / "expected")
     recipes = {exp: radial_recipe({"id": exp, "method": "radial_ft", "overrides": spec.experiments[exp].overrides})

@@ -27,7 +27,6 @@ from hypvl.data.formats.oracle_regions import ORACLE_REGIONS, read_oracle_region
 from hypvl.data.formats.redcaps import iter_redcaps
 from hypvl.data.formats.yfcc import iter_yfcc
 from hypvl.data.mirror import Mirror
-from hypvl.devices import select_device
 from hypvl.errors import InputError
 from hypvl.grounding.filters import BoxFilter
 from hypvl.grounding.pipeline import OracleBoxes, grit_record, ground
@@ -103,6 +102,7 @@ def ground_corpus(raw_folder: Path, fmt: str, out_folder: Path, prefix: str, ext
 
 
 def _ground(args) -> None:
+    from hypvl.devices import select_device
     from hypvl.grounding.phrases import PhraseExtractor
 
     config = config_from_args(args)

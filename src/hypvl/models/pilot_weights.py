@@ -14,8 +14,6 @@ import json
 import logging
 from pathlib import Path
 
-import torch
-
 from hypvl.config import add_config_arguments, config_from_args
 from hypvl.data.manifest import load_sources
 from hypvl.data.mirror import Mirror
@@ -38,6 +36,8 @@ OWLV2_BASE = {"text": {"hidden_size": 512, "intermediate_size": 2048, "num_hidde
 
 def write_released(path: Path, method: str, backbone: str, model_cfg: dict, seed: int) -> None:
     """A randomly initialised `method` model on `backbone` saved at `path` as MERU and HyCoCLIP release theirs."""
+    import torch
+
     from .build import build_model
     from .released import reference_state
 
@@ -50,6 +50,8 @@ def write_released(path: Path, method: str, backbone: str, model_cfg: dict, seed
 
 def write_detector(folder: Path, seed: int) -> None:
     """A randomly initialised OWLv2 of the released base model's sizes and its processor, saved into `folder`."""
+    import torch
+
     from hypvl.grounding.detector import random_owlv2
 
     from .standins import _clip_tokenizer
