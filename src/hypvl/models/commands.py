@@ -68,7 +68,8 @@ def _import_weights(args) -> None:
     if outside.library is None:
         checkpoint = path / outside.checkpoint if path.is_dir() else path
         try:
-            model = import_released(checkpoint, declared.method, declared.backbone, config["model"])
+            model = import_released(checkpoint, declared.method, declared.backbone, config["model"],
+                                    (declared.id, declared.source))
         except InputError as exc:
             raise InputError(f"{declared.source}: {exc}") from None
         recipe = {"method": declared.method, "backbone": declared.backbone, "overrides": {},
