@@ -33,7 +33,7 @@ from hypvl.devices import select_device
 from hypvl.errors import InputError
 from hypvl.grounding.filters import BoxFilter
 from hypvl.grounding.pipeline import OracleBoxes, grit_record, ground
-from hypvl.io import atomic_directory, check_replaceable, write_json
+from hypvl.io import atomic_directory, check_replaceable, check_writable, write_json
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +124,7 @@ def _ground(args) -> None:
     raw, out = settings["raw"][args.corpus], data_dir / config["corpora"][args.corpus]
     _check_apart(data_dir / raw["path"], out, args.corpus)
     check_replaceable(out)  # before the models load
+    check_writable(out.parent)
     start = time.perf_counter()
     extractor = PhraseExtractor(config["spacy_model"])
     mirror = Mirror.at(config["fetch"]["mirror"])

@@ -5,6 +5,7 @@ from pathlib import Path
 
 from hypvl.config import add_config_arguments, config_from_args, positive_int
 from hypvl.errors import InputError
+from hypvl.io import check_writable
 
 log = logging.getLogger(__name__)
 MAX_SEED = 2**32 - 1
@@ -85,6 +86,7 @@ def _train(args) -> None:
     from .trainer import train
 
     config = config_from_args(args)
+    check_writable(args.out)  # a read-only or full disk is said before the training, not after it
     torch.set_num_threads(args.threads)
     build = None
     if args.standin:
@@ -113,6 +115,7 @@ def _finetune(args) -> None:
     from .radial_recipe import radial_recipe
 
     config = config_from_args(args)
+    check_writable(args.out)
     torch.set_num_threads(args.threads)
     experiment = experiment_from_spec(args.spec, args.experiment)
     try:
