@@ -3,8 +3,8 @@
     python tests/trust_table.py [--slow] > trust.md
 
 Bad inputs: every case of the corpus (CORPORA: tests/test_bad_inputs.py and its successors), run here through
-`hypvl.cli.main` as the corpus test runs it: its exit status, the one line it printed (temporary folders shown as <tmp>) and whether an output was
-left behind. Faults: the fault tests (FAULT_TESTS) run by pytest (`--slow` includes the slow ones, e.g. killing
+`hypvl.cli.main` as the corpus test runs it: its exit status, the one line it printed (temporary folders shown as
+<tmp>) and whether an output was left behind. Faults: the fault tests (FAULT_TESTS) run by pytest (`--slow` includes the slow ones, e.g. killing
 the workflow), each with the first sentence of its docstring and its outcome.
 """
 

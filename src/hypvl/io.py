@@ -94,8 +94,8 @@ def _files(folder: Path) -> list[str]:
     """Every file (or link) under `folder`, relative, its OUTPUTS record left out."""
     found = []
     for root, dirs, files in os.walk(folder):
-        found += [(Path(root) / name).relative_to(folder).as_posix() for name in files]
-        found += [(Path(root) / name).relative_to(folder).as_posix() for name in dirs if (Path(root) / name).is_symlink()]
+        links = [name for name in dirs if (Path(root) / name).is_symlink()]  # os.walk does not enter them
+        found += [(Path(root) / name).relative_to(folder).as_posix() for name in (*files, *links)]
     return sorted(name for name in found if name != OUTPUTS)
 
 
@@ -123,9 +123,13 @@ def check_replaceable(path) -> None:
 def remove_recorded(folder) -> None:
     """Delete the files `folder`'s OUTPUTS record lists, then its folders left empty; anything else stays (said)."""
     folder = Path(folder)
+    inside = os.path.realpath(folder)
     for name in sorted(recorded_outputs(folder) or ()):
+        target = folder / name
+        if os.path.commonpath([inside, os.path.realpath(target.parent)]) != inside:
+            continue  # a record naming a path outside the folder (edited by hand?) deletes nothing there
         with contextlib.suppress(FileNotFoundError):
-            (folder / name).unlink()
+            target.unlink()
     with contextlib.suppress(FileNotFoundError):
         (folder / OUTPUTS).unlink()
     for root, _, _ in sorted(os.walk(folder), key=lambda entry: -len(Path(entry[0]).parts)):
@@ -164,7 +168,12 @@ def atomic_directory(path):
         old = path.with_name(f"{tmp.name}.old") if path.exists() else None
         if old is not None:
             os.replace(path, old)
-        os.replace(tmp, path)
+        try:
+            os.replace(tmp, path)
+        except OSError:
+            if old is not None:
+                os.replace(old, path)  # the old folder back in its place
+            raise
     except BaseException as error:
         shutil.rmtree(tmp, ignore_errors=True)  # made by mkdtemp above: only this step's files
         if isinstance(error, OSError) and disk_error(path, error) is not None:

@@ -1,9 +1,10 @@
 """The acquisition manifest `sources.yaml` (and the weights manifest, which follows its schema): loaded and checked.
 
 Each dataset lists HTTPS files (`files`: url, path, sha256 or null, optional md5, checksum_source with any digest,
-optional unpack/unpack_to/unpack_max_bytes), a Hugging Face Hub snapshot (`hf_snapshot`: repo, revision, path, allow_patterns,
-repo_type; a revision that is a commit names its revision_source), or is `manual: true` with instructions and the
-files the human step must leave (`expected`). Every path stays inside the destination folder; every URL is https.
+optional unpack/unpack_to/unpack_max_bytes), a Hugging Face Hub snapshot (`hf_snapshot`: repo, revision, path,
+allow_patterns, repo_type; a revision that is a commit names its revision_source), or is `manual: true` with
+instructions and the files the human step must leave (`expected`). Every path stays inside the destination folder;
+every URL is https.
 """
 
 from pathlib import Path

@@ -11,8 +11,8 @@ in its order, `hypvl.data.formats.imagefolder.in_record_order`). With `scaled` (
 source split is a scaled-down stand-in and record counts are taken as fractions (`hypvl.data.splits`). The
 result is an image folder per split (`hypvl.data.formats.imagefolder`, labels kept), written beside `dest` and
 moved into place once complete (`hypvl.io.atomic_directory`: a `dest` holding anything this step did not write, e.g.
-the folder of every probe set, is refused, never replaced). Every split must hold every class, since image-folder labels follow the
-class folders.
+the folder of every probe set, is refused, never replaced). Every split must hold every class, since image-folder
+labels follow the class folders.
 """
 
 from collections.abc import Sequence

@@ -62,8 +62,9 @@ def load_state(model, state: dict, source: str) -> None:
     check_weights(state, own, dict(model.named_parameters()), source)
     missing, unexpected = model.load_state_dict(state, strict=False)
     if missing or unexpected:
-        raise InputError(f"{source}: checkpoint does not fit the model: missing keys "
-                         f"[{listed(map(repr, sorted(missing)))}], unexpected keys [{listed(map(repr, sorted(unexpected)))}]")
+        missing, unexpected = (listed(map(repr, sorted(keys))) for keys in (missing, unexpected))
+        raise InputError(f"{source}: checkpoint does not fit the model: missing keys [{missing}], unexpected keys "
+                         f"[{unexpected}]")
 
 
 def read_checkpoint(path: Path, required=("model",)) -> dict:
