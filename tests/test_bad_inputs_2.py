@@ -120,6 +120,15 @@ def of_a_wider_backbone(path):
     torch.save(blob, path)
 
 
+def standin_from_another_model(tmp_path):
+    """`hypvl write-standin` of MERU's released ViT-L from a checkpoint that is not its table row's model."""
+    tiny_checkpoint(tmp_path / "checkpoint.pt")
+    out = tmp_path / "weights"
+    argv = ["write-standin", "--kind", "released", "--file", "meru_vit_l.pth", "--checkpoint",
+            str(tmp_path / "checkpoint.pt"), "--out", str(out), "--model-of", "meru_meru_vitl"]
+    return argv, tmp_path / "checkpoint.pt", r"holds the model of experiment 'e' .*, not of 'meru_meru_vitl'", [out]
+
+
 def stale_checkpoint(tmp_path):
     """tiny_clip's zs_cifar10.json records measuring a checkpoint whose bytes are another model's now."""
     argv, outs = compare(tmp_path)
@@ -239,6 +248,7 @@ CASES = {
     "checkpoint_of_another_experiment": checkpoint_case(
         of_experiment("hyco_clip_vits_redcaps"),
         r"holds the model of experiment 'hyco_clip_vits_redcaps' \(clip, vit_s16\), not of 'e'"),
+    "standin_from_another_model": standin_from_another_model,
     "checkpoint_int8_weights": checkpoint_case(retyped(torch.int8), r"integer or boolean type .*\(torch\.int8\)"),
     "checkpoint_bool_weights": checkpoint_case(retyped(torch.bool), r"integer or boolean type .*\(torch\.bool\)"),
     "checkpoint_nan_weights": checkpoint_case(with_nan, r"not finite \(NaN or infinity\)"),

@@ -86,8 +86,11 @@ def _import_weights(args) -> None:
 
 
 def _write_standin(args) -> None:
+    from .checkpoints import check_identity, read_checkpoint
     from .standins import WRITERS, write_released
 
+    if args.model_of:  # the model it is written from, checked before anything is written
+        check_identity(read_checkpoint(args.checkpoint).get("recipe"), args.checkpoint, args.model_of)
     if args.kind == "released":
         if not args.file:
             raise InputError("hypvl write-standin --kind released needs --file (the released checkpoint's name)")
@@ -111,5 +114,6 @@ def add_commands(subparsers) -> None:
     standin.add_argument("--kind", required=True, choices=["released", "open_clip", "transformers"])
     standin.add_argument("--checkpoint", required=True, help="our checkpoint.pt to write out")
     standin.add_argument("--file", help="released: the checkpoint's file name (e.g. meru_vit_s.pth)")
+    standin.add_argument("--model-of", help="the experiment whose model the checkpoint must hold")
     standin.add_argument("--out", required=True, help="the source's folder under the weights folder")
     standin.set_defaults(func=_write_standin)
