@@ -397,10 +397,10 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_bad_input_is_refused_in_one_line(name, tmp_path, capsys, monkeypatch):
+def refused_in_one_line(build, tmp_path, capsys, monkeypatch) -> None:
+    """Run the case `build` makes through `hypvl.cli.main` and check its refusal (this module's docstring)."""
     monkeypatch.chdir(REPO)
-    argv, named, problem, outputs = CASES[name](tmp_path)
+    argv, named, problem, outputs = build(tmp_path)
     capsys.readouterr()
     code = main(argv)
     err = capsys.readouterr().err
@@ -409,6 +409,11 @@ def test_bad_input_is_refused_in_one_line(name, tmp_path, capsys, monkeypatch):
     assert len(lines) == 1 and "Traceback" not in err, err
     assert str(named) in lines[0] and re.search(problem, lines[0]), lines[0]
     assert not any(path.exists() for path in outputs)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_bad_input_is_refused_in_one_line(name, tmp_path, capsys, monkeypatch):
+    refused_in_one_line(CASES[name], tmp_path, capsys, monkeypatch)
 
 
 def test_the_corpus_is_large_enough():

@@ -17,6 +17,7 @@ from hypvl.data.formats.redcaps import iter_redcaps  # noqa: E402
 from hypvl.data.synthetic.corpora import write_corpus  # noqa: E402
 from hypvl.data.synthetic.settings import WorldSettings  # noqa: E402
 from hypvl.errors import InputError  # noqa: E402
+from hypvl.io import OUTPUTS  # noqa: E402
 from hypvl.grounding import commands  # noqa: E402
 from hypvl.grounding.detector import random_owlv2_detector  # noqa: E402
 from hypvl.grounding.filters import BoxFilter  # noqa: E402
@@ -207,7 +208,7 @@ def test_hypvl_ground_writes_shards_and_summary(raw, tmp_path):
     args = parser.parse_args(["ground", "--corpus", "redcaps", "--configfile", str(config), "--shard-size", "1000"])
     args.func(args)
     names = sorted(p.name for p in (raw / "redcaps_grounded").iterdir())
-    assert names == [commands.SUMMARY, "redcaps-000000.decoded.json", "redcaps-000000.decoded.npy",
+    assert names == [OUTPUTS, commands.SUMMARY, "redcaps-000000.decoded.json", "redcaps-000000.decoded.npy",
                      "redcaps-000000.tar"]
 
 

@@ -28,3 +28,33 @@ def test_written_file_gets_umask_permissions(tmp_path):
         os.umask(old)
     assert (tmp_path / "a" / "out.txt").read_text() == "new"
     assert stat.S_IMODE((tmp_path / "a" / "out.txt").stat().st_mode) == 0o644
+
+
+def test_a_folder_is_replaced_only_when_it_holds_only_what_a_step_recorded(tmp_path):
+    """A folder written by atomic_directory records its files; the next one replaces it (no old file left), a folder
+    holding any other file is refused before the work, and a record naming a path outside deletes nothing there."""
+    from hypvl.errors import InputError
+    from hypvl.io import OUTPUTS, atomic_directory
+
+    target = tmp_path / "out"
+    with atomic_directory(target) as folder:
+        (folder / "a").mkdir()
+        (folder / "a" / "old.txt").write_text("1")
+    assert (target / OUTPUTS).read_text() == "a/old.txt\n"
+    with atomic_directory(target) as folder:
+        (folder / "new.txt").write_text("2")
+    assert sorted(p.name for p in target.iterdir()) == [OUTPUTS, "new.txt"]
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]  # no temporary or old folder left
+    (target / "mine.txt").write_text("a user's")
+    worked = []
+    with pytest.raises(InputError, match=r"out: holds files this step did not write \(mine\.txt\); not replaced"):
+        with atomic_directory(target):
+            worked.append(True)
+    assert not worked and (target / "mine.txt").read_text() == "a user's"
+    (target / "mine.txt").unlink()
+    (tmp_path / "precious.txt").write_text("outside")
+    (target / OUTPUTS).write_text("new.txt\n../precious.txt\n")
+    with atomic_directory(target) as folder:
+        (folder / "third.txt").write_text("3")
+    assert (tmp_path / "precious.txt").read_text() == "outside"
+    assert sorted(p.name for p in target.iterdir()) == [OUTPUTS, "third.txt"]

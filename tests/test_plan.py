@@ -350,7 +350,8 @@ def test_every_outside_source_is_stood_in_for_by_a_model_trained_here():
     assert plan.outside.stood_in("meru_released_meru_vitl") and plan.outside.weights_folders() == {}
     weights = standins / "meru_released_meru_vitl" / "weights"
     assert plan.outside.weights_input("meru_released_meru_vitl") == str(weights)
-    assert plan.outside.standin_args("meru_released_meru_vitl") == ["--kind", "released", "--file", "meru_vit_l.pth"]
+    assert plan.outside.standin_args("meru_released_meru_vitl") == ["--kind", "released", "--file", "meru_vit_l.pth",
+                                                                    "--model-of", "meru_meru_vitl"]
     fetched = Plan({**plan.config, "weights": {**plan.config["weights"], "standins": None}})
     folder = str(Path(load_config()["data_dir"]) / "weights" / "released" / "meru_vit_l")
     assert not fetched.outside.stood_in("meru_released_meru_vitl")

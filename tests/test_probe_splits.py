@@ -28,6 +28,7 @@ from hypvl.data.synthetic.classification_sets import ALL_CLASSIFICATION_SETS
 from hypvl.data.synthetic.probe_sources import probe_source_sets, write_probe_sources
 from hypvl.data.synthetic.settings import WorldSettings
 from hypvl.errors import InputError
+from hypvl.io import OUTPUTS
 from hypvl.tasks import linear_probe_datasets
 from hypvl.workflow import Plan
 
@@ -285,7 +286,7 @@ def test_the_probe_step_builds_exactly_the_records_the_catalog_slices_select(smo
         assert read_built(tmp_path / name / role) == sorted(chosen, key=lambda row: row[0]), role
         counts[role] = len(chosen)
     assert capsys.readouterr().out == f"train\t{counts['train']}\nval\t{counts['val']}\n"
-    assert sorted(p.name for p in (tmp_path / name).iterdir()) == ["classnames.txt", "train", "val"]
+    assert sorted(p.name for p in (tmp_path / name).iterdir()) == [OUTPUTS, "classnames.txt", "train", "val"]
 
 
 def test_a_missing_source_split_is_one_line_naming_it(smoke_sources, tmp_path, capsys):

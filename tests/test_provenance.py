@@ -32,7 +32,9 @@ def sha256(path: Path) -> str:
 def test_a_metrics_json_records_run_config_code_data_and_checkpoint(tmp_path):
     """`hypvl evaluate` on a checkpoint and a one-set data folder: the JSON's provenance holds the run config (model
     and train sections of the checkpoint, the evaluation's sections) and its hash, the git commit and dirty flag,
-    and the sha256 of the data manifest and the checkpoint file, each recomputed here by hand."""
+    and the sha256 of the data manifest and the checkpoint file, each recomputed here by hand; the entries of the
+    checkpoint's `train.steps_for` matching its experiment apart from the run config (none for `e`); and the model
+    it measured."""
     data = tmp_path / "data"
     write_classification_set(WorldSettings(image_size=32, per_class=1, probe_train_per_class=1, probe_val_per_class=1),
                              "cifar10", data / DEFAULT["eval"]["classification_dir"])
@@ -48,11 +50,13 @@ def test_a_metrics_json_records_run_config_code_data_and_checkpoint(tmp_path):
                  str(tmp_path / "metrics"), "--tasks", "zs_cifar10", "--configfile", str(config)]) == 0
     record = json.loads((tmp_path / "metrics" / "zs_cifar10.json").read_text())
     provenance = record["provenance"]
-    run = {"scale": "smoke", "model": model_cfg, "train": train_cfg, "cpu_code_path": DEFAULT["cpu_code_path"],
-           "eval": DEFAULT["eval"]}
+    run = {"scale": "smoke", "model": model_cfg, "train": {k: v for k, v in train_cfg.items() if k != "steps_for"},
+           "cpu_code_path": DEFAULT["cpu_code_path"], "eval": DEFAULT["eval"]}
     assert record["scale"] == "smoke" and provenance["run_config"] == run
     assert provenance["run_config_hash"] == config_hash(run)
-    assert provenance["checkpoint_sha256"] == sha256(checkpoint)
+    assert provenance["checkpoint_sha256"] == sha256(checkpoint) and provenance["checkpoint"] == str(checkpoint)
+    assert provenance["model"] == {"experiment": "e", "method": "clip", "backbone": "vit_s16"}
+    assert provenance["steps_for"] == {}  # poin_grid_* does not match `e`
     manifest_line = f"manifest.json\0{sha256(data / 'manifest.json')}\n".encode()
     assert provenance["data_manifest_hash"] == hashlib.sha256(manifest_line).hexdigest()
     status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO, capture_output=True,

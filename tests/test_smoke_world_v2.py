@@ -35,6 +35,7 @@ from hypvl.data.synthetic.captions import SUBREDDITS
 from hypvl.data.synthetic.classification_sets import ALL_CLASSIFICATION_SETS, CLASSIFICATION_SETS, MERU_EXTRA_SETS
 from hypvl.data.synthetic.settings import WorldSettings
 from hypvl.data.formats.oracle_regions import ORACLE_REGIONS
+from hypvl.io import OUTPUTS
 
 TINY = WorldSettings(seed=3, grit_samples=24, redcaps_samples=20, cc3m_samples=12, yfcc15m_samples=10, per_class=2,
                      probe_train_per_class=2, probe_val_per_class=1, retrieval_images=12, vlchecklist_per_group=3,
@@ -118,8 +119,8 @@ def test_classification_sets_have_a_test_split_and_probe_sources(tiny, name):
     info = load_dataset_info(name)
     dataset = read_classification_split(root, "test")
     assert dataset.layout == info.layout and dataset.class_names == classes
-    files = {"imagefolder": ["classnames.txt", "test"],
-             "clip_benchmark_wds": ["classnames.txt", "test", "zeroshot_classification_templates.txt"]}
+    files = {"imagefolder": [OUTPUTS, "classnames.txt", "test"],  # OUTPUTS: what a rerun may replace
+             "clip_benchmark_wds": [OUTPUTS, "classnames.txt", "test", "zeroshot_classification_templates.txt"]}
     assert sorted(p.name for p in root.iterdir()) == files[info.layout]
     assert dataset.labels == tuple(label for label in range(len(classes)) for _ in range(TINY.per_class))
     assert dataset.load(0).size == (TINY.image_size, TINY.image_size)

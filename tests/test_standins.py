@@ -9,6 +9,7 @@ from test_models import TINY, _model
 from test_released import REFERENCE_TEXT, reference_state as independent_reference_state
 
 from hypvl.errors import InputError
+from hypvl.io import OUTPUTS
 from hypvl.models.checkpoints import load_checkpoint, save_checkpoint
 from hypvl.models.library import import_library_model
 from hypvl.models.released import import_released
@@ -60,7 +61,7 @@ def test_a_released_stand_in_is_the_reference_layout_and_imports_bitwise(tmp_pat
 def test_an_open_clip_stand_in_computes_what_our_clip_computes(tmp_path):
     model, checkpoint = ours("clip", tmp_path, SMOKE)
     write_open_clip(checkpoint, tmp_path / "laion")
-    assert sorted(p.name for p in (tmp_path / "laion").iterdir()) == ["open_clip_config.json",
+    assert sorted(p.name for p in (tmp_path / "laion").iterdir()) == [OUTPUTS, "open_clip_config.json",
                                                                       "open_clip_pytorch_model.bin"]
     wrapped = import_library_model(tmp_path / "laion", "open_clip", "pretrained:laion/x")
     with torch.no_grad():

@@ -77,6 +77,7 @@ def run(argv: list[str]) -> int:
     from hypvl.config import config_from_args
     from hypvl.cpu import use_code_path
     from hypvl.errors import InputError
+    from hypvl.io import os_error_line
 
     logging.basicConfig(level=logging.WARNING, format="%(message)s")  # other libraries: warnings and errors
     logging.getLogger("hypvl").setLevel(logging.INFO)  # ours: progress too
@@ -95,6 +96,12 @@ def run(argv: list[str]) -> int:
             result = args.func(args)
         except InputError as exc:
             print(f"hypvl {args.command}: {exc}", file=sys.stderr)
+            return 1
+        except OSError as exc:  # a full or read-only disk, an input deleted mid-run: one line; anything else a bug
+            line = os_error_line(exc)
+            if line is None:
+                raise
+            print(f"hypvl {args.command}: {line}", file=sys.stderr)
             return 1
         if isinstance(result, int) and result != 0:
             return result

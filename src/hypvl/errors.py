@@ -1,5 +1,29 @@
-"""Errors raised on bad input: always name the file (and record) and what is wrong."""
+"""Errors raised on bad input: always name the file (and record) and what is wrong, in one line."""
+
+import math
+
+LISTED = 5  # names a refusal lists before it counts the rest
 
 
 class InputError(ValueError):
     """A file, record or setting given to hypvl is malformed or missing."""
+
+
+def listed(names, limit: int = LISTED) -> str:
+    """The first `limit` of `names` and a count of the rest, for a one-line message (a refusal never lists
+    thousands of keys)."""
+    names = [str(name) for name in names]
+    shown = ", ".join(names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def non_finite(value, key: str = "") -> str | None:
+    """The dotted key of the first number in `value` (nested dicts and lists) that is not finite, else None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return key or "(the value)"
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, (list, tuple)) else ()
+    for name, item in items:
+        found = non_finite(item, f"{key}.{name}" if key else str(name))
+        if found is not None:
+            return found
+    return None

@@ -71,6 +71,14 @@ def package_versions() -> dict[str, str]:
     return versions
 
 
+def checkpoint_record(path) -> dict:
+    """What a result records of the checkpoint it measured: its path, sha256, size and modification time (the time
+    lets `hypvl compare` skip re-hashing a checkpoint that has not changed since)."""
+    stat = Path(path).stat()
+    return {"checkpoint": str(path), "checkpoint_sha256": file_digest(path), "checkpoint_bytes": stat.st_size,
+            "checkpoint_mtime_ns": stat.st_mtime_ns}
+
+
 def utc_now() -> str:
     """The current time, UTC, ISO 8601 to the second (e.g. 2026-11-22T00:30:00+00:00)."""
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")

@@ -54,7 +54,7 @@ SPEC_SCHEMA = {
                     "data": {"type": "string", "pattern": _SLUG},
                     "boxes": {"type": "boolean"},
                     "source": {"type": "string", "pattern": "^(train|released:.+|pretrained:.+)$"},
-                    "seed": {"type": "integer", "minimum": 0},
+                    "seed": {"type": "integer", "minimum": 0, "maximum": 2**32 - 1},
                     "overrides": {"type": "object"},
                     "note": {"type": "string"},
                 },

@@ -9,6 +9,11 @@ child that takes them over, runs the command exactly as `hypvl` would (`hypvl.cl
 which the client exits with. A signal to the client (Snakemake cancelling the job) is passed on to the child, and a
 child whose client has gone away ends. With no server to reach, the command runs in its own process as before.
 
+Only the server's own user is served: the socket is made readable by its owner alone, and a connection from another
+user (SO_PEERCRED) is closed unserved and logged, whatever the folder's permissions. A request that is not one (no
+descriptors, not JSON, the wrong fields) or does not arrive within REQUEST_TIMEOUT seconds ends its child with one
+line in the server's log.
+
 The server only imports: it starts no torch thread pool and touches no GPU, so a forked child is as fresh as a new
 process, and its numbers are bitwise the same (the smoke regression runs this way). Written by hand because no kept
 library forks a pre-imported Python process per command with the caller's streams (multiprocessing's forkserver
@@ -28,6 +33,9 @@ PRELOAD = ("torch", "hypvl.train.trainer", "hypvl.models.build", "hypvl.models.c
            "hypvl.evaluate.zeroshot", "hypvl.evaluate.retrieval", "hypvl.evaluate.hierarchical")
 _HEADER = struct.Struct("!I")  # the request's length
 _STATUS = struct.Struct("!i")  # the child's pid, then its exit status
+_CREDENTIALS = struct.Struct("3i")  # SO_PEERCRED: the peer's pid, uid and gid
+REQUEST_TIMEOUT = 30.0  # seconds a client has to send its request once connected
+MAX_REQUEST = 16 << 20  # bytes of a request (arguments, directory, environment)
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
@@ -46,11 +54,14 @@ def run_warm(argv: list[str]) -> int | None:
     request = json.dumps({"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)}).encode()
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
-    socket.send_fds(client, [_HEADER.pack(len(request))], [0, 1, 2])
-    client.sendall(request)
+    try:
+        socket.send_fds(client, [_HEADER.pack(len(request))], [0, 1, 2])
+        client.sendall(request)
+    except OSError:  # closed unserved (another user's server): said below
+        pass
     pid = _read_int(client)
     if pid is None:
-        print(f"hypvl: the warm process at {path} did not start the command", file=sys.stderr)
+        print(f"hypvl: the warm process at {path} did not start the command (its log says why)", file=sys.stderr)
         return 1
     for number in FORWARDED:
         signal.signal(number, lambda received, _frame: os.kill(pid, received))
@@ -69,23 +80,49 @@ def _read_int(connection: socket.socket) -> int | None:
             chunk = connection.recv(_STATUS.size - len(data))
         except InterruptedError:
             continue
+        except OSError:  # reset by the other end
+            return None
         if not chunk:
             return None
         data += chunk
     return _STATUS.unpack(data)[0]
 
 
+def _texts(items) -> bool:
+    return all(isinstance(item, str) for item in items)
+
+
+class BadRequest(Exception):
+    """A connection that sent no well-formed request in time."""
+
+
 def _receive(connection: socket.socket) -> tuple[dict, list[int]]:
-    """The request and the client's standard stream descriptors."""
-    header, fds, _, _ = socket.recv_fds(connection, _HEADER.size, 3)
-    size, = _HEADER.unpack(header)
-    body = b""
-    while len(body) < size:
-        chunk = connection.recv(size - len(body))
-        if not chunk:
-            raise ConnectionError("the client went away mid-request")
-        body += chunk
-    return json.loads(body), fds
+    """The request ({argv: [str], cwd: str, env: {str: str}}) and the client's three standard stream descriptors;
+    BadRequest says what is wrong with anything else."""
+    try:
+        header, fds, _, _ = socket.recv_fds(connection, _HEADER.size, 3)
+        if len(header) != _HEADER.size or len(fds) != 3:
+            raise BadRequest(f"a request starts with its length and three descriptors (got {len(header)} bytes, "
+                             f"{len(fds)} descriptors)")
+        size, = _HEADER.unpack(header)
+        if size > MAX_REQUEST:
+            raise BadRequest(f"a request of {size} bytes (at most {MAX_REQUEST})")
+        body = b""
+        while len(body) < size:
+            chunk = connection.recv(size - len(body))
+            if not chunk:
+                raise BadRequest("the client went away mid-request")
+            body += chunk
+        request = json.loads(body)
+    except TimeoutError:
+        raise BadRequest(f"no request within {REQUEST_TIMEOUT:g} s") from None
+    except (OSError, ValueError) as exc:  # the socket, or JSON that does not parse
+        raise BadRequest(f"unreadable request ({type(exc).__name__}: {exc})") from None
+    if not (isinstance(request, dict) and isinstance(request.get("argv"), list) and _texts(request["argv"])
+            and isinstance(request.get("cwd"), str) and isinstance(request.get("env"), dict)
+            and _texts(request["env"]) and _texts(request["env"].values())):
+        raise BadRequest("a request is {argv: [text], cwd: text, env: {text: text}}")
+    return request, fds
 
 
 def serve(path: str, run, keep: dict[str, str]) -> None:
@@ -98,7 +135,11 @@ def serve(path: str, run, keep: dict[str, str]) -> None:
     parent = os.getppid()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(path)
+    mask = os.umask(0o177)  # the socket is its owner's alone, whatever the caller's umask
+    try:
+        listener.bind(path)
+    finally:
+        os.umask(mask)
     listener.listen(64)
     listener.settimeout(0.5)
     print(f"warm server {os.getpid()} on {path}", file=sys.stderr, flush=True)
@@ -109,7 +150,10 @@ def serve(path: str, run, keep: dict[str, str]) -> None:
                 connection, _ = listener.accept()
             except TimeoutError:
                 continue
-            connection.settimeout(None)
+            if not _same_user(connection):
+                connection.close()
+                continue
+            connection.settimeout(REQUEST_TIMEOUT)  # the request's time; the child waits on its client for ever after
             sys.stdout.flush()
             sys.stderr.flush()
             if os.fork() == 0:
@@ -120,6 +164,16 @@ def serve(path: str, run, keep: dict[str, str]) -> None:
         listener.close()
         if os.path.exists(path):
             os.unlink(path)
+
+
+def _same_user(connection: socket.socket) -> bool:
+    """True when the peer of `connection` runs as this server's user (SO_PEERCRED); else False, logged."""
+    pid, uid, _ = _CREDENTIALS.unpack(connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _CREDENTIALS.size))
+    if uid == os.getuid():
+        return True
+    print(f"refused a connection from process {pid} of user {uid} (this server serves user {os.getuid()} only)",
+          file=sys.stderr, flush=True)
+    return False
 
 
 def _reap() -> None:
@@ -138,7 +192,12 @@ def _child(connection: socket.socket, run, keep: dict[str, str]) -> None:
     try:
         for number in (signal.SIGTERM, *FORWARDED):
             signal.signal(number, signal.SIG_DFL)
-        request, fds = _receive(connection)
+        try:
+            request, fds = _receive(connection)
+        except BadRequest as exc:
+            print(f"{os.getpid()}: {exc}; connection closed", file=sys.stderr, flush=True)  # the server's log
+            os._exit(2)
+        connection.settimeout(None)
         commands = [part.split()[0] for part in " ".join(request["argv"]).split(" :: ") if part.strip()]
         print(f"{os.getpid()}: hypvl {' :: '.join(commands)}", file=sys.stderr, flush=True)  # the server's log
         for target, fd in enumerate(fds):

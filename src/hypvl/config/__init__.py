@@ -7,16 +7,22 @@ the schema ship inside the package, so `hypvl` and the Snakefile work from any d
 """
 
 import argparse
+import fnmatch
 import json
 from pathlib import Path
 
 import jsonschema
 import yaml
 
-from hypvl.errors import InputError
+from hypvl.errors import InputError, non_finite
 from hypvl.yaml_text import safe_load
 
 CONFIG_DIR = Path(__file__).resolve().parent
+PACKAGE_DIR = CONFIG_DIR.parent
+# the folder of the suite's own source: src/ of a checkout (an editable install), else the installed package
+SOURCE_TREE = PACKAGE_DIR.parent if PACKAGE_DIR.parent.name == "src" else PACKAGE_DIR
+OUTPUT_DIRS = ("data_dir", "results_dir", "reports_dir")  # folders the suite writes into
+INPUT_DIRS = ("replication_dir", "expected_dir", "baselines_dir")  # folders of the suite's own inputs
 DEFAULT_CONFIG = CONFIG_DIR / "default.yaml"
 # keys a config may no longer set -> what replaced them: an old config is told, not only that the key is unexpected
 RETIRED_KEYS = {("train", "amp"): "train.precision (fp16 | bf16 | fp32; amp: true was fp16, amp: false fp32)"}
@@ -41,7 +47,10 @@ def _read_yaml(path: Path) -> dict:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        raise InputError(f"{where}: not valid YAML ({getattr(exc, 'problem', None) or exc})") from None
+        problem = getattr(exc, "problem", None) or exc
+        if isinstance(exc, yaml.constructor.ConstructorError):  # YAML, but a value hypvl refuses (yaml_text)
+            raise InputError(f"{where}: {problem}") from None
+        raise InputError(f"{where}: not valid YAML ({problem})") from None
     if not isinstance(data, dict):
         raise InputError(f"{path}: a config file must be a mapping")
     return data
@@ -53,12 +62,28 @@ def validate_config(config: dict, source: str, config_dir: Path = CONFIG_DIR) ->
     for (section, key), replacement in RETIRED_KEYS.items():
         if isinstance(config.get(section), dict) and key in config[section]:
             raise InputError(f"{source}: config key {section}.{key} was replaced by {replacement}")
+    key = non_finite(config)
+    if key is not None:  # jsonschema lets NaN and infinity through every numeric bound
+        raise InputError(f"{source}: config key {key}: not a finite number")
     schema = _read_yaml(Path(config_dir) / "schema.yaml")
     error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(config))
     if error is not None:
         where = ".".join(str(p) for p in error.absolute_path) or "(top level)"
         raise InputError(f"{source}: config key {where}: {error.message}")
+    _check_output_dirs(config, source)
     return config
+
+
+def _check_output_dirs(config: dict, source: str) -> None:
+    """InputError when a folder the suite writes into lies inside its source tree or a folder of its inputs (a
+    results folder there would mix outputs with code and specs)."""
+    inputs = {"the source tree": SOURCE_TREE, **{key: Path(config[key]).resolve() for key in INPUT_DIRS}}
+    for key in OUTPUT_DIRS:
+        folder = Path(config[key]).resolve()
+        for name, inside in inputs.items():
+            if folder == inside or inside in folder.parents:
+                raise InputError(f"{source}: config key {key}: {config[key]} lies inside {name} ({inside}); "
+                                 "choose a folder outside it")
 
 
 def load_config(configfiles=(), config_json: str | None = None, config_dir: Path = CONFIG_DIR) -> dict:
@@ -70,7 +95,7 @@ def load_config(configfiles=(), config_json: str | None = None, config_dir: Path
     sources = ["default.yaml", *map(str, configfiles)]
     if config_json is not None:
         try:
-            sections = json.loads(config_json)
+            sections = json.loads(config_json, parse_constant=_refuse_constant)
         except json.JSONDecodeError as exc:
             raise InputError(f"--config-json: not valid JSON ({exc})") from None
         if not isinstance(sections, dict):
@@ -78,6 +103,11 @@ def load_config(configfiles=(), config_json: str | None = None, config_dir: Path
         config = deep_merge(config, sections)
         sources.append("--config-json")
     return validate_config(config, " + ".join(sources), config_dir)
+
+
+def _refuse_constant(name: str):
+    """json.loads' hook for NaN and Infinity, which strict JSON does not have."""
+    raise InputError(f"--config-json: {name} is not a finite number")
 
 
 def add_config_arguments(parser) -> None:
@@ -95,6 +125,13 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
+
+
+def steps_for(experiment_id: str, train_cfg: dict) -> dict:
+    """The entries of `train.steps_for` (experiment id glob -> steps at this scale, null: the experiment's own)
+    that match `experiment_id`, in config order (the last one applies)."""
+    return {pattern: steps for pattern, steps in (train_cfg.get("steps_for") or {}).items()
+            if fnmatch.fnmatchcase(experiment_id, pattern)}
 
 
 def config_from_args(args) -> dict:

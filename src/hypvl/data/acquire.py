@@ -3,40 +3,33 @@
 Each dataset lists HTTPS files (`files`), a Hugging Face Hub snapshot (`hf_snapshot`: repo,
 revision, allow_patterns, and `repo_type: model` for a model repository, e.g. the weights of
 `hypvl/models/weights.yaml`), or is `manual: true` with instructions for a human and the
-files the human step must leave. HTTP downloads go to
-`<file>.part`, resume with an HTTP Range request after an interruption, are checked against the
-manifest's sha256 (or md5) and renamed into place atomically. A published digest names where it was
+files the human step must leave. Files are downloaded by `hypvl.data.download` (resumable, checked against the
+manifest's sha256 or md5, bounded in time, https only) and archives unpacked by `hypvl.data.unpack` (bounded in
+size, all or nothing). A published digest names where it was
 published (`checksum_source`), a Hub revision pinned to a commit where that commit was found
 (`revision_source`). Where no checksum is published (`sha256: null`, and every file of a Hub
 snapshot) the first fetch computes one, records it in `<dest>/SHA256SUMS` (`sha256sum -c` format)
 and says the file is unverified; later fetches verify against it. A Hub revision that is not a
 commit (a branch) is resolved on the first fetch, said so, and the commit recorded in
-`<dest>/HUB_COMMITS`; later fetches use it. A response shorter than its Content-Length is an
-interrupted download (resumed), never a finished file.
+`<dest>/HUB_COMMITS`; later fetches use it.
 """
 
-import http.client
-import json
 import logging
-import os
-import tarfile
-import urllib.error
-import urllib.request
-import zipfile
 from pathlib import Path
 
 from hypvl.errors import InputError
-from hypvl.io import atomic_write
+from hypvl.io import atomic_write, write_json
 from hypvl.provenance import file_digest
 
+from .download import ChecksumMismatch, fetch_file, url_opener, verify
 from .manifest import SOURCES_PATH, expected_files, is_hex, load_sources, pinned, trust
 from .mirror import Mirror
+from .unpack import unpack
 
 log = logging.getLogger(__name__)
 
 CHECKSUM_RECORD = "SHA256SUMS"
 HUB_RECORD = "HUB_COMMITS"  # "<commit>  <repo>" per Hub snapshot whose manifest revision is not a commit
-CHUNK_SIZE = 1 << 20
 
 
 class ManualStepRequired(InputError):
@@ -45,10 +38,6 @@ class ManualStepRequired(InputError):
     def __init__(self, name, instructions, missing):
         self.dataset, self.instructions, self.missing = name, instructions, missing
         super().__init__(f"dataset {name!r} needs a manual step; missing {missing}.\n{instructions}")
-
-
-class ChecksumMismatch(InputError):
-    """A downloaded file's digest differs from the manifest's or the recorded one."""
 
 
 def read_checksum_record(dest, record=CHECKSUM_RECORD, length=64):
@@ -79,89 +68,6 @@ def _record_checksum(dest, relative, digest):
     log.warning("%s: no published checksum; sha256 %s recorded in %s on first fetch (unverified: later fetches "
                 "are checked against this record only)", Path(dest) / relative, digest, Path(dest) / CHECKSUM_RECORD)
     _write_record(dest, relative, digest)
-
-
-def _status(response):
-    """HTTP status code of an opener's response."""
-    return getattr(response, "status", None) or response.getcode()
-
-
-def _download_to_part(url, part, opener, chunk_size):
-    """Append the rest of `url` to `part`, asking for a Range from its current size; start over
-    if the server ignores the Range."""
-    offset = part.stat().st_size if part.exists() else 0
-    headers = {"Range": f"bytes={offset}-"} if offset else {}
-    try:
-        response = opener(urllib.request.Request(url, headers=headers))
-    except urllib.error.HTTPError as error:
-        if error.code == 416 and offset:  # nothing left beyond `offset`: the part is complete
-            return
-        raise InputError(f"{url}: HTTP {error.code} {error.reason}") from error
-    with response:
-        resumed = offset and _status(response) == 206
-        expected = response.headers.get("Content-Length") if getattr(response, "headers", None) else None
-        received = 0
-        with open(part, "ab" if resumed else "wb") as handle:
-            while chunk := response.read(chunk_size):
-                handle.write(chunk)
-                received += len(chunk)
-        if expected is not None and received < int(expected):
-            raise ConnectionError(f"connection closed after {received} of {expected} bytes")
-
-
-def fetch_file(url, path, sha256=None, md5=None, opener=urllib.request.urlopen, retries=2,
-               chunk_size=CHUNK_SIZE):
-    """Download `url` to `path` via `path`.part, resuming up to `retries` times after an
-    interruption; verify sha256/md5 when given; return the file's sha256. An existing `path`
-    is only verified."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.exists():
-        return _verify(path, url, path, sha256, md5)
-    part = path.with_name(path.name + ".part")
-    for attempt in range(retries + 1):
-        try:
-            _download_to_part(url, part, opener, chunk_size)
-            break
-        except (OSError, http.client.HTTPException) as error:
-            if attempt == retries:
-                kept = f"; {part} is kept to resume from" if part.exists() else ""
-                raise InputError(f"{url}: download failed after {retries + 1} attempts ({error}){kept}") from None
-    digest = _verify(part, url, path, sha256, md5)
-    os.replace(part, path)
-    return digest
-
-
-def _verify(candidate, url, path, sha256, md5):
-    """sha256 of `candidate`; raise ChecksumMismatch naming `path` if it fails a given digest.
-    A failed download's part file is deleted so the next fetch starts afresh."""
-    actual = {"sha256": file_digest(candidate)}
-    if md5 is not None:
-        actual["md5"] = file_digest(candidate, "md5")
-    for algorithm, expected in (("sha256", sha256), ("md5", md5)):
-        if expected is not None and actual[algorithm] != expected.lower():
-            if candidate != path:
-                candidate.unlink()
-            raise ChecksumMismatch(f"{path} (from {url}): {algorithm} is {actual[algorithm]}, "
-                                   f"expected {expected}")
-    return actual["sha256"]
-
-
-def _unpack(archive, target):
-    """Extract `archive` into `target` once (a `.<archive>.unpacked` marker records it)."""
-    marker = archive.with_name(f".{archive.name}.unpacked")
-    if marker.exists():
-        return
-    try:
-        if zipfile.is_zipfile(archive):
-            with zipfile.ZipFile(archive) as handle:  # extractall drops "..", absolute names
-                handle.extractall(target)
-        else:
-            with tarfile.open(archive) as handle:
-                handle.extractall(target, filter="data")
-    except (zipfile.BadZipFile, tarfile.TarError, OSError) as error:
-        raise InputError(f"{archive}: cannot unpack: {error}") from error
-    marker.touch()
 
 
 def _hub_snapshot(snapshot, dest, hub_download):
@@ -228,7 +134,7 @@ def _say_how_verified(path, item, recorded_before: bool, dest) -> None:
                  dest / CHECKSUM_RECORD)
 
 
-def fetch(name, dest, opener=urllib.request.urlopen, sources=None, retries=2, hub_download=None, hub_resolve=None,
+def fetch(name, dest, opener=None, sources=None, retries=2, hub_download=None, hub_resolve=None,
           mirror: Mirror | None = None):
     """Acquire dataset `name` of the manifest into folder `dest` (from the internet, or from `mirror`, a
     `hypvl.data.mirror.Mirror`); return the fetched paths.
@@ -251,13 +157,13 @@ def fetch(name, dest, opener=urllib.request.urlopen, sources=None, retries=2, hu
         for item in expected:
             path = dest / item["path"]
             if item.get("sha256") or item.get("md5"):
-                _verify(path, "the manual step", path, item.get("sha256"), item.get("md5"))
+                verify(path, "the manual step", path, item.get("sha256"), item.get("md5"))
                 _say_how_verified(path, item, False, dest)
             else:
                 log.warning("%s: left by the manual step; no published checksum (unverified)", path)
         return [dest / item["path"] for item in expected]
-    if mirror is not None:
-        opener, hub_download, hub_resolve = urllib.request.urlopen, mirror.download, mirror.resolve
+    if mirror is not None:  # every URL is then a file:// URL in the mirror
+        opener, hub_download, hub_resolve = url_opener(("file",)), mirror.download, mirror.resolve
     recorded = read_checksum_record(dest)
     paths = []
     for item in entry.get("files", []):
@@ -269,7 +175,7 @@ def fetch(name, dest, opener=urllib.request.urlopen, sources=None, retries=2, hu
             (_write_record if item.get("md5") else _record_checksum)(dest, relative, digest)
         _say_how_verified(path, item, relative in recorded, dest)
         if item.get("unpack"):
-            _unpack(path, dest / item.get("unpack_to", "."))
+            unpack(path, dest / item.get("unpack_to", "."), item.get("unpack_max_bytes"))
         paths.append(path)
     if "hf_snapshot" in entry:
         snapshot = {**entry["hf_snapshot"], "revision": _hub_commit(entry["hf_snapshot"], dest, hub_resolve)}
@@ -306,9 +212,8 @@ def _run_fetch(args):
     if prepare and not args.ready:
         log.info("next step: %s", prepare)
     if args.out:
-        with atomic_write(Path(args.out), mode="w") as handle:
-            json.dump({"dataset": args.name, "dest": str(args.dest), "files": [str(p) for p in paths],
-                       "ready": list(args.ready)}, handle, indent=1)
+        write_json(Path(args.out), {"dataset": args.name, "dest": str(args.dest), "files": [str(p) for p in paths],
+                                    "ready": list(args.ready)}, indent=1)
     return 0
 
 

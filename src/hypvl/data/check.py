@@ -2,11 +2,11 @@
 
 import argparse
 import dataclasses
-import json
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from hypvl.errors import InputError
+from hypvl.io import json_text
 
 from .formats import (
     breeds,
@@ -27,23 +27,23 @@ from .formats import (
     yfcc,
 )
 from .formats.images import decode_image
-from .formats.shards import shard_paths
 
 Reader = Callable[[Path, bool, Path | None], Iterable]
 
 
 
 def decoded_shards(read: Callable[[Path], Iterable], source: Path, check_images: bool) -> Iterator:
-    """Records of every shard of `source` read by `read`; with `check_images`, each image they hold (a
-    grounded record's box crops too) is decoded, a corrupt one named by shard, key and member."""
-    for shard in shard_paths(source):
-        for record in read(shard):
-            if check_images:
-                images = [("image", record.image)]
-                images += [(f"box {i}", crop) for i, (crop, _) in enumerate(getattr(record, "boxes", []))]
-                for part, data in images:
-                    decode_image(data, f"{shard}: key {record.key} ({part})")
-            yield record
+    """Records of every shard of `source` read by `read` (all at once: a key in two shards is an error); with
+    `check_images`, each image they hold (a grounded record's box crops too) is decoded, a corrupt one named by
+    shard, key and member."""
+    for record in read(source):
+        if check_images:
+            shard = getattr(record, "shard", None) or getattr(record, "source", None) or source
+            images = [("image", record.image)]
+            images += [(f"box {i}", crop) for i, (crop, _) in enumerate(getattr(record, "boxes", []))]
+            for part, data in images:
+                decode_image(data, f"{shard}: key {record.key} ({part})")
+        yield record
 
 
 # Format name -> reader(path, check_images, image_root) -> records. Text formats hold no image paths.
@@ -100,7 +100,7 @@ def describe(record) -> str:
             return {str(key): plain(item) for key, item in value.items()}
         return value
 
-    return json.dumps(plain(record), indent=2, ensure_ascii=False)
+    return json_text(plain(record), f"record {getattr(record, 'key', '')}".rstrip(), indent=2, ensure_ascii=False)
 
 
 def run_check(args: argparse.Namespace) -> int:

@@ -1,9 +1,10 @@
 """The acquisition manifest `sources.yaml` (and the weights manifest, which follows its schema): loaded and checked.
 
 Each dataset lists HTTPS files (`files`: url, path, sha256 or null, optional md5, checksum_source with any digest,
-optional unpack/unpack_to), a Hugging Face Hub snapshot (`hf_snapshot`: repo, revision, path, allow_patterns,
-repo_type; a revision that is a commit names its revision_source), or is `manual: true` with instructions and the
-files the human step must leave (`expected`). Every path stays inside the destination folder; every URL is https.
+optional unpack/unpack_to/unpack_max_bytes), a Hugging Face Hub snapshot (`hf_snapshot`: repo, revision, path,
+allow_patterns, repo_type; a revision that is a commit names its revision_source), or is `manual: true` with
+instructions and the files the human step must leave (`expected`). Every path stays inside the destination folder;
+every URL is https.
 """
 
 from pathlib import Path
@@ -54,6 +55,9 @@ def _check_entry(entry, where):
         if not isinstance(item, dict) or not {"url", "path"} <= item.keys() or "sha256" not in item:
             raise InputError(f"{where}: file {i} needs url, path and sha256 (null if unpublished)")
         _check_digests(item, f"file {i}", where)
+        limit = item.get("unpack_max_bytes")
+        if limit is not None and not (isinstance(limit, int) and not isinstance(limit, bool) and limit > 0):
+            raise InputError(f"{where}: file {i} unpack_max_bytes {limit!r} must be a positive whole number of bytes")
     snapshot = entry.get("hf_snapshot")
     if snapshot is not None and not (isinstance(snapshot, dict) and
                                      {"repo", "revision", "path"} <= snapshot.keys()):

@@ -10,12 +10,11 @@ class, so it can only be taken whole, unless its images are named by record numb
 in its order, `hypvl.data.formats.imagefolder.in_record_order`). With `scaled` (the smoke world's sources) each
 source split is a scaled-down stand-in and record counts are taken as fractions (`hypvl.data.splits`). The
 result is an image folder per split (`hypvl.data.formats.imagefolder`, labels kept), written beside `dest` and
-moved into place once complete. Every split must hold every class, since image-folder labels follow the
-class folders.
+moved into place once complete (`hypvl.io.atomic_directory`: a `dest` holding anything this step did not write, e.g.
+the folder of every probe set, is refused, never replaced). Every split must hold every class, since image-folder
+labels follow the class folders.
 """
 
-import os
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from hypvl.data.formats.classification_split import read_classification_split
 from hypvl.data.formats.imagefolder import write_imagefolder
 from hypvl.data.splits import SplitSlice, count_extents
 from hypvl.errors import InputError
+from hypvl.io import atomic_directory
 
 BUILDABLE = (*PROBE_SPLITS, "test")
 
@@ -38,16 +38,8 @@ def build_probe_splits(info: DatasetInfo, source: Path, dest: Path, splits: Sequ
         raise InputError(f"probe splits {unknown}: the buildable splits are {list(BUILDABLE)}")
     slices = info.probe_splits
     extents = count_extents([slices[split] for split in PROBE_SPLITS], f"{info.path}: linear_probe") if scaled else {}
-    partial = dest.with_name(f"{dest.name}.partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    try:
-        sizes = _write_splits(info, {split: slices[split] for split in splits}, source, partial, extents)
-    except BaseException:
-        shutil.rmtree(partial, ignore_errors=True)
-        raise
-    shutil.rmtree(dest, ignore_errors=True)
-    os.replace(partial, dest)
-    return sizes
+    with atomic_directory(dest) as folder:  # an existing dest holding anything it did not write is refused first
+        return _write_splits(info, {split: slices[split] for split in splits}, source, folder, extents)
 
 
 def _write_splits(info: DatasetInfo, slices: dict[str, SplitSlice], source: Path, out: Path,

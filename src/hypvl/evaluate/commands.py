@@ -4,10 +4,13 @@ import importlib
 import time
 from pathlib import Path
 
-from hypvl.config import add_config_arguments, config_from_args, positive_int
+from hypvl.config import add_config_arguments, config_from_args, positive_int, steps_for
 from hypvl.data.catalog import PROMPT_SETS
 from hypvl.errors import InputError
 from hypvl.tasks import GROUP_MODULES, group_tasks
+
+# what a metrics JSON records of the model it measured (`provenance.model`), for `hypvl compare` to check
+MODEL_IDENTITY = ("experiment", "method", "backbone", "data", "source", "library")
 
 
 def evaluate_group(args) -> None:
@@ -19,8 +22,9 @@ def evaluate_group(args) -> None:
     from hypvl.evaluate.context import EvalContext
     from hypvl.evaluate.features import set_loader_workers
     from hypvl.evaluate.results import write_metrics
+    from hypvl.io import check_writable
     from hypvl.models.checkpoints import load_checkpoint
-    from hypvl.provenance import config_hash, file_digest
+    from hypvl.provenance import checkpoint_record, config_hash
 
     config = config_from_args(args)
     if getattr(args, "vlchecklist_skip_missing", False):  # recorded in the config hash only when set
@@ -31,17 +35,18 @@ def evaluate_group(args) -> None:
     if unknown:
         raise InputError(f"group {args.group!r} at scale {config['scale']!r} has no tasks {unknown} "
                          f"(it has {available})")
+    check_writable(args.out_dir)  # a read-only or full disk is said before the work, not after it
     torch.set_num_threads(args.threads)
     set_loader_workers(config["eval"]["num_workers"])
-    model, recipe = load_checkpoint(args.checkpoint)
+    model, recipe = load_checkpoint(args.checkpoint, getattr(args, "model_of", None) or args.experiment)
     model = on_device(model, select_device(config["eval"]["device"]))
     ctx = EvalContext(model, model.tokenizer, model.image_size, config, args.prompts)
     digest = config_hash({"recipe": recipe, "eval": config["eval"], "data_dir": config["data_dir"],
                           "prompts": args.prompts})
     run = run_config(config, recipe)
-    inputs = {"run_config_hash": config_hash(run), "run_config": run,
-              "data_manifest_hash": data_manifest_hash(config["data_dir"]),
-              "checkpoint_sha256": file_digest(args.checkpoint)}
+    inputs = {"run_config_hash": config_hash(run), "run_config": run, "steps_for": own_steps_for(recipe),
+              "data_manifest_hash": data_manifest_hash(config["data_dir"]), **checkpoint_record(args.checkpoint),
+              "model": model_identity(recipe)}
     module = importlib.import_module(GROUP_MODULES[args.group])
     for task in tasks:
         start = time.perf_counter()
@@ -50,12 +55,35 @@ def evaluate_group(args) -> None:
                       result.n_samples, digest, time.perf_counter() - start, inputs)
 
 
+def model_identity(recipe: dict) -> dict:
+    """What a metrics JSON records of the model it measured (`provenance.model`, which `hypvl compare` checks against
+    the row's experiment): its experiment, method, backbone, data, source and library where the recipe names them; a
+    fine-tuned model by its fine-tuning method and the experiment it started from instead."""
+    identity = {key: recipe[key] for key in MODEL_IDENTITY if recipe.get(key) is not None}
+    fine_tuning = recipe.get("fine_tuning")
+    if isinstance(fine_tuning, dict):
+        identity = {"experiment": recipe.get("experiment"), "method": fine_tuning.get("method"),
+                    "base": fine_tuning.get("base_experiment")}
+    return identity
+
+
 def run_config(config: dict, recipe: dict) -> dict:
     """The settings every model of a run shares: the model and training sections the checkpoint was trained under
-    (None for imported weights) and the evaluation's CPU code path and section. Numbers measured under two run
-    configs are never joined in one table (`hypvl compare`)."""
-    return {"scale": config["scale"], "model": recipe.get("model_cfg"), "train": recipe.get("train_cfg"),
+    (None for imported weights; `train.steps_for` apart, `own_steps_for`) and the evaluation's CPU code path and
+    section. Numbers measured under two run configs are never joined in one table (`hypvl compare`)."""
+    train = recipe.get("train_cfg")
+    if isinstance(train, dict):
+        train = {key: value for key, value in train.items() if key != "steps_for"}
+    return {"scale": config["scale"], "model": recipe.get("model_cfg"), "train": train,
             "cpu_code_path": config["cpu_code_path"], "eval": config["eval"]}
+
+
+def own_steps_for(recipe: dict) -> dict | None:
+    """The entries of `train.steps_for` the checkpoint's experiment matches (None for imported weights): its own
+    setting, which `hypvl compare` checks only against the models matching the same entries (editing an entry
+    retrains the models it matches and leaves every other model's numbers comparable)."""
+    train = recipe.get("train_cfg")
+    return steps_for(str(recipe.get("experiment")), train) if isinstance(train, dict) else None
 
 
 def add_commands(subparsers) -> None:
@@ -67,6 +95,9 @@ def add_commands(subparsers) -> None:
         add_config_arguments(parser)
         parser.add_argument("--experiment", required=True, help="experiment id (recorded in the JSONs)")
         parser.add_argument("--checkpoint", required=True, help="checkpoint.pt")
+        parser.add_argument("--model-of", default=None,
+                            help="the experiment whose model the checkpoint must hold (default: --experiment; an "
+                                 "experiment whose recipe repeats another's is evaluated on that one's model)")
         parser.add_argument("--out-dir", required=True, help="results/<scale>/metrics/<experiment>")
         parser.add_argument("--tasks", nargs="*", default=None, help="subset of the group's task ids (default: all)")
         parser.add_argument("--threads", type=positive_int, default=1, help="torch threads")

@@ -1,10 +1,9 @@
 """One metrics JSON per (experiment, task), written atomically, with provenance."""
 
-import json
 from pathlib import Path
 
 from hypvl.errors import InputError
-from hypvl.io import atomic_write
+from hypvl.io import write_json
 from hypvl.provenance import provenance
 from hypvl.tasks import metric_problem
 
@@ -21,5 +20,4 @@ def write_metrics(path: Path, experiment: str, task: str, scale: str, metrics: d
     record = {"experiment": experiment, "task": task, "scale": scale,
               "metrics": {name: round(float(value), 6) for name, value in metrics.items()},
               "n_samples": n_samples, "provenance": provenance(config_hash, round(seconds, 3), **(inputs or {}))}
-    with atomic_write(path) as handle:
-        json.dump(record, handle, indent=1)
+    write_json(path, record, indent=1)

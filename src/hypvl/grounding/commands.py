@@ -3,7 +3,10 @@
 Reads a raw corpus (GRIT, RedCaps or CC3M webdataset shards, or a YFCC15M folder), finds noun chunks and referring
 expressions with spaCy, boxes them, applies the paper's filters, crops the kept boxes to squares and
 writes grounded shards (`hypvl.data.formats.grounded`) with each caption's dependency parse, plus a
-`grounding.json` summary (counts, settings, shards, seconds) beside them.
+`grounding.json` summary (counts, settings, shards, seconds) beside them. The grounded folder is written whole beside
+its old self and swapped in once complete (`hypvl.io.atomic_directory`): a failed grounding leaves the previous one
+as it was, and a folder holding anything the step did not write (the raw corpus itself, where `corpora` names the raw
+folder) is never replaced.
 
 Box sources: GRIT ships its boxes (`noun_chunks`, `ref_exps`), and HyCoCLIP uses them as they are,
 so a GRIT corpus is always grounded from its own spans. RedCaps, CC3M and YFCC15M carry none: config
@@ -11,7 +14,6 @@ so a GRIT corpus is always grounded from its own spans. RedCaps, CC3M and YFCC15
 `oracle_regions.jsonl`) or a transformers model id (OWLv2 / OWL-ViT) run on every phrase.
 """
 
-import json
 import logging
 import time
 from collections.abc import Iterator
@@ -30,7 +32,7 @@ from hypvl.data.mirror import Mirror
 from hypvl.errors import InputError
 from hypvl.grounding.filters import BoxFilter
 from hypvl.grounding.pipeline import OracleBoxes, grit_record, ground
-from hypvl.io import atomic_write
+from hypvl.io import atomic_directory, check_replaceable, check_writable, write_json
 
 log = logging.getLogger(__name__)
 
@@ -48,9 +50,10 @@ def raw_records(fmt: str, folder: Path, oracle: bool, counts: dict) -> Iterator[
     regions = read_oracle_regions(folder / ORACLE_REGIONS) if oracle and fmt != "grit" else None
     counts.setdefault("samples_corrupt", 0)
     for sample in RAW_READERS[fmt](folder):
-        where = f"{folder}: sample {sample.key!r}"
+        shard = getattr(sample, "shard", None) or folder  # YFCC15M: a folder of images, no shards
+        where = f"{shard}: sample {sample.key!r}"
         try:
-            record = grit_record(sample, str(folder)) if fmt == "grit" else {
+            record = grit_record(sample, str(shard)) if fmt == "grit" else {
                 "key": sample.key, "image": decode_image(sample.image, where), "caption": sample.caption}
             if fmt == "redcaps":  # kept for MERU's text augmentation
                 record["subreddit"] = sample.subreddit
@@ -88,17 +91,25 @@ def box_source_for(fmt: str, detector: str, device: str = "cpu", revision: str |
 def ground_corpus(raw_folder: Path, fmt: str, out_folder: Path, prefix: str, extractor, box_source,
                   box_filter: BoxFilter, crop_size: int, batch_size: int, shard_size: int, oracle: bool,
                   decoded_twins: bool = False) -> dict:
-    """Ground one raw corpus into `<prefix>-NNNNNN.tar` shards under `out_folder` (with `decoded_twins`, each
-    shard's decoded twin beside it); returns the counts (see `ground`, plus samples_corrupt) and the shard paths."""
+    """Ground one raw corpus into `<prefix>-NNNNNN.tar` shards under `out_folder`, a folder of its own (with
+    `decoded_twins`, each shard's decoded twin beside it); returns the counts (see `ground`, plus samples_corrupt)
+    and the shard paths."""
     counts: dict = {}
-    for stale in Path(out_folder).glob(f"{prefix}-*.*"):  # shards (and twins) of an earlier, larger run
-        stale.unlink()
     records = raw_records(fmt, Path(raw_folder), oracle, counts)
     samples = ground(records, extractor, box_source, box_filter, crop_size, batch_size, counts)
     shards = write_grounded_shards(grounded_records(samples, prefix), Path(out_folder), shard_size, prefix)
     for shard in shards if decoded_twins else []:
         write_twin(shard)
     return {"counts": counts, "shards": shards}
+
+
+def _check_apart(raw: Path, out: Path, corpus: str) -> None:
+    """InputError when the grounded folder is the raw corpus's folder, or one holds the other: grounding replaces
+    its folder whole, and would replace its own input."""
+    raw, out = raw.resolve(), out.resolve()
+    if raw == out or out in raw.parents or raw in out.parents:
+        raise InputError(f"config: corpora.{corpus} ({out}) and grounding.raw.{corpus}.path ({raw}) must be separate "
+                         "folders: grounding writes its folder whole and would replace its own input")
 
 
 def _ground(args) -> None:
@@ -111,6 +122,9 @@ def _ground(args) -> None:
         raise InputError(f"config: corpus {args.corpus!r} needs grounding.raw.{args.corpus} and corpora.{args.corpus}")
     data_dir = Path(config["data_dir"])
     raw, out = settings["raw"][args.corpus], data_dir / config["corpora"][args.corpus]
+    _check_apart(data_dir / raw["path"], out, args.corpus)
+    check_replaceable(out)  # before the models load
+    check_writable(out.parent)
     start = time.perf_counter()
     extractor = PhraseExtractor(config["spacy_model"])
     mirror = Mirror.at(config["fetch"]["mirror"])
@@ -119,26 +133,26 @@ def _ground(args) -> None:
                                 settings.get("detector_revision"), None if mirror is None else mirror.hub)
     loaded = time.perf_counter()
     box_filter = BoxFilter(settings["min_box_side"], settings["box_threshold"])
-    result = ground_corpus(data_dir / raw["path"], raw["format"], out, args.corpus, extractor, box_source,
-                           box_filter, settings["crop_size"], settings["batch_size"],
-                           args.shard_size or settings["shard_size"],
-                           oracle=settings["detector"] == "oracle", decoded_twins=settings["decoded_twins"])
-    seconds = time.perf_counter() - start
-    counts = result["counts"]
-    if not counts["samples_out"]:
-        raise InputError(f"{data_dir / raw['path']}: grounding kept none of its {counts['samples_in']} samples "
-                         f"({', '.join(f'{k} {v}' for k, v in counts.items() if v)}): nothing to train on")
-    rate = counts["samples_in"] / max(time.perf_counter() - loaded, 1e-9)  # models loaded: captions per second
-    summary = {"corpus": args.corpus, "format": raw["format"], "raw": raw["path"],
-               "box_source": "grit spans" if raw["format"] == "grit" else settings["detector"],
-               "detector_commit": getattr(box_source, "commit", None),
-               "spacy_model": config["spacy_model"], "filters": {"min_box_side": settings["min_box_side"],
-                                                                  "box_threshold": settings["box_threshold"]},
-               "crop_size": settings["crop_size"], "counts": counts,
-               "shards": [str(p.relative_to(data_dir)) for p in result["shards"]],
-               "seconds": round(seconds, 2), "captions_per_second": round(rate, 1)}
-    with atomic_write(out / SUMMARY, mode="w") as handle:
-        json.dump(summary, handle, indent=1)
+    with atomic_directory(out) as folder:  # the previous grounding stays until this one is whole
+        result = ground_corpus(data_dir / raw["path"], raw["format"], folder, args.corpus, extractor, box_source,
+                               box_filter, settings["crop_size"], settings["batch_size"],
+                               args.shard_size or settings["shard_size"],
+                               oracle=settings["detector"] == "oracle", decoded_twins=settings["decoded_twins"])
+        seconds = time.perf_counter() - start
+        counts = result["counts"]
+        if not counts["samples_out"]:
+            raise InputError(f"{data_dir / raw['path']}: grounding kept none of its {counts['samples_in']} samples "
+                             f"({', '.join(f'{k} {v}' for k, v in counts.items() if v)}): nothing to train on")
+        rate = counts["samples_in"] / max(time.perf_counter() - loaded, 1e-9)  # models loaded: captions per second
+        summary = {"corpus": args.corpus, "format": raw["format"], "raw": raw["path"],
+                   "box_source": "grit spans" if raw["format"] == "grit" else settings["detector"],
+                   "detector_commit": getattr(box_source, "commit", None),
+                   "spacy_model": config["spacy_model"], "filters": {"min_box_side": settings["min_box_side"],
+                                                                      "box_threshold": settings["box_threshold"]},
+                   "crop_size": settings["crop_size"], "counts": counts,
+                   "shards": [str((out / p.name).relative_to(data_dir)) for p in result["shards"]],
+                   "seconds": round(seconds, 2), "captions_per_second": round(rate, 1)}
+        write_json(folder / SUMMARY, summary, indent=1)
     log.info("%s: %d of %d samples grounded with %d boxes in %.1f s (%s captions/s)", args.corpus,
              counts["samples_out"], counts["samples_in"], counts["boxes_kept"], seconds, summary["captions_per_second"])
 

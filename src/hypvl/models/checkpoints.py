@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from hypvl.errors import InputError
+from hypvl.errors import InputError, listed
 from hypvl.io import atomic_write
 
 from .build import build_model
@@ -20,7 +20,12 @@ RECIPE_KEYS = ("method", "backbone", "model_cfg")  # a model of ours; a library'
 
 def save_checkpoint(path: Path, model, recipe: dict, step: int, radial_root: torch.Tensor | None = None) -> None:
     """Write ``{"model": state_dict, "recipe": {method, backbone, overrides, model_cfg}, "step"}`` atomically, plus
-    the (D,) entailment root evaluation is to use where a radial fine-tuning gives one (`radial_root`)."""
+    the (D,) entailment root evaluation is to use where a radial fine-tuning gives one (`radial_root`). A parameter
+    holding a number that is not finite (a run that diverged) is an InputError: no such checkpoint is written."""
+    broken = [name for name, param in model.named_parameters() if not torch.isfinite(param).all()]
+    if broken:
+        raise InputError(f"{path}: not written: parameters {listed(broken)} hold numbers that are not finite (the run "
+                         "diverged)")
     blob = {"model": model.state_dict(), "recipe": recipe, "step": step}
     if radial_root is not None:
         blob["radial_root"] = radial_root.detach().cpu()
@@ -28,9 +33,24 @@ def save_checkpoint(path: Path, model, recipe: dict, step: int, radial_root: tor
         torch.save(blob, handle)
 
 
+def check_weights(state: dict, own: dict, parameters, source: str) -> None:
+    """InputError naming `source` and the keys (a few, and a count of the rest) where `state` holds a tensor the
+    model `own` (its state dict) holds as floating point in another dtype that is not floating point (int8 or bool
+    weights would be cast to numbers silently), or a parameter (of the names in `parameters`) whose numbers are
+    not all finite."""
+    integral = [f"{key} ({value.dtype})" for key, value in state.items()
+                if key in own and own[key].is_floating_point() and not value.is_floating_point()]
+    if integral:
+        raise InputError(f"{source}: weights of integer or boolean type where the model has floating point ones: "
+                         f"{listed(integral)}; refused (quantised or corrupt weights are not this model's)")
+    broken = [key for key in parameters if key in state and not torch.isfinite(state[key]).all()]
+    if broken:
+        raise InputError(f"{source}: weights hold numbers that are not finite (NaN or infinity): {listed(broken)}")
+
+
 def load_state(model, state: dict, source: str) -> None:
-    """Load `state` strictly; a missing or unexpected key, or a tensor of another shape than the model's, is an
-    error naming the keys (and both shapes)."""
+    """Load `state` strictly; a missing or unexpected key, a tensor of another shape than the model's, or weights
+    `check_weights` refuses, is an error naming the keys (a few, and a count of the rest) and both shapes."""
     if not isinstance(state, dict):
         raise InputError(f"{source}: the model state is a {type(state).__name__}, not a dict of tensors")
     own = model.state_dict()
@@ -38,11 +58,13 @@ def load_state(model, state: dict, source: str) -> None:
              for key, value in state.items()
              if key in own and (not isinstance(value, torch.Tensor) or value.shape != own[key].shape)]
     if wrong:
-        raise InputError(f"{source}: checkpoint does not fit the model: {'; '.join(wrong)}")
+        raise InputError(f"{source}: checkpoint does not fit the model: {listed(wrong, 3)}")
+    check_weights(state, own, dict(model.named_parameters()), source)
     missing, unexpected = model.load_state_dict(state, strict=False)
     if missing or unexpected:
-        raise InputError(f"{source}: checkpoint does not fit the model: missing keys {sorted(missing)}, "
-                         f"unexpected keys {sorted(unexpected)}")
+        missing, unexpected = (listed(map(repr, sorted(keys))) for keys in (missing, unexpected))
+        raise InputError(f"{source}: checkpoint does not fit the model: missing keys [{missing}], unexpected keys "
+                         f"[{unexpected}]")
 
 
 def read_checkpoint(path: Path, required=("model",)) -> dict:
@@ -87,13 +109,40 @@ def build_from_recipe(recipe, source) -> torch.nn.Module:
         raise InputError(f"{source}: the checkpoint's recipe does not build a model ({exc})") from None
 
 
-def load_checkpoint(path: Path):
+def describe(recipe: dict) -> str:
+    """A recipe's model in a few words: its method, backbone and data, or its library and source."""
+    if not isinstance(recipe, dict):
+        return "no recipe"
+    fine_tuned = (recipe.get("fine_tuning") or {}).get("method")
+    parts = [fine_tuned, recipe.get("method") or recipe.get("library"), recipe.get("backbone"), recipe.get("data"),
+             recipe.get("source")]
+    return ", ".join(str(part) for part in parts if part) or "an unnamed model"
+
+
+def check_identity(recipe, path, expected) -> None:
+    """InputError naming both when the checkpoint at `path` holds the model of another experiment than `expected`
+    (one id, or a collection of the ids or sources that name the model wanted): a checkpoint copied or linked into
+    another experiment's place is never used as that experiment's model. A recipe naming no experiment (a file
+    written by hand) passes."""
+    wanted = [expected] if isinstance(expected, str) else list(expected)
+    named = recipe.get("experiment") if isinstance(recipe, dict) else None
+    if named is None or named in wanted or (isinstance(recipe, dict) and recipe.get("source") in wanted):
+        return
+    raise InputError(f"{path}: holds the model of experiment {named!r} ({describe(recipe)}), not of {wanted[0]!r}: "
+                     "refused (a checkpoint copied into another experiment's place?)")
+
+
+def load_checkpoint(path: Path, model_of=None):
     """Rebuild the model saved at `path` in eval mode; returns it and its recipe (ours: method, backbone,
-    overrides, model_cfg, experiment; a library's: library and its config, experiment, source). A checkpoint holding
-    a `radial_root` (a fine-tuning that learned or fixed its entailment root, `hypvl.train.radial`) sets the model's
-    `radial_root`, which evaluation uses as the root."""
+    overrides, model_cfg, experiment, data; a library's: library and its config, experiment, source). With `model_of`
+    (an experiment id, or the ids and sources naming the model wanted) a checkpoint of another experiment is refused
+    (`check_identity`) before any weight is loaded. A checkpoint holding a `radial_root` (a fine-tuning that learned
+    or fixed its entailment root, `hypvl.train.radial`) sets the model's `radial_root`, which evaluation uses as the
+    root."""
     blob = read_checkpoint(path, ("model", "recipe"))
     recipe = blob["recipe"]
+    if model_of is not None:
+        check_identity(recipe, path, model_of)
     model = build_from_recipe(recipe, path)
     load_state(model, blob["model"], str(path))
     if blob.get("radial_root") is not None:

@@ -68,7 +68,8 @@ def _import_weights(args) -> None:
     if outside.library is None:
         checkpoint = path / outside.checkpoint if path.is_dir() else path
         try:
-            model = import_released(checkpoint, declared.method, declared.backbone, config["model"])
+            model = import_released(checkpoint, declared.method, declared.backbone, config["model"],
+                                    (declared.id, declared.source))
         except InputError as exc:
             raise InputError(f"{declared.source}: {exc}") from None
         recipe = {"method": declared.method, "backbone": declared.backbone, "overrides": {},
@@ -85,8 +86,11 @@ def _import_weights(args) -> None:
 
 
 def _write_standin(args) -> None:
+    from .checkpoints import check_identity, read_checkpoint
     from .standins import WRITERS, write_released
 
+    if args.model_of:  # the model it is written from, checked before anything is written
+        check_identity(read_checkpoint(args.checkpoint).get("recipe"), args.checkpoint, args.model_of)
     if args.kind == "released":
         if not args.file:
             raise InputError("hypvl write-standin --kind released needs --file (the released checkpoint's name)")
@@ -110,5 +114,6 @@ def add_commands(subparsers) -> None:
     standin.add_argument("--kind", required=True, choices=["released", "open_clip", "transformers"])
     standin.add_argument("--checkpoint", required=True, help="our checkpoint.pt to write out")
     standin.add_argument("--file", help="released: the checkpoint's file name (e.g. meru_vit_s.pth)")
+    standin.add_argument("--model-of", help="the experiment whose model the checkpoint must hold")
     standin.add_argument("--out", required=True, help="the source's folder under the weights folder")
     standin.set_defaults(func=_write_standin)

@@ -18,10 +18,11 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from hypvl.errors import InputError
+from hypvl.errors import InputError, listed
 
 from .clip import DualEncoder
 from .sources import LIBRARIES
+from .weight_files import check_library_weights
 
 OPEN_CLIP_CONFIG = "open_clip_config.json"
 # transformers model types wrapped here -> whether the text tower needs the padding mask (BERT attends both
@@ -259,7 +260,8 @@ def import_transformers(folder: Path, source: str) -> TransformersModel:
                                                                      "mismatched_keys")}
     if any(wrong.values()):
         raise InputError(f"{source}: the weights in {folder} do not fit the architecture of its config.json: "
-                         + "; ".join(f"{key.replace('_', ' ')} {names}" for key, names in wrong.items() if names))
+                         + "; ".join(f"{key.replace('_', ' ')} [{listed(names)}]" for key, names in wrong.items()
+                                     if names))
     return wrap_transformers(model, tokenizer, processor).eval()
 
 
@@ -270,7 +272,9 @@ def import_library_model(folder: Path, library: str, source: str) -> LibraryMode
     """The model in `folder`, in `library`'s on-disk format, wrapped (eval mode)."""
     if library not in IMPORTERS:
         raise InputError(f"{source}: unknown library {library!r} (known: {', '.join(LIBRARIES)})")
-    return IMPORTERS[library](folder, source)
+    wrapped = IMPORTERS[library](folder, source)
+    check_library_weights(Path(folder), wrapped.model, source)
+    return wrapped
 
 
 def build_library_model(recipe: dict, source: str) -> LibraryModel:

@@ -10,7 +10,6 @@ initialised models at the papers' sizes in the release layouts the import and gr
 entry names, so that `hypvl acquire` fetches them as it would the real ones.
 """
 
-import json
 import logging
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from hypvl.config import add_config_arguments, config_from_args
 from hypvl.data.manifest import load_sources
 from hypvl.data.mirror import Mirror
 from hypvl.errors import InputError
-from hypvl.io import atomic_write
+from hypvl.io import atomic_write, write_json
 
 from .sources import WEIGHTS_MANIFEST
 
@@ -88,8 +87,7 @@ def _pilot_weights(args) -> None:
         url = entry["files"][0]["url"]
         write_released(mirror.path(url), declared.method, declared.backbone, config["model"], seed)
         served = {"source": declared.source, "url": url}
-    with atomic_write(Path(args.out)) as handle:
-        json.dump(served, handle, indent=1)
+    write_json(Path(args.out), served, indent=1)
     log.info("pilot weights: %s", served)
 
 

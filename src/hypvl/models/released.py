@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 
 from .build import build_model
-from .checkpoints import load_state, read_checkpoint
+from .checkpoints import check_identity, load_state, read_checkpoint
 
 # reference-code prefix -> our prefix, first match wins
 PREFIXES = (
@@ -46,14 +46,17 @@ def reference_state(state: dict[str, torch.Tensor], context_length: int) -> dict
     return {**_renamed(state, [(new, old) for old, new in PREFIXES]), CAUSAL_MASK: mask}
 
 
-def import_released(path: Path, method: str, backbone: str, model_cfg: dict):
+def import_released(path: Path, method: str, backbone: str, model_cfg: dict, model_of=()):
     """Our model (eval mode) holding the weights of the released checkpoint at `path`.
 
     `method`/`backbone` name the architecture the checkpoint was trained with (e.g. meru, vit_s16) and
     `model_cfg` is the paper-scale `model` config section; a missing or unexpected key is an error
-    naming the keys.
+    naming the keys. A file that holds a recipe of ours (a checkpoint of the suite) must name one of `model_of`
+    (the experiment id and source being imported).
     """
     blob = read_checkpoint(path)
+    if "recipe" in blob and model_of:
+        check_identity(blob["recipe"], path, model_of)
     model = build_model(method, backbone, model_cfg)
     load_state(model, rename_reference_keys(blob["model"]), str(path))
     return model.eval()

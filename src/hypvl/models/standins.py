@@ -161,7 +161,7 @@ def write_open_clip(checkpoint: Path, out: Path) -> None:
     except InputError as exc:
         raise InputError(f"{checkpoint}: {exc}") from None
     with atomic_directory(out) as folder:
-        (folder / OPEN_CLIP_CONFIG).write_text(json.dumps(config, indent=1), encoding="utf-8")
+        (folder / OPEN_CLIP_CONFIG).write_text(json.dumps(config, indent=1, allow_nan=False), encoding="utf-8")
         torch.save(state, folder / OPEN_CLIP_WEIGHTS)
 
 

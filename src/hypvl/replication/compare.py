@@ -10,9 +10,10 @@ Verdicts, in order of precedence:
                       trained with several seeds (config `seeds`): seed noise alone moves our number that far
 
 A row trained with several seeds reports the mean over its seeds (`ours`), their number (`n_seeds`) and sample
-standard deviation (`spread`). Numbers measured at another scale, or under another run config (the workflow
-settings every model of a run shares, recorded in each metric JSON), are never joined in one table: compare
-names the files and the settings that differ.
+standard deviation (`spread`). Numbers measured at another scale, under another run config (the workflow settings
+every model of a run shares, recorded in each metric JSON), on another experiment's model, or on a checkpoint that
+has changed since, are never joined in one table (`hypvl.replication.consistency`): compare names the file and
+what differs.
 """
 
 import json
@@ -24,7 +25,7 @@ import pandas as pd
 from hypvl.errors import InputError
 from hypvl.expected import load_expected
 from hypvl.io import atomic_write
-from hypvl.provenance import config_differences
+from hypvl.replication.consistency import check_joined
 from hypvl.replication.coverage import Blockers, missing_reason
 from hypvl.spec import Column, Mean, PaperSpec, measures, seed_variant
 from hypvl.tasks import metric_problem
@@ -137,38 +138,6 @@ def _check_seeds(spec: PaperSpec, table_name: str, seeds: dict) -> None:
             raise InputError(f"--seeds: {experiment!r} needs a list of seeds, not {chosen!r}")
 
 
-def _check_one_run_config(provenances: dict) -> None:
-    """InputError when the metric JSONs joined in one table were measured under different run configs (or some
-    without a record of theirs): per section of the run config, every JSON recording it must agree with the most
-    common value (weights from outside record no `train` section, so only the models trained here are compared
-    there); names a file of each and the settings that differ."""
-    configs = {path: provenance.get("run_config") for path, provenance in provenances.items()}
-    unrecorded = sorted(path for path, config in configs.items() if config is None)
-    if unrecorded and len(unrecorded) < len(configs):
-        recorded = min(path for path, config in configs.items() if config is not None)
-        _refuse_mixed(unrecorded[0], recorded, ["one records no run config (written by an older hypvl)"])
-    values = {}
-    for path, config in sorted((path, config) for path, config in configs.items() if config is not None):
-        for section, value in config.items():
-            if value is not None:
-                values.setdefault(section, []).append((path, value))
-    for section, found in values.items():
-        texts = [json.dumps(value, sort_keys=True) for _, value in found]
-        common = max(set(texts), key=texts.count)
-        odd = next((index for index, text in enumerate(texts) if text != common), None)
-        if odd is not None:
-            base = texts.index(common)
-            _refuse_mixed(found[odd][0], found[base][0],
-                          config_differences({section: found[base][1]}, {section: found[odd][1]}))
-
-
-def _refuse_mixed(odd, base, differ: list[str]) -> None:
-    """The InputError of a metric JSON `odd` measured under another run config than `base`."""
-    raise InputError(f"{odd}: measured under another config than {base} ({'; '.join(differ[:5])}"
-                     f"{'; ...' if len(differ) > 5 else ''}): rerun its experiment's evaluation under the config of "
-                     f"the rest, or compare the two runs' tables separately")
-
-
 def compare_table(spec: PaperSpec, table_name: str, metrics_dir, scale: str, *, seeds: dict | None = None,
                   blockers: Blockers | None = None) -> pd.DataFrame:
     """One line per printed cell (rows, then columns, in printed order), then one per cell of each released
@@ -186,15 +155,16 @@ def compare_table(spec: PaperSpec, table_name: str, metrics_dir, scale: str, *, 
     blockers = blockers or Blockers()
     cache, provenances = {}, {}
 
-    def measured(experiment: str, measure):
-        """(value, provenance); None where the task has not run; False where it ran without writing the metric."""
-        path = metrics_path(metrics_dir, experiment, measure.task)
+    def measured(run: str, declared: str, measure):
+        """(value, provenance) of `run` (a model of experiment `declared`); None where the task has not run; False
+        where it ran without writing the metric."""
+        path = metrics_path(metrics_dir, run, measure.task)
         if (path, measure.metric) not in cache:
-            result = (read_metric(path, experiment, measure.task, measure.metric, scale) or False
+            result = (read_metric(path, run, measure.task, measure.metric, scale) or False
                       ) if path.is_file() else None
             cache[(path, measure.metric)] = result
             if result:
-                provenances[path] = result[1]
+                provenances[path] = (result[1], spec.experiments[declared])
         return cache[(path, measure.metric)]
 
     lines = []
@@ -214,7 +184,8 @@ def compare_table(spec: PaperSpec, table_name: str, metrics_dir, scale: str, *, 
             if isinstance(mapped, Column):
                 line.update(task=mapped.task_label, metric=mapped.metric)
             if isinstance(mapped, Column) and isinstance(experiment, str):
-                results = [{measure: measured(run, measure) for measure in measures(mapped.term)} for run in runs]
+                results = [{measure: measured(run, experiment, measure) for measure in measures(mapped.term)}
+                           for run in runs]
                 if all(all(run.values()) for run in results):
                     # per seed, in the paper's printed units
                     values = [mapped.scale * _term_value(mapped.term, run) for run in results]
@@ -230,7 +201,7 @@ def compare_table(spec: PaperSpec, table_name: str, metrics_dir, scale: str, *, 
                     line["reason"] = missing_reason(experiment, mapped.tasks, blockers, lacking)
                 line["verdict"] = _verdict(cell.value, line["ours"], scale, line["tolerance"], line["spread"])
             lines.append(line)
-    _check_one_run_config(provenances)
+    check_joined(provenances)
     frame = pd.DataFrame(lines, columns=list(COLUMNS))
     for name in _NUMBER_COLUMNS:
         frame[name] = frame[name].astype(float)

@@ -5,8 +5,10 @@ from pathlib import Path
 
 from hypvl.config import add_config_arguments, config_from_args, positive_int
 from hypvl.errors import InputError
+from hypvl.io import check_writable
 
 log = logging.getLogger(__name__)
+MAX_SEED = 2**32 - 1
 
 
 def experiment_from_spec(spec_path, experiment_id: str, seed: int | None = None) -> dict:
@@ -21,6 +23,9 @@ def experiment_from_spec(spec_path, experiment_id: str, seed: int | None = None)
     if exp.source != "train":
         raise InputError(f"{spec_path}: experiment {exp.id!r} has source {exp.source!r}; only 'train' trains")
     seed = exp.seed if seed is None else seed
+    if not 0 <= seed <= MAX_SEED:
+        raise InputError(f"--seed {seed}: a seed is a whole number from 0 to {MAX_SEED} (what every random generator "
+                         "takes)")
     return {"id": seed_variant(exp, seed), "method": exp.method, "backbone": exp.backbone, "data": exp.data,
             "boxes": exp.boxes, "seed": seed, "overrides": dict(exp.overrides)}
 
@@ -76,9 +81,12 @@ def _standin_builder(architecture: str, config: dict, backbone: str, shards: lis
 def _train(args) -> None:
     import torch
 
+    from hypvl.models.checkpoints import check_identity, read_checkpoint
+
     from .trainer import train
 
     config = config_from_args(args)
+    check_writable(args.out)  # a read-only or full disk is said before the training, not after it
     torch.set_num_threads(args.threads)
     build = None
     if args.standin:
@@ -87,6 +95,9 @@ def _train(args) -> None:
         build = _standin_builder(architecture, config, experiment["backbone"], shards)
     else:
         experiment = experiment_from_spec(args.spec, args.experiment, args.seed)
+        start = experiment["overrides"].get("init_from")
+        if start is not None and args.init_checkpoint is not None:  # the model it starts from, checked before the work
+            check_identity(read_checkpoint(args.init_checkpoint).get("recipe"), args.init_checkpoint, start)
         shards = corpus_shards(config, experiment["data"])
     summary = train(experiment, config["model"], config["train"], shards, Path(args.out), progress=not args.quiet,
                     init_checkpoint=args.init_checkpoint, build=build)
@@ -104,6 +115,7 @@ def _finetune(args) -> None:
     from .radial_recipe import radial_recipe
 
     config = config_from_args(args)
+    check_writable(args.out)
     torch.set_num_threads(args.threads)
     experiment = experiment_from_spec(args.spec, args.experiment)
     try:

@@ -16,7 +16,6 @@ calls train() on an HF CLIPModel, which has neither, so this changes nothing for
 
 import copy
 import csv
-import json
 import math
 import time
 from pathlib import Path
@@ -29,7 +28,7 @@ from hypvl.data.formats.images import decode_image
 from hypvl.data.transforms import resize_center_crop, to_tensor_batch
 from hypvl.devices import select_device
 from hypvl.errors import InputError
-from hypvl.io import atomic_write
+from hypvl.io import atomic_write, write_json
 from hypvl.losses.contrastive import symmetric_contrastive
 from hypvl.losses.radial import ec_terms, mined_loss, re_terms, regulariser
 from hypvl.models.checkpoints import build_from_recipe, load_checkpoint, save_checkpoint
@@ -139,8 +138,9 @@ def with_images(pairs, cc3m: Path | None) -> tuple[list, list[bytes]]:
 
 def load_base(recipe: RadialRecipe, base_checkpoint: Path, seed: int, device: torch.device):
     """The model to align, frozen on `device` (Table 3 "from scratch": its architecture freshly initialised from
-    `seed`), and its checkpoint's recipe."""
-    model, base_recipe = load_checkpoint(base_checkpoint)
+    `seed`), and its checkpoint's recipe; a checkpoint of another model than the `base` override names (an
+    experiment, or a source) is refused."""
+    model, base_recipe = load_checkpoint(base_checkpoint, recipe.base)
     if model.geometry != "euclidean":
         raise InputError(f"{base_checkpoint}: {RADIAL_METHOD} aligns Euclidean dual encoders (the paper's), "
                          f"this checkpoint holds a {model.geometry} model")
@@ -209,6 +209,5 @@ def finetune(experiment: dict, base_checkpoint: Path, train_csv: Path, radial_cf
                "rows_without_image": listed - len(pairs),
                "schedule": {"epochs": epochs, "steps": len(rows), "batch_size": recipe.batch_size, "lr": lr},
                "final": rows[-1], "seconds": round(time.perf_counter() - start, 2)}
-    with atomic_write(out_dir / "train_summary.json") as handle:
-        json.dump(summary, handle, indent=1)
+    write_json(out_dir / "train_summary.json", summary, indent=1)
     return summary

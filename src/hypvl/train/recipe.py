@@ -1,9 +1,9 @@
 """A training run's recipe at the running scale: the schedule, how the method reads its corpus, and which
 experiment overrides the trainer honours. Declarations only (no torch), so the workflow plans without it."""
 
-import fnmatch
 from dataclasses import dataclass
 
+from hypvl.config import steps_for
 from hypvl.errors import InputError
 from hypvl.models.methods import ARCHITECTURE_OVERRIDES, EVAL_OVERRIDES, METHOD_NAMES, MODEL_OVERRIDES, PARSE_METHODS
 
@@ -11,6 +11,8 @@ from hypvl.models.methods import ARCHITECTURE_OVERRIDES, EVAL_OVERRIDES, METHOD_
 # escape weight decay)
 TRAINER_OVERRIDES = ("steps", "batch_size", "lr", "init_from", "freeze_encoders", "no_weight_decay",
                      "subreddit_prefix")
+# schedule overrides: (key, type, least, most); a value outside would loop, allocate or compute nonsense
+SCHEDULE_OVERRIDES = (("steps", int, 1, 10**8), ("batch_size", int, 1, 10**6), ("lr", (int, float), 1e-12, 10.0))
 # `no_weight_decay`: the learned scalars only (the public MERU and HyCoCLIP code; the default), or also every gain
 # and bias (MERU's and PoinCLIP's text); see hypvl.train.optim.param_groups
 NO_WEIGHT_DECAY = ("scalars", "gains_biases_scalars")
@@ -48,6 +50,11 @@ def check_recipe(experiment: dict) -> None:
     if not (isinstance(prefix, (int, float)) and 0 <= prefix <= 1) or (prefix and method in PARSE_METHODS):
         raise InputError(f"experiment {experiment['id']!r}: subreddit_prefix {prefix!r} must be a probability in "
                          f"[0, 1], and 0 for {', '.join(PARSE_METHODS)} (a prefix would misalign the caption's parse)")
+    for key, kind, low, high in SCHEDULE_OVERRIDES if method != RADIAL_METHOD else ():  # radial_recipe checks its own
+        value = overrides.get(key, low)
+        if not (isinstance(value, kind) and not isinstance(value, bool) and low <= value <= high):
+            raise InputError(f"experiment {experiment['id']!r}: override {key} {value!r} must be a number in "
+                             f"[{low:g}, {high:g}]")
     ignored = sorted(set(overrides) - supported_overrides(method))
     if ignored:
         raise InputError(f"experiment {experiment['id']!r}: method {method!r} does not support the overrides "
@@ -64,19 +71,20 @@ class Schedule:
     lr: float
 
 
-def steps_for(experiment_id: str, train_cfg: dict) -> dict:
-    """The entries of `train.steps_for` (experiment id glob -> steps at this scale, null: the experiment's own)
-    that match `experiment_id`, in config order (the last one applies)."""
-    return {pattern: steps for pattern, steps in (train_cfg.get("steps_for") or {}).items()
-            if fnmatch.fnmatchcase(experiment_id, pattern)}
-
-
 def train_section_for(experiment_id: str, train_cfg: dict) -> dict:
     """The train config `experiment_id` runs under: `steps` from the last `steps_for` entry matching it (if any),
     without `steps_for` (e.g. PoinCLIP Table 4's 25 grid models take 100 steps at smoke scale, the others 500)."""
     section = {key: value for key, value in train_cfg.items() if key != "steps_for"}
     matching = list(steps_for(experiment_id, train_cfg).values())
     return {**section, "steps": matching[-1]} if matching else section
+
+
+def recorded_train_section(experiment_id: str, train_cfg: dict) -> dict:
+    """The train config a checkpoint of `experiment_id` records (part of the run config `hypvl compare` checks): of
+    `train.steps_for`, only the entries matching it, so that editing another experiment's entry leaves its record
+    as it was."""
+    section = {key: value for key, value in train_cfg.items() if key != "steps_for"}
+    return {**section, "steps_for": steps_for(experiment_id, train_cfg)}
 
 
 def resolve_schedule(overrides: dict, train_cfg: dict) -> Schedule:

@@ -10,7 +10,7 @@ written.
 """
 
 import csv
-import json
+import math
 import time
 from pathlib import Path
 
@@ -19,7 +19,7 @@ from tqdm import tqdm
 
 from hypvl.devices import select_device
 from hypvl.errors import InputError
-from hypvl.io import atomic_write
+from hypvl.io import atomic_write, write_json
 from hypvl.models.build import build_model
 from hypvl.models.checkpoints import load_state, read_checkpoint, save_checkpoint
 from hypvl.models.methods import PARSE_METHODS
@@ -27,7 +27,8 @@ from hypvl.models.methods import PARSE_METHODS
 from . import distributed
 from .data import ReaderState, TrainingStream
 from .optim import build_optimizer, build_scheduler
-from .recipe import RADIAL_METHOD, check_recipe, resolve_schedule, stream_mode, subreddit_prefix, train_section_for
+from .recipe import (RADIAL_METHOD, check_recipe, recorded_train_section, resolve_schedule, stream_mode,
+                     subreddit_prefix, train_section_for)
 from .resume import RESUME, fingerprint, load_resume, save_resume, set_rng_states
 from .step import TrainStep, compile_encoders, precision_on
 
@@ -122,6 +123,9 @@ def _train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path
         lr = scheduler.get_last_lr()[0]
         terms = step_of(batch)
         run.rows.append(_log_row(step, _averaged_terms(terms, ranks), lr, model))
+        if not math.isfinite(run.rows[-1]["loss"]):
+            raise InputError(f"experiment {experiment['id']!r}: the loss is {run.rows[-1]['loss']} at step {step} "
+                             f"(learning rate {lr:g}): training diverged; nothing written")
         run.step = step + 1
         if every and run.step % every == 0 and run.step < schedule.steps:
             run.save(out_dir / RESUME, model, optimizer, scheduler, step_of.scaler, ranks)
@@ -135,8 +139,9 @@ def _train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path
         return {}
     recipe = {**model.recipe(), "experiment": experiment["id"]} if build else {
         "method": experiment["method"], "backbone": experiment["backbone"], "overrides": overrides,
-        "model_cfg": model_cfg, "experiment": experiment["id"]}
-    recipe.update(train_cfg=train_cfg, seed=experiment.get("seed", 0))  # what every model of a run shares, and its seed
+        "model_cfg": model_cfg, "experiment": experiment["id"], "data": experiment.get("data")}
+    # what every model of a run shares (of train.steps_for, the entries matching this experiment), and its seed
+    recipe.update(train_cfg=recorded_train_section(experiment["id"], train_cfg), seed=experiment.get("seed", 0))
     save_checkpoint(out_dir / "checkpoint.pt", model, recipe, schedule.steps)
     with atomic_write(out_dir / "train_log.csv") as handle:
         writer = csv.DictWriter(handle, LOG_FIELDS, restval="")  # empty: a term the method does not have
@@ -148,8 +153,7 @@ def _train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path
                "corrupt_examples": [m for c in counts for m in c.corrupt_examples][:10],
                "samples_without_box": sum(c.no_box for c in counts), "precision": precision.name,
                "compile": train_cfg["compile"], "accum_steps": accum, "seconds": round(run.seconds(), 2)}
-    with atomic_write(out_dir / "train_summary.json") as handle:
-        json.dump(summary, handle, indent=1)
+    write_json(out_dir / "train_summary.json", summary, indent=1)
     (out_dir / RESUME).unlink(missing_ok=True)
     return summary
 
@@ -195,6 +199,6 @@ def _averaged_terms(terms: dict, ranks: distributed.Ranks) -> dict[str, torch.Te
 def _log_row(step: int, terms: dict, lr: float, model) -> dict:
     """One log row: the step's loss terms, the learning rate it trained with, the scalars after it."""
     with torch.no_grad():
-        curvature = model.curvature.item() if hasattr(model, "curvature") else float("nan")
+        curvature = model.curvature.item() if hasattr(model, "curvature") else None  # CLIP: none (empty, null)
         return {"step": step, **{name: value.item() for name, value in terms.items()},
                 "lr": lr, "curvature": curvature, "temperature": (-model.logit_scale).exp().item()}

@@ -50,9 +50,10 @@ class EvaluationStage:
     def args(self, group: str, experiment: str, threads: int) -> str:
         """The shell-quoted arguments of `hypvl evaluate` computing `group` on the model of `experiment` (with the
         prompt set its `eval_prompts` override names, if any)."""
-        checkpoint = self.plan.checkpoint(self.plan.model_of(experiment))
-        args = ["evaluate", group, "--experiment", experiment, "--checkpoint", checkpoint,
+        model = self.plan.model_of(experiment)
+        args = ["evaluate", group, "--experiment", experiment, "--checkpoint", self.plan.checkpoint(model),
                 "--out-dir", str(self.plan.results / "metrics" / experiment), "--threads", str(threads)]
+        args += [] if model == experiment else ["--model-of", model]  # the checkpoint must hold that model
         prompts = self.plan.experiment(experiment).overrides.get("eval_prompts")
         args += [] if prompts is None else ["--prompts", prompts]
         return f"{shlex.join(args)} --config-json {self.plan.step_config('evaluate')}"

@@ -87,20 +87,27 @@ class OutsideStage:
 
     def standin_args(self, experiment: str) -> list[str]:
         """The `hypvl write-standin` arguments giving the layout of the weights of outside `experiment` (the
-        checkpoint's file name, for a released one)."""
+        checkpoint's file name, for a released one) and the experiment whose model the stand-in is written from
+        (`--model-of`, checked against the checkpoint's recipe)."""
         outside = self.plan.outside_weights(experiment)
         named = ["--file", outside.checkpoint] if outside.checkpoint else []
-        return ["--kind", outside.library or "released", *named]
+        return ["--kind", outside.library or "released", *named, "--model-of", self._standin_source(experiment)]
 
     def standin_from(self, experiment: str) -> str:
         """The checkpoint the stand-in of outside `experiment` is written from: its table row's trained model
         (released), our CLIP (open_clip), or its own trained stand-in (transformers)."""
+        if self.plan.outside_weights(experiment).library == "transformers":
+            return str(self.plan.results / "standins" / self.standin_trainer(experiment) / "checkpoint.pt")
+        return self.plan.checkpoint(self._standin_source(experiment))
+
+    def _standin_source(self, experiment: str) -> str:
+        """The experiment whose model the stand-in of outside `experiment` is written from (`standin_from`)."""
         library = self.plan.outside_weights(experiment).library
         if library is None:
-            return self.plan.checkpoint(self.plan.model_of(self.plan.released_counterpart(experiment)))
+            return self.plan.model_of(self.plan.released_counterpart(experiment))
         if library == "open_clip":
-            return self.plan.checkpoint(self.plan.model_of(self.plan.clip_counterpart(experiment)))
-        return str(self.plan.results / "standins" / self.standin_trainer(experiment) / "checkpoint.pt")
+            return self.plan.model_of(self.plan.clip_counterpart(experiment))
+        return self.standin_trainer(experiment)
 
     def _standin_recipe(self, experiment: str) -> tuple:
         declared = self.plan.experiment(experiment)

@@ -7,13 +7,13 @@ of download metadata that is ignored here (as are the `.parquet` and `_stats.jso
 """
 
 from collections.abc import Iterable, Iterator
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
 from .shards import (
     image_member,
-    iter_tar_samples,
-    shard_paths,
+    iter_corpus_samples,
     text_member,
     write_tar_samples,
 )
@@ -26,16 +26,16 @@ class CC3MSample:
     key: str
     image: bytes
     caption: str
+    shard: Path | None = dataclasses.field(default=None, compare=False)  # the shard it was read from
 
 
 def iter_cc3m(source) -> Iterator[CC3MSample]:
     """Samples of every shard in `source` (a .tar, a folder of them, or a list)."""
-    for shard in shard_paths(source):
-        for key, where, members in iter_tar_samples(shard):
-            caption = text_member(members, "txt", where)
-            if not caption.strip():
-                raise where.error("caption '.txt' is empty")
-            yield CC3MSample(key, image_member(members, where), caption)
+    for key, where, members in iter_corpus_samples(source):
+        caption = text_member(members, "txt", where)
+        if not caption.strip():
+            raise where.error("caption '.txt' is empty")
+        yield CC3MSample(key, image_member(members, where), caption, where.file)
 
 
 def read_cc3m(source) -> list[CC3MSample]:

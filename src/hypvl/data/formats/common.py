@@ -12,7 +12,9 @@ from pathlib import Path
 from PIL import Image
 
 from hypvl.errors import InputError
-from hypvl.io import atomic_write
+from hypvl.io import write_json as strict_json
+
+from .images import oversized
 
 _KIND_NAMES = {str: "a string", int: "an integer", float: "a number", list: "a list", dict: "an object"}
 
@@ -160,9 +162,8 @@ def read_csv_rows(path: Path, required: tuple[str, ...]) -> list[tuple[Where, di
 
 
 def write_json(path: Path, value) -> None:
-    """Write `value` as UTF-8 JSON, atomically."""
-    with atomic_write(path, mode="w", encoding="utf-8") as handle:
-        json.dump(value, handle, ensure_ascii=False)
+    """Write `value` as strict UTF-8 JSON, atomically."""
+    strict_json(path, value, ensure_ascii=False)
 
 
 @dataclass(frozen=True)
@@ -175,5 +176,8 @@ class CaptionedImage:
 
 def image_size(path: Path) -> tuple[int, int]:
     """(width, height) of an image file, read from its header."""
-    with Image.open(path) as image:
-        return image.size
+    try:
+        with Image.open(path) as image:
+            return image.size
+    except Image.DecompressionBombError as exc:
+        raise oversized(exc, str(path)) from None

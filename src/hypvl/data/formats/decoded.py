@@ -20,7 +20,7 @@ import numpy as np
 from PIL import Image
 
 from hypvl.errors import InputError
-from hypvl.io import atomic_write
+from hypvl.io import atomic_write, write_json
 
 from .grounded import GroundedRecord, iter_grounded
 from .images import CorruptImage, decode_image
@@ -71,8 +71,7 @@ def write_twin(shard: Path) -> tuple[Path, Path]:
         np.save(handle, np.concatenate(arrays) if arrays else np.zeros(0, np.uint8))
     index = {"version": VERSION, "shard_size": stat.st_size, "shard_mtime_ns": stat.st_mtime_ns,
              "pixels": offset, "records": records}
-    with atomic_write(index_path, mode="w", encoding="utf-8") as handle:
-        json.dump(index, handle)
+    write_json(index_path, index)
     return pixels_path, index_path
 
 

@@ -7,6 +7,7 @@ confidence in [0, 1]. Other GRIT fields (`url`, `width`, `clip_similarity_vitb32
 """
 
 from collections.abc import Iterable, Iterator
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -14,10 +15,9 @@ from typing import NamedTuple
 from .common import Where, check_kind, field
 from .shards import (
     image_member,
-    iter_tar_samples,
+    iter_corpus_samples,
     json_bytes,
     json_member,
-    shard_paths,
     write_tar_samples,
 )
 
@@ -43,6 +43,7 @@ class GritSample:
     caption: str
     noun_chunks: tuple[GroundedSpan, ...]
     ref_exps: tuple[GroundedSpan, ...]
+    shard: Path | None = dataclasses.field(default=None, compare=False)  # the shard it was read from
 
 
 def parse_span(entry, caption: str, what: str, where: Where) -> GroundedSpan:
@@ -65,18 +66,18 @@ def parse_span(entry, caption: str, what: str, where: Where) -> GroundedSpan:
 
 def iter_grit(source) -> Iterator[GritSample]:
     """Samples of every shard in `source` (a .tar, a folder of them, or a list)."""
-    for shard in shard_paths(source):
-        for key, where, members in iter_tar_samples(shard):
-            meta = json_member(members, "json", where)
-            caption = field(meta, "caption", str, where)
-            spans = {
-                name: tuple(
-                    parse_span(entry, caption, f"{name}[{index}]", where)
-                    for index, entry in enumerate(field(meta, name, list, where))
-                )
-                for name in ("noun_chunks", "ref_exps")
-            }
-            yield GritSample(key, image_member(members, where), caption, spans["noun_chunks"], spans["ref_exps"])
+    for key, where, members in iter_corpus_samples(source):
+        meta = json_member(members, "json", where)
+        caption = field(meta, "caption", str, where)
+        spans = {
+            name: tuple(
+                parse_span(entry, caption, f"{name}[{index}]", where)
+                for index, entry in enumerate(field(meta, name, list, where))
+            )
+            for name in ("noun_chunks", "ref_exps")
+        }
+        yield GritSample(key, image_member(members, where), caption, spans["noun_chunks"], spans["ref_exps"],
+                         where.file)
 
 
 def read_grit(source) -> list[GritSample]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hypvl.errors import InputError
+from hypvl.io import json_text
 
 from .parses import validate_parse
 from .shards import iter_tar_samples, shard_paths, write_tar_samples
@@ -66,7 +67,7 @@ def _members(rec: GroundedRecord) -> dict[str, bytes]:
         members[f"parent{i:03d}.jpg"] = crop
         members[f"parent{i:03d}.txt"] = text.encode()
     if rec.parse is not None:
-        members["child.parse.json"] = json.dumps(rec.parse).encode()
+        members["child.parse.json"] = json_text(rec.parse, rec.where("child.parse.json")).encode()
     if rec.subreddit is not None:
         members["subreddit.txt"] = rec.subreddit.encode()
     return members

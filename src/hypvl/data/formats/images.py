@@ -1,4 +1,6 @@
-"""Decoding image bytes with errors that name where the bytes came from."""
+"""Decoding image bytes with errors that name where the bytes came from. An image of more pixels than PIL's
+decompression-bomb limit (`Image.MAX_IMAGE_PIXELS`, twice it for PIL's own error) is refused in one line naming
+where it came from: no data set of the papers has one, and decoding it could exhaust the memory."""
 
 import io
 
@@ -11,11 +13,22 @@ class CorruptImage(InputError):
     """Image bytes that do not decode."""
 
 
+class OversizedImage(InputError):
+    """An image of more pixels than PIL decodes safely (a decompression bomb): refused, never skipped."""
+
+
+def oversized(exc: Exception, where: str) -> OversizedImage:
+    """The one-line refusal of PIL's DecompressionBombError `exc` for the image at `where`."""
+    return OversizedImage(f"{where}: image refused: {exc}".rstrip("."))
+
+
 def decode_image(data: bytes, where: str) -> Image.Image:
     """Decode `data` to an RGB PIL image; `where` names the file and record for the error."""
     try:
         with Image.open(io.BytesIO(data)) as img:
             return img.convert("RGB")
+    except Image.DecompressionBombError as exc:
+        raise oversized(exc, where) from None
     except UnidentifiedImageError as exc:  # its message names a memory address: not reproducible
         raise CorruptImage(f"{where}: image does not decode (not an image format PIL identifies)") from exc
     except (OSError, ValueError) as exc:

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from hypvl.errors import InputError
-from hypvl.io import atomic_write
+from hypvl.io import atomic_write, json_text
 
 ORACLE_REGIONS = "oracle_regions.jsonl"
 
@@ -19,7 +19,7 @@ def write_oracle_regions(folder: Path, entries: Iterable[tuple[str, list[dict]]]
     path = Path(folder) / ORACLE_REGIONS
     with atomic_write(path, mode="w", encoding="utf-8") as handle:
         for key, regions in entries:
-            handle.write(json.dumps({"key": key, "regions": regions}) + "\n")
+            handle.write(json_text({"key": key, "regions": regions}, path) + "\n")
     return path
 
 

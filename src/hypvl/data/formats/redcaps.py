@@ -6,16 +6,16 @@ are ignored. A shard source is a .tar file, a folder of them, or a list.
 """
 
 from collections.abc import Iterable, Iterator
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
 from .common import field
 from .shards import (
     image_member,
-    iter_tar_samples,
+    iter_corpus_samples,
     json_bytes,
     json_member,
-    shard_paths,
     write_tar_samples,
 )
 
@@ -28,19 +28,20 @@ class RedCapsSample:
     image: bytes
     caption: str
     subreddit: str
+    shard: Path | None = dataclasses.field(default=None, compare=False)  # the shard it was read from
 
 
 def iter_redcaps(source) -> Iterator[RedCapsSample]:
     """Samples of every shard in `source`, in shard then member order."""
-    for shard in shard_paths(source):
-        for key, where, members in iter_tar_samples(shard):
-            meta = json_member(members, "json", where)
-            yield RedCapsSample(
-                key=key,
-                image=image_member(members, where),
-                caption=field(meta, "caption", str, where),
-                subreddit=field(meta, "subreddit", str, where),
-            )
+    for key, where, members in iter_corpus_samples(source):
+        meta = json_member(members, "json", where)
+        yield RedCapsSample(
+            key=key,
+            image=image_member(members, where),
+            caption=field(meta, "caption", str, where),
+            subreddit=field(meta, "subreddit", str, where),
+            shard=where.file,
+        )
 
 
 def read_redcaps(source) -> list[RedCapsSample]:

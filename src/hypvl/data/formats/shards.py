@@ -1,7 +1,9 @@
 """Webdataset tar shards: samples are runs of adjacent members `<key>.<ext>` sharing a key.
 
 The key is the member path up to the first dot of its base name and the extension is the rest
-(webdataset's convention), so `a/0001.child.jpg` is key `a/0001`, extension `child.jpg`.
+(webdataset's convention), so `a/0001.child.jpg` is key `a/0001`, extension `child.jpg`. A key never holds a `..`
+part or starts at `/` (it is copied into the names of the shards written from it), and a key names one sample of a
+corpus: a key in two shards is an error naming both.
 Readers verify the end-of-archive block, so a truncated shard is an error, never a short read.
 A reader may leave members unread (`defer`) and keep only where their bytes lie (`MemberSpan`), to index a split
 too large to hold in memory and read each image when it is needed. That index is this walk's own (tarfile gives each
@@ -52,13 +54,22 @@ class MemberSpan:
         return self.size
 
     def read(self) -> bytes:
-        """The member's bytes; a shard that has shrunk since it was indexed is an error naming it and the record."""
-        with open(self.where.file, "rb") as handle:
-            handle.seek(self.offset)
-            data = handle.read(self.size)
+        """The member's bytes; a shard that has shrunk or gone since it was indexed is an error naming it and the
+        record."""
+        try:
+            with open(self.where.file, "rb") as handle:
+                handle.seek(self.offset)
+                data = handle.read(self.size)
+        except FileNotFoundError:
+            raise self.where.error("the shard has gone since it was indexed (deleted while the step ran?)") from None
         if len(data) != self.size:
             raise self.where.error("the shard has changed since it was indexed (the member ends past its end)")
         return data
+
+
+def unsafe_key(key: str) -> bool:
+    """True for a key that would leave a folder when used as a path (a `..` part, or an absolute path)."""
+    return key.startswith("/") or ".." in key.split("/")
 
 
 def split_member_name(name: str) -> tuple[str, str]:
@@ -84,6 +95,8 @@ def iter_tar_samples(path: Path, defer: Collection[str] = ()) -> Iterator[tuple[
                 where = Where(path, f"key {member_key}")
                 if not extension:
                     raise where.error(f"member '{info.name}' has no extension")
+                if unsafe_key(member_key):
+                    raise where.error(f"member '{info.name}' has a key holding '..' or starting at '/': refused")
                 if member_key != key:
                     if key is not None:
                         yield key, Where(path, f"key {key}"), members
@@ -113,6 +126,22 @@ def iter_tar_samples(path: Path, defer: Collection[str] = ()) -> Iterator[tuple[
         yield key, Where(path, f"key {key}"), members
 
 
+def iter_corpus_samples(source) -> Iterator[tuple[str, Where, dict]]:
+    """`iter_tar_samples` over every shard `source` names (`shard_paths`), in order; a key already read from an
+    earlier shard is an InputError naming both shards. Keys are remembered by their hash (a set of ints: about 60
+    bytes a sample); a repeated hash is confirmed by finding the key in the earlier shards."""
+    shards = shard_paths(source)
+    seen: set[int] = set()
+    for index, shard in enumerate(shards):
+        for key, where, members in iter_tar_samples(shard):
+            if hash(key) in seen:
+                earlier = next((s for s in shards[:index] if any(k == key for k, _, _ in iter_tar_samples(s))), None)
+                if earlier is not None:
+                    raise where.error(f"the same sample key is in {earlier}: a key names one sample of a corpus")
+            seen.add(hash(key))
+            yield key, where, members
+
+
 def write_tar_samples(path: Path, samples: Iterable[tuple[str, dict[str, bytes]]]) -> None:
     """Write (key, {extension: bytes}) samples to one shard, atomically, with fixed metadata (byte-identical reruns)."""
     keys: set[str] = set()
@@ -121,8 +150,8 @@ def write_tar_samples(path: Path, samples: Iterable[tuple[str, dict[str, bytes]]
         tarfile.open(fileobj=handle, mode="w", format=tarfile.USTAR_FORMAT) as archive,
     ):
         for key, members in samples:
-            if not key or "." in key.rpartition("/")[2] or key in keys:
-                raise ValueError(f"shard key {key!r} is empty, holds a dot or repeats")
+            if not key or "." in key.rpartition("/")[2] or key in keys or unsafe_key(key):
+                raise InputError(f"{path}: shard key {key!r} is empty, holds a dot or '..', starts at '/' or repeats")
             keys.add(key)
             for extension, data in members.items():
                 info = tarfile.TarInfo(f"{key}.{extension}")
@@ -171,4 +200,4 @@ def json_member(members: dict[str, bytes], extension: str, where: Where):
 
 def json_bytes(value) -> bytes:
     """Compact UTF-8 JSON bytes for a `.json` member."""
-    return json.dumps(value, ensure_ascii=False).encode("utf-8")
+    return json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")

@@ -2,14 +2,13 @@
 what a human's manual and prepare steps leave into the dataset folders of config `acquire`; then the pilot's data
 manifest (config `fetch.sources`)."""
 
-import json
 import logging
 import time
 from pathlib import Path
 
 from hypvl.config import add_config_arguments, config_from_args
 from hypvl.errors import InputError
-from hypvl.io import atomic_write
+from hypvl.io import write_json
 
 log = logging.getLogger(__name__)
 MARKER = "pilot_world.json"  # in the mirror, once the world is complete
@@ -38,8 +37,7 @@ def write_pilot_world(config: dict) -> dict:
     write_manifest(Path(config["fetch"]["sources"]), world.sources, world.served)
     summary = {"settings": world.settings.as_dict(), "written": written, "served": sorted(world.served),
                "seconds": round(time.perf_counter() - start, 1)}
-    with atomic_write(root / MARKER) as handle:
-        json.dump(summary, handle, indent=1)
+    write_json(root / MARKER, summary, indent=1)
     return summary
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from hypvl.data.formats.shards import json_bytes, write_tar_samples
 from hypvl.data.synthetic.corpora import CorpusItem, corpus_item, grit_sample
-from hypvl.io import atomic_write
+from hypvl.io import atomic_write, write_json
 
 from .world import PilotWorld, zip_bytes
 
@@ -52,9 +52,9 @@ def write_img2dataset(folder: Path, rows: list[dict], images: list[bytes], shard
         write_tar_samples(path, samples)
         with atomic_write(folder / f"{shard:05d}.parquet", mode="wb") as handle:
             handle.write(_parquet(metadata))
-        with atomic_write(folder / f"{shard:05d}_stats.json") as handle:
-            json.dump({"count": len(samples), "successes": len(samples), "failed_to_download": 0,
-                       "failed_to_resize": 0, "status_dict": {"success": len(samples)}}, handle, indent=1)
+        write_json(folder / f"{shard:05d}_stats.json", {"count": len(samples), "successes": len(samples),
+                                                        "failed_to_download": 0, "failed_to_resize": 0,
+                                                        "status_dict": {"success": len(samples)}}, indent=1)
         shards.append(path)
     return shards
 

@@ -9,10 +9,9 @@ regenerated alone and the whole world is identical across runs and machines. Gro
 corpora into HyCoCLIP's grounded shards is the next step (`hypvl ground`).
 """
 
-import json
 from pathlib import Path
 
-from hypvl.io import atomic_write
+from hypvl.io import atomic_directory, write_json
 
 from . import evalsets
 from .classification import write_classification_set
@@ -41,11 +40,12 @@ def write_raw_corpus(settings: WorldSettings, out: Path, corpus: str, folder: st
     if corpus not in counts:
         raise ValueError(f"unknown corpus {corpus!r} (known: {sorted(counts)})")
     out = Path(out)
-    shards = write_corpus(settings, corpus, out / folder, counts[corpus])
-    summary = {"format": RAW_FORMATS[corpus], "samples": counts[corpus], "shards": [str(p.relative_to(out)) for p in shards],
-               "settings": settings.as_dict()}
-    with atomic_write(out / folder / CORPUS_SUMMARY) as handle:
-        json.dump(summary, handle, indent=1)
+    with atomic_directory(out / folder) as written:  # replaces only a corpus this step wrote (no old shard left)
+        shards = write_corpus(settings, corpus, written, counts[corpus])
+        summary = {"format": RAW_FORMATS[corpus], "samples": counts[corpus],
+                   "shards": [str(Path(folder) / p.relative_to(written)) for p in shards],
+                   "settings": settings.as_dict()}
+        write_json(written / CORPUS_SUMMARY, summary, indent=1)
     return summary
 
 
@@ -82,8 +82,7 @@ def write_evaluation_world(settings: WorldSettings, out: Path, datasets: dict[st
                          **{n: datasets[n] for n in EVAL_DATASETS}}
     manifest["hierarchy"] = {"isa": isa_edges(), "taxonomy": {k: list(v) for k, v in TAXONOMY.items()},
                              "coco_category_of": COCO_CATEGORY_OF}
-    with atomic_write(out / MANIFEST) as handle:
-        json.dump(manifest, handle, indent=1)
+    write_json(out / MANIFEST, manifest, indent=1)
     return manifest
 
 

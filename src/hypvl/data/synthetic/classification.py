@@ -3,7 +3,6 @@ webdataset or an image folder, as acquisition leaves it at paper scale), and the
 are drawn from (`probe_sources`). What each set is: `classification_sets`.
 """
 
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +12,7 @@ from hypvl.data.catalog import DatasetInfo, load_dataset_info
 from hypvl.data.formats.clip_benchmark_wds import ClipBenchmarkDataset, LabelledImage, write_clip_benchmark_wds
 from hypvl.data.formats.imagefolder import write_imagefolder
 from hypvl.data.formats.images import encode_image
+from hypvl.io import atomic_directory
 
 from . import render
 from .corpora import random_object
@@ -156,7 +156,6 @@ def write_classification_set(settings: WorldSettings, name: str, root: Path) -> 
     spec = ALL_CLASSIFICATION_SETS[name]
     items = [(label, classification_picture(rng_for(settings.seed, f"{name}/{cls}", i), spec, cls, settings.image_size))
              for label, cls in enumerate(spec.classes) for i in range(settings.per_class)]
-    if (root / name / TEST_SPLIT).is_dir():  # a rerun with fewer images per class leaves no old ones behind
-        shutil.rmtree(root / name / TEST_SPLIT)
-    write_split(load_dataset_info(name), root / name, TEST_SPLIT, spec.classes, items, settings.shard_size)
+    with atomic_directory(root / name) as folder:  # replaces only a set this step wrote (no old images left)
+        write_split(load_dataset_info(name), folder, TEST_SPLIT, spec.classes, items, settings.shard_size)
     return {TEST_SPLIT: len(items)}

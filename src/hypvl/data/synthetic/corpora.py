@@ -15,7 +15,6 @@ for CC3M a little loose (0-25%) with mostly confident scores; for YFCC15M in bet
 """
 
 import hashlib
-import shutil
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import islice
@@ -26,7 +25,7 @@ from hypvl.data.formats.grit import GritSample, GroundedSpan, write_grit
 from hypvl.data.formats.images import encode_image
 from hypvl.data.formats.oracle_regions import write_oracle_regions
 from hypvl.data.formats.redcaps import RedCapsSample, write_redcaps
-from hypvl.data.formats.yfcc import IMAGES, METADATA, SUBSET, YFCCSample, write_yfcc
+from hypvl.data.formats.yfcc import METADATA, SUBSET, YFCCSample, write_yfcc
 
 from . import captions, render
 from .settings import WorldSettings, rng_for
@@ -162,11 +161,10 @@ def _write_shards(folder: Path, corpus: str, items: Iterable[CorpusItem], shard_
 
 def write_corpus(settings: WorldSettings, corpus: str, folder: Path, count: int) -> list[Path]:
     """Write `count` samples of `corpus` as raw shards `<corpus>-NNNNNN.tar` (YFCC15M: its subset list, metadata
-    and images) into `folder`, plus the oracle side file for box-less formats; returns the shard (metadata) paths."""
+    and images) into `folder`, a new folder (`hypvl.data.synthetic.build` swaps it in), plus the oracle side file for
+    box-less formats; returns the shard (metadata) paths."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    for stale in folder.glob(f"{corpus}-*.tar"):  # a rerun with fewer samples leaves no old shards behind
-        stale.unlink()
     size = settings.image_size
     items = [corpus_item(settings, corpus, i) for i in range(count)]
     keys = [item.key for item in items]
@@ -174,7 +172,6 @@ def write_corpus(settings: WorldSettings, corpus: str, folder: Path, count: int)
         return _write_shards(folder, corpus, items, settings.shard_size,
                              lambda path, batch: write_grit(path, (grit_sample(i, size) for i in batch)))
     if corpus == "yfcc15m":
-        shutil.rmtree(folder / IMAGES, ignore_errors=True)
         samples = [yfcc_sample(item, index) for index, item in enumerate(items)]
         write_yfcc(folder, samples)
         shards, keys = [folder / SUBSET, folder / METADATA], [sample.key for sample in samples]

@@ -21,12 +21,12 @@ cuts into the probe's train and val folders by the catalog's slices, as it cuts 
 """
 
 import itertools
-import shutil
 from pathlib import Path
 
 from hypvl.data.catalog import DatasetInfo, load_dataset_info
 from hypvl.data.splits import count_extents
 from hypvl.errors import InputError
+from hypvl.io import atomic_directory
 
 from .classification import classification_picture, write_split
 from .classification_sets import ALL_CLASSIFICATION_SETS
@@ -63,13 +63,13 @@ def write_probe_sources(settings: WorldSettings, name: str, root: Path) -> dict:
     info, spec = load_dataset_info(name), ALL_CLASSIFICATION_SETS[name]
     classes = len(spec.classes)
     sizes = source_sizes(info, classes, settings.probe_train_per_class, settings.probe_val_per_class)
-    shutil.rmtree(root / name, ignore_errors=True)  # a rerun with fewer records leaves no old ones behind
-    for split, size in sizes.items():
-        role = "train" if split == info.linear_probe[0].split else "val"
-        items = []
-        for record in range(size):
-            label = spec.classes[record % classes]
-            rng = rng_for(settings.seed, f"{name}/{role}/{label}", record // classes)
-            items.append((record % classes, classification_picture(rng, spec, label, settings.image_size)))
-        write_split(info, root / name, split, spec.classes, items, settings.shard_size, record_names=True)
+    with atomic_directory(root / name) as folder:  # replaces only sources this step wrote (no old records left)
+        for split, size in sizes.items():
+            role = "train" if split == info.linear_probe[0].split else "val"
+            items = []
+            for record in range(size):
+                label = spec.classes[record % classes]
+                rng = rng_for(settings.seed, f"{name}/{role}/{label}", record // classes)
+                items.append((record % classes, classification_picture(rng, spec, label, settings.image_size)))
+            write_split(info, folder, split, spec.classes, items, settings.shard_size, record_names=True)
     return {"layout": info.layout, "splits": sizes}
