@@ -30,6 +30,9 @@ class DualEncoder(nn.Module):
     # the batch fields `features` reads, a row per sample: what a micro-batch of a feature-cached accumulated step
     # holds; None where a sample's features may depend on the rest of its batch or on chance
     encoded_fields: tuple[str, ...] | None = ("images", "tokens")
+    # the image view retrieval evaluates with (`hypvl.data.transforms.VIEWS`): MERU's squeeze for ours; a public
+    # model's own preprocessing for the wrapped ones (`hypvl.models.library`)
+    retrieval_view = "squeeze"
 
     def clamp_scalars(self) -> None:
         """Clamp learned log-space scalars to the papers' ranges (called before each forward)."""

@@ -39,9 +39,10 @@ class LibraryModel(DualEncoder):
     # module scan sees): a stand-in trains in one pass over its batch (train.accum_steps 1)
     encoded_fields = None
 
-    def __init__(self, model: nn.Module, tokenizer, image_size: int, pixel_scale, pixel_shift):
+    def __init__(self, model: nn.Module, tokenizer, image_size: int, pixel_scale, pixel_shift, view: str):
         super().__init__()
         self.model, self._tokenizer, self._image_size = model, tokenizer, int(image_size)
+        self.retrieval_view = view  # the library's own preprocessing, which retrieval takes
         self.register_buffer("pixel_scale", torch.tensor(pixel_scale, dtype=torch.float32).view(3, 1, 1),
                              persistent=False)
         self.register_buffer("pixel_shift", torch.tensor(pixel_shift, dtype=torch.float32).view(3, 1, 1),
@@ -68,7 +69,8 @@ class OpenCLIPModel(LibraryModel):
         mean, std = model.visual.preprocess_cfg["mean"], model.visual.preprocess_cfg["std"]
         size = model.visual.preprocess_cfg["size"]
         super().__init__(model, tokenizer, size if isinstance(size, int) else size[0],
-                         [1 / s for s in std], [-m / s for m, s in zip(mean, std)])
+                         [1 / s for s in std], [-m / s for m, s in zip(mean, std)],
+                         _open_clip_view(model.visual.preprocess_cfg))
         self.config = config
 
     @property
@@ -107,7 +109,7 @@ class TransformersModel(LibraryModel):
             raise InputError(f"transformers model type {model.config.model_type!r} is not wrapped here "
                              f"(wrapped: {', '.join(TEXT_PADDING_MASK)})")
         super().__init__(model, _PaddedTokenizer(tokenizer, model.config.text_config.max_position_embeddings),
-                         _processor_size(processor), *pixel_affine(processor))
+                         _processor_size(processor), *pixel_affine(processor), _processor_view(processor))
         self.files = files
         self._pad_id = tokenizer.pad_token_id if TEXT_PADDING_MASK[model.config.model_type] else None
 
@@ -185,6 +187,29 @@ def _processor_size(processor) -> int:
     if size is None:
         raise InputError(f"{type(processor).__name__}: no square input size in {processor.size}")
     return int(size)
+
+
+def _processor_view(processor) -> str:
+    """The view (`hypvl.data.transforms.VIEWS`) a transformers image processor takes of an image: its shorter side
+    resized and centre-cropped to one square size (CLIP's), or resized to a square ignoring the aspect ratio (the
+    EfficientNet processor of ALIGN, without its crop)."""
+    size, crop = processor.size, getattr(processor, "do_center_crop", False)
+    if crop and "shortest_edge" in size and processor.crop_size == {"height": size["shortest_edge"],
+                                                                  "width": size["shortest_edge"]}:
+        return "resize_center_crop"
+    if not crop and size.get("height") is not None and size.get("height") == size.get("width"):
+        return "squeeze"
+    raise InputError(f"{type(processor).__name__}: resize {dict(size)} with centre crop {crop} is not a view the "
+                     f"suite takes (shorter side and crop to one square size, or a square resize)")
+
+
+def _open_clip_view(preprocess_cfg: dict) -> str:
+    """The view open_clip's evaluation transform takes (`resize_mode`: shortest side and centre crop, or squash)."""
+    mode = preprocess_cfg.get("resize_mode", "shortest")
+    views = {"shortest": "resize_center_crop", "squash": "squeeze"}
+    if mode not in views:
+        raise InputError(f"open_clip resize_mode {mode!r} is not a view the suite takes (known: {', '.join(views)})")
+    return views[mode]
 
 
 def _library_error(source: str, folder, exc: Exception, limit: int = 400) -> InputError:
