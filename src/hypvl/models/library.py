@@ -16,7 +16,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import torch
+from PIL import Image
 from torch import nn
+from torchvision.transforms.functional import to_pil_image
 
 from hypvl.errors import InputError, listed
 
@@ -39,10 +41,9 @@ class LibraryModel(DualEncoder):
     # module scan sees): a stand-in trains in one pass over its batch (train.accum_steps 1)
     encoded_fields = None
 
-    def __init__(self, model: nn.Module, tokenizer, image_size: int, pixel_scale, pixel_shift, view: str):
+    def __init__(self, model: nn.Module, tokenizer, image_size: int, pixel_scale, pixel_shift):
         super().__init__()
         self.model, self._tokenizer, self._image_size = model, tokenizer, int(image_size)
-        self.retrieval_view = view  # the library's own preprocessing, which retrieval takes
         self.register_buffer("pixel_scale", torch.tensor(pixel_scale, dtype=torch.float32).view(3, 1, 1),
                              persistent=False)
         self.register_buffer("pixel_shift", torch.tensor(pixel_shift, dtype=torch.float32).view(3, 1, 1),
@@ -69,9 +70,14 @@ class OpenCLIPModel(LibraryModel):
         mean, std = model.visual.preprocess_cfg["mean"], model.visual.preprocess_cfg["std"]
         size = model.visual.preprocess_cfg["size"]
         super().__init__(model, tokenizer, size if isinstance(size, int) else size[0],
-                         [1 / s for s in std], [-m / s for m, s in zip(mean, std)],
-                         _open_clip_view(model.visual.preprocess_cfg))
+                         [1 / s for s in std], [-m / s for m, s in zip(mean, std)])
         self.config = config
+        self._view = _open_clip_view(model.visual.preprocess_cfg)
+
+    def retrieval_view(self, image: Image.Image, size: int) -> Image.Image:
+        """The image resized and cropped by open_clip's own evaluation transform (its `resize_mode`: CLIP's shorter
+        side and centre crop), before normalisation; `size` is the model's own."""
+        return to_pil_image((self._view(image) * 255).round().to(torch.uint8))
 
     @property
     def logit_scale(self) -> nn.Parameter:
@@ -109,8 +115,8 @@ class TransformersModel(LibraryModel):
             raise InputError(f"transformers model type {model.config.model_type!r} is not wrapped here "
                              f"(wrapped: {', '.join(TEXT_PADDING_MASK)})")
         super().__init__(model, _PaddedTokenizer(tokenizer, model.config.text_config.max_position_embeddings),
-                         _processor_size(processor), *pixel_affine(processor), _processor_view(processor))
-        self.files = files
+                         _processor_size(processor), *pixel_affine(processor))
+        self.files, self._processor = files, processor
         self._pad_id = tokenizer.pad_token_id if TEXT_PADDING_MASK[model.config.model_type] else None
 
     @property
@@ -124,6 +130,14 @@ class TransformersModel(LibraryModel):
         else:
             with torch.no_grad():
                 self.model.temperature.clamp_(min=MIN_TEMPERATURE)
+
+    def retrieval_view(self, image: Image.Image, size: int) -> Image.Image:
+        """The image resized and cropped by the model's own image processor (CLIP's: shorter side and centre crop;
+        ALIGN's: a square resize, then a centre crop), before rescaling; `size` is the model's own."""
+        off = {"do_rescale": False, "do_normalize": False} | ({"include_top": False}
+                                                             if hasattr(self._processor, "include_top") else {})
+        pixels = self._processor(images=image, return_tensors="pt", **off)["pixel_values"][0]
+        return to_pil_image(pixels.round().clamp(0, 255).to(torch.uint8))
 
     def recipe(self) -> dict:
         return {"library": "transformers", "config": self.model.config.to_dict(), "files": self.files}
@@ -189,27 +203,13 @@ def _processor_size(processor) -> int:
     return int(size)
 
 
-def _processor_view(processor) -> str:
-    """The view (`hypvl.data.transforms.VIEWS`) a transformers image processor takes of an image: its shorter side
-    resized and centre-cropped to one square size (CLIP's), or resized to a square ignoring the aspect ratio (the
-    EfficientNet processor of ALIGN, without its crop)."""
-    size, crop = processor.size, getattr(processor, "do_center_crop", False)
-    if crop and "shortest_edge" in size and processor.crop_size == {"height": size["shortest_edge"],
-                                                                  "width": size["shortest_edge"]}:
-        return "resize_center_crop"
-    if not crop and size.get("height") is not None and size.get("height") == size.get("width"):
-        return "squeeze"
-    raise InputError(f"{type(processor).__name__}: resize {dict(size)} with centre crop {crop} is not a view the "
-                     f"suite takes (shorter side and crop to one square size, or a square resize)")
+def _open_clip_view(preprocess_cfg: dict):
+    """open_clip's evaluation transform for `preprocess_cfg` without its normalisation: PIL -> [0, 1] tensor."""
+    import open_clip
 
-
-def _open_clip_view(preprocess_cfg: dict) -> str:
-    """The view open_clip's evaluation transform takes (`resize_mode`: shortest side and centre crop, or squash)."""
-    mode = preprocess_cfg.get("resize_mode", "shortest")
-    views = {"shortest": "resize_center_crop", "squash": "squeeze"}
-    if mode not in views:
-        raise InputError(f"open_clip resize_mode {mode!r} is not a view the suite takes (known: {', '.join(views)})")
-    return views[mode]
+    return open_clip.image_transform(preprocess_cfg["size"], is_train=False, mean=(0.0, 0.0, 0.0), std=(1.0, 1.0, 1.0),
+                                     resize_mode=preprocess_cfg.get("resize_mode"),
+                                     interpolation=preprocess_cfg.get("interpolation"))
 
 
 def _library_error(source: str, folder, exc: Exception, limit: int = 400) -> InputError:
