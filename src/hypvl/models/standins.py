@@ -139,7 +139,7 @@ def standin_model(architecture: str, model_cfg: dict, backbone: str, texts: Iter
         config = AlignConfig(text_config={**text_tower, "vocab_size": len(vocab)}, vision_config=vision,
                              projection_dim=embed_dim, temperature_init_value=0.07)
         # kakaobrain/align-base's processor at this input size: a bilinear square resize (346 for 289), a centre
-        # crop, pixels to [-1, 1]
+        # crop, pixels to [-1, 1] (its include_top false: no further division by the std, which took them to [-2, 2])
         resized = round(size * 346 / 289)
         processor = EfficientNetImageProcessor(size={"height": resized, "width": resized},
                                                crop_size={"height": size, "width": size}, do_center_crop=True,
