@@ -1,5 +1,6 @@
 """HierarCaps P, R, tau_d (code and paper readings) against a per-image loop over radius levels written from
-the paper's App. B.5 and the released eval.py, with scipy's Kendall tau; the root of each geometry; NaN refusal."""
+the paper's App. B.5 and the released eval.py (each distinct image once, against the captions of every row that
+shows it), with scipy's Kendall tau; the root of each geometry; NaN refusal."""
 
 import numpy as np
 import pytest
@@ -19,9 +20,12 @@ CHAINS = [("animal", "dog", "a dog on grass", "a brown dog running on the grass"
           ("vehicle", "bus", "a bus in a street", "a yellow bus waiting in a busy street"),
           ("vehicle", "car", "a car on a road", "a small car parked by the road at night"),
           ("plant", "tree", "a tree in a field", "a tall tree alone in a green field")]
+# more COCO captions of images 0 and 2, as rows of their own (the test CSV may repeat an image)
+SHARING = [(0, ("animal", "puppy", "a puppy in a park", "a small puppy playing in a sunny park")),
+           (2, ("vehicle", "bus", "a bus at a stop", "a red bus stopped at a crowded stop"))]
 
 
-def _write(tmp_path):
+def _write(tmp_path, shared: bool = False):
     g = torch.Generator().manual_seed(4)
     images = tmp_path / "hc" / "assets" / "test_imgs"
     images.mkdir(parents=True)
@@ -30,6 +34,8 @@ def _write(tmp_path):
         name = f"COCO_val2014_{i:012d}.jpg"
         random_image(g, 22, 18 + i).save(images / name)
         items.append(HierarCapsItem(i, chain, f"http://images.cocodataset.org/val2014/{name}", images / name))
+    for image, chain in SHARING if shared else ():
+        items.insert(image + 1, HierarCapsItem(len(items), chain, items[image].image_url, items[image].image))
     write_hierarcaps_test(tmp_path / "hc" / "data" / "hierarcaps_test.csv", items)
     return items
 
@@ -44,12 +50,14 @@ def _oracle(ctx, items, steps=50) -> dict[str, float]:
             radius = (torch.asinh(c.sqrt() * embeds.norm(dim=1)) / c.sqrt()).numpy()
         else:  # distance to the empty-string embedding
             radius = (embeds - embed_texts_one_by_one(model, ctx.tokenizer, [""])[0]).norm(dim=1).numpy()
-        images = embed_one_by_one(model, [load_image(it.image) for it in items], lambda im: resize_center_crop(im, SIZE))
+        files = list(dict.fromkeys(it.image for it in items))
+        images = embed_one_by_one(model, [load_image(f) for f in files], lambda im: resize_center_crop(im, SIZE))
         sim = model.similarity(images, embeds).numpy()
     out = {}
     for variant in ("code", "paper"):
         precision, recall = [], []
-        for i, item in enumerate(items):
+        for i, file in enumerate(files):
+            gts = [it.captions for it in items if it.image == file]
             top = radius[sim[i].argmax()]
             levels = np.linspace(radius.min(), radius.max(), steps) if variant == "code" else np.linspace(0, top, steps)
             preds = []
@@ -61,8 +69,8 @@ def _oracle(ctx, items, steps=50) -> dict[str, float]:
                         preds.append(best)
             if variant == "paper":
                 preds = preds[1:]
-            precision.append(len(set(preds) & set(item.captions)) / max(1, len(set(preds))))
-            recall.append(np.mean([c in preds for c in item.captions]))
+            precision.append(len(set(preds) & {c for gt in gts for c in gt}) / max(1, len(set(preds))))
+            recall.append(np.mean([any(gt[tier] in preds for gt in gts) for tier in range(4)]))
         suffix = "" if variant == "code" else "_paper"
         out[f"precision{suffix}"] = float(np.mean(precision))
         out[f"recall{suffix}"] = float(np.mean(recall))
@@ -75,12 +83,12 @@ def _oracle(ctx, items, steps=50) -> dict[str, float]:
     return out
 
 
-@pytest.mark.parametrize("method", ["clip", "meru"])
-def test_precision_recall_tau_match_the_per_image_loop(tmp_path, method):
-    items = _write(tmp_path)
+@pytest.mark.parametrize("method, shared", [("clip", False), ("meru", False), ("clip", True)])
+def test_precision_recall_tau_match_the_per_image_loop(tmp_path, method, shared):
+    items = _write(tmp_path, shared)
     ctx = context(method, tmp_path, {"hierarcaps_test": "hc/data/hierarcaps_test.csv"})
     result = hierarcaps.run(ctx, "hierarcaps")
-    assert result.n_samples == 5
+    assert result.n_samples == len(items) == (7 if shared else 5)
     assert result.metrics == pytest.approx(_oracle(ctx, items), abs=1e-6)
 
 

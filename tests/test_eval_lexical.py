@@ -80,7 +80,7 @@ def _breeds(tmp_path):
 
 
 def _breeds_oracle(ctx, tmp_path, supers: list[str], prompts, sign: float = -1.0) -> dict[int, float]:
-    """Every candidate pair scored in a loop; C picked on each half, scored on the other."""
+    """Every candidate pair scored in a loop; C picked on each fold, scored on the other."""
     model = ctx.model
     dataset = read_imagefolder(tmp_path / "classification" / "imagenet", "test")
     fine = [c for s in supers for c in SUPER[s]]
@@ -110,8 +110,7 @@ def _breeds_oracle(ctx, tmp_path, supers: list[str], prompts, sign: float = -1.0
                     continue
                 row.append(sum(v >= score[truth] for v in score.values()) - 1 < k)
             hits[ci, k] = np.array(row)
-    half = len(samples) // 2
-    folds = (np.arange(half), np.arange(half, len(samples)))
+    folds = tuple(fold.numpy() for fold in lexical.breeds_folds(len(samples)))
     out = {}
     for k in (1, 5):
         held = []
@@ -169,6 +168,22 @@ def test_breeds_both_signs_hand_worked():
     minus = lexical.cross_validated_recall(two, angles, general, specific, truth.expand(2), (0.0, 0.2), (1, 5), -1.0)
     plus = lexical.cross_validated_recall(two, angles, general, specific, truth.expand(2), (0.0, 0.2), (1, 5), 1.0)
     assert minus == {1: 1.0, 5: 1.0} and plus == {1: 0.0, 5: 1.0}
+
+
+def test_breeds_folds_are_a_seeded_random_split_into_equal_halves():
+    """App. B.6 splits the test items into two equally sized folds. The ImageNet test set is stored class by class,
+    so its first and second halves would be nearly class-disjoint: the folds must mix the items of both halves."""
+    for count in (2, 7, 100, 1121):
+        first, second = lexical.breeds_folds(count)
+        assert (len(first), len(second)) == (count // 2, count - count // 2)
+        assert sorted(torch.cat([first, second]).tolist()) == list(range(count))
+        assert all(torch.equal(a, b) for a, b in zip(lexical.breeds_folds(count), (first, second)))  # seeded
+    first, second = lexical.breeds_folds(100)
+    for fold in (first, second):  # two classes stored in turn (items 0-49, 50-99): each fold holds both, about equally
+        assert 15 <= int((fold < 50).sum()) <= 35
+    assert not torch.equal(lexical.breeds_folds(100, seed=1)[0], first)
+    with pytest.raises(ValueError, match="at least two items"):
+        lexical.breeds_folds(1)
 
 
 def test_nan_embeddings_are_an_error(tmp_path):

@@ -8,6 +8,7 @@ import json
 import open_clip
 import pytest
 import torch
+from PIL import Image
 from open_clip.model import CLIP as OpenCLIP
 from transformers import (AlignConfig, AlignModel, BertTokenizer, CLIPConfig, CLIPImageProcessor, CLIPModel,
                           EfficientNetImageProcessor)
@@ -16,7 +17,10 @@ from open_clip.tokenizer import bytes_to_unicode
 from transformers import CLIPTokenizer
 from transformers.utils.logging import disable_progress_bar
 
+from hypvl.data.formats.common import CaptionedImage
+from hypvl.data.transforms import squeeze, to_tensor_batch
 from hypvl.errors import InputError
+from hypvl.evaluate.retrieval import retrieval_embeddings
 from hypvl.models.checkpoints import load_checkpoint, save_checkpoint
 from hypvl.models.library import import_library_model
 
@@ -72,8 +76,10 @@ def transformers_folder(tmp_path, architecture):
                            "out_channels": [16], "strides": [2], "num_block_repeats": [1], "expand_ratios": [1],
                            "depthwise_padding": [], "width_coefficient": 1.0, "depth_coefficient": 1.0}))
         tokenizer = BertTokenizer(vocab=vocab, model_max_length=12)
-        processor = EfficientNetImageProcessor(size={"height": 32, "width": 32}, do_center_crop=False,
-                                               rescale_factor=1 / 127.5, rescale_offset=True)
+        # kakaobrain/align-base's processor, scaled down: a square resize (346), a centre crop (289), bilinear
+        processor = EfficientNetImageProcessor(size={"height": 38, "width": 38}, crop_size={"height": 32, "width": 32},
+                                               do_center_crop=True, resample=2, rescale_factor=1 / 127.5,
+                                               rescale_offset=True, include_top=False)
     folder = tmp_path / architecture
     disable_progress_bar()
     for part in (model, tokenizer, processor):
@@ -108,6 +114,36 @@ def test_a_transformers_folder_gives_the_models_own_embeddings(tmp_path, archite
         assert torch.allclose(wrapped.image_features(images()), expected_image, atol=1e-6)
         scores = wrapped.similarity(wrapped.encode_image(images()), wrapped.encode_text(wrapped.tokenizer(TEXTS)))
     assert scores.shape == (3, len(TEXTS)) and wrapped.image_size == 32
+
+
+@pytest.mark.parametrize("library, architecture", [("open_clip", None), ("transformers", "clip"),
+                                                   ("transformers", "align")])
+def test_retrieval_sees_a_public_model_through_its_own_preprocessing(tmp_path, library, architecture):
+    """The HierarCaps paper evaluates OpenAI's, LAION's and ALIGN's models through their own image processing (CLIP:
+    shorter side to the input size and a centre crop; ALIGN: a square resize and a centre crop), not MERU's squeeze.
+    The oracle: the library's own transform of a 48 x 40 image, into the library's own model."""
+    image_path = tmp_path / "image.png"
+    Image.fromarray(torch.randint(0, 256, (40, 48, 3), generator=torch.Generator().manual_seed(2),
+                                  dtype=torch.uint8).numpy()).save(image_path)
+    image = Image.open(image_path).convert("RGB")
+    if library == "open_clip":
+        model, folder = open_clip_folder(tmp_path)
+        preprocess = open_clip.image_transform(32, is_train=False, mean=OPEN_CLIP_CFG["preprocess_cfg"]["mean"],
+                                               std=OPEN_CLIP_CFG["preprocess_cfg"]["std"])
+        with torch.no_grad():
+            own = model.encode_image(preprocess(image)[None], normalize=True)
+    else:
+        model, _, processor, folder = transformers_folder(tmp_path, architecture)
+        with torch.no_grad():
+            own = model.get_image_features(**processor(images=image, return_tensors="pt")).pooler_output
+        own = torch.nn.functional.normalize(own, dim=-1)
+    wrapped = import_library_model(folder, library, "pretrained:test")
+    images, _, _ = retrieval_embeddings(wrapped, wrapped.tokenizer, [CaptionedImage(image_path, ("a cat",))], 32, 4,
+                                        "test")
+    assert torch.allclose(images, own, atol=1e-5)
+    with torch.no_grad():
+        squeezed = wrapped.encode_image(to_tensor_batch([squeeze(image, 32)]))
+    assert not torch.allclose(squeezed, own, atol=1e-2)  # MERU's squeeze, what retrieval took before
 
 
 @pytest.mark.parametrize("library", ["open_clip", "transformers"])

@@ -211,6 +211,29 @@ def test_hierarcaps_hand_worked():
     assert paper == pytest.approx({"precision": 1.0, "recall": 0.5})
 
 
+def test_hierarcaps_scores_each_image_once_against_all_its_rows_captions():
+    # The hand-worked image above (code retrieves {t0, t1, t3}, paper {t1, t3}) shown by rows A = (t1, t2, t3, t4)
+    # and B = (t0, t2, t4, t3); a second, identical image by row C = (t1, t2, t3, t4) alone. Rows in file order A, C, B.
+    # Image 0, GT = A | B = {t0..t4}: code P = 3/3; tiers found in A or B: t1 | t0, -, t3, t4 | t3 -> R = 3/4.
+    #   paper P = 2/2; tiers: t1, -, t3, t3 (B) -> R = 3/4.
+    # Image 1: as the hand-worked case, code P = 2/3, R = 2/4; paper P = 1, R = 2/4.
+    # Means over the two images: code P = 5/6, R = 5/8; paper P = 1, R = 5/8 (per row it would be P = 2/3, R = 1/2).
+    similarity = torch.tensor([[0.1, 0.3, 0.2, 0.5, 0.4]]).expand(2, 5)
+    radii = torch.tensor([0.1, 0.2, 0.3, 0.4, 0.5])
+    ground_truth = torch.tensor([[1, 2, 3, 4], [1, 2, 3, 4], [0, 2, 4, 3]])
+    image_of = torch.tensor([0, 1, 0])
+    code = hierarcaps_precision_recall(similarity, radii, ground_truth, variant="code", image_of=image_of)
+    paper = hierarcaps_precision_recall(similarity, radii, ground_truth, variant="paper", image_of=image_of)
+    assert code == pytest.approx({"precision": 5 / 6, "recall": 5 / 8})
+    assert paper == pytest.approx({"precision": 1.0, "recall": 5 / 8})
+    # one row per image: the same as leaving image_of out
+    one_each = ground_truth[:2]
+    assert hierarcaps_precision_recall(similarity, radii, one_each, variant="code", image_of=torch.tensor([1, 0])) \
+        == hierarcaps_precision_recall(similarity, radii, one_each, variant="code")
+    with pytest.raises(ValueError, match="must show each of the 2 images"):
+        hierarcaps_precision_recall(similarity, radii, ground_truth, variant="code", image_of=torch.tensor([0, 0, 0]))
+
+
 def brute_force_hierarcaps(similarity, radii, ground_truth, variant, steps=50):
     precisions, recalls = [], []
     for sims, truth in zip(similarity, ground_truth):

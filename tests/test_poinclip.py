@@ -6,8 +6,9 @@ Hand-worked case (curvature -1, K = 0.1): x = (0.5, 0), y = (0.5, 0.5).
   = (0.25 * 1.25 - 0.25 * 1.5) / (0.5 * 0.5 * sqrt(0.625)) = -1/sqrt(10); at apex y (swap the roles):
   (0.25 * 1.5 - 0.5 * 1.25) / (sqrt(0.5) * 0.5 * sqrt(0.625)) = -2/sqrt(5).
 - Eq. 8: aper(x) = asin(0.1 * 0.75 / 0.5) = asin(0.15); aper(y) = asin(0.1 * 0.5 / sqrt(0.5)) = asin(0.05 sqrt(2)).
-- Eq. 6 (softmax reading): softmax(y) is uniform, 1 bit; softmax(x) = (s, 1 - s), s = 1 / (1 + e^-0.5), below 1 bit.
-  So x, the lower-entropy embedding, is the apex whichever modality it is.
+- Eq. 6 (literal reading, the default): H(x) = -0.5 log2 0.5 = 0.5 bit, H(y) = 2 * 0.5 bit = 1 bit; (softmax reading)
+  softmax(y) is uniform, 1 bit; softmax(x) = (s, 1 - s), s = 1 / (1 + e^-0.5), below 1 bit. Under both, x (|x| = 0.5,
+  nearer the origin than |y| = 0.71) has the lower entropy and is the apex whichever modality it is.
 """
 
 import json
@@ -57,6 +58,10 @@ def test_entropy_readings_match_scipy():
     torch.testing.assert_close(embedding_entropy(torch.cat([Y, X]), "softmax"),
                                torch.tensor([1.0, -s * math.log2(s) - (1 - s) * math.log2(1 - s)], dtype=torch.float64))
     torch.testing.assert_close(embedding_entropy(X, "abs"), torch.zeros(1, dtype=torch.float64))
+    # literal: -sum |x_i| log2 |x_i| by hand (0 log 0 = 0), and scipy's elementwise entr on |x| in nats
+    torch.testing.assert_close(embedding_entropy(torch.cat([Y, X])), torch.tensor([1.0, 0.5], dtype=torch.float64))
+    literal = scipy.special.entr(x.abs().numpy()).sum(axis=-1) / math.log(2)
+    torch.testing.assert_close(embedding_entropy(x, "literal"), torch.from_numpy(literal))
     with pytest.raises(ValueError, match="entropy reading"):
         embedding_entropy(X, "raw")
 
@@ -81,6 +86,29 @@ def test_entailment_loss_hand_worked_2d():
     torch.testing.assert_close(cone_loss(X, inside, 1.0, 0.5), torch.tensor(-0.5 * angle, dtype=torch.float64))
     with pytest.raises(ValueError, match="entailment order"):
         image_is_apex(X, Y, order="image_entails_text")
+
+
+def _at_radius(radius: float, count: int, dim: int, seed: int) -> torch.Tensor:
+    """`count` points of norm `radius` in random directions of R^dim."""
+    directions = torch.randn(count, dim, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    return radius * torch.nn.functional.normalize(directions, dim=-1)
+
+
+def test_default_entropy_makes_the_point_nearer_the_origin_the_apex():
+    """The paper assumes entropy increases along the cone, outward from the origin, so the simpler concept (lower
+    entropy) nearer the origin is the apex. The default (literal) reading does so; softmax reverses it; abs ignores
+    the radius."""
+    assert _model("poinclip").entropy == "literal"
+    inner, outer = _at_radius(0.5, 200, 64, 0), _at_radius(0.7, 200, 64, 1)
+    # points of known radius in independent directions: the text (norm 0.5) is the apex of every pair
+    assert not image_is_apex(outer, inner).any() and image_is_apex(inner, outer).all()
+    assert image_is_apex(outer, inner, reading="softmax").all()  # the outer image: the cone order reversed
+    # along one ray: the literal entropy grows with the radius (every |x_i| < 1/e), the softmax one falls
+    ray = _at_radius(1.0, 1, 64, 2) * torch.linspace(0.1, 0.99, 12, dtype=torch.float64)[:, None]
+    assert (embedding_entropy(ray).diff() > 0).all() and (embedding_entropy(ray, "softmax").diff() < 0).all()
+    assert not image_is_apex(ray[-1:], ray[:1]).item() and image_is_apex(ray[-1:], ray[:1], reading="softmax").item()
+    # abs sees the direction only: equal along the ray
+    torch.testing.assert_close(embedding_entropy(ray, "abs"), embedding_entropy(ray[:1], "abs").expand(12))
 
 
 def test_contrastive_logits_are_negative_geoopt_distances_over_tau():

@@ -16,7 +16,9 @@ from hypvl.errors import InputError
 from hypvl.evaluate.radial import entailment_root
 from hypvl.models.build import build_model
 from hypvl.models.checkpoints import load_checkpoint, save_checkpoint
-from hypvl.train.radial import Root, batch_losses, finetune
+from hypvl.models.standins import standin_model
+from hypvl.train import radial
+from hypvl.train.radial import Root, batch_losses, embed, finetune
 from hypvl.train.radial_recipe import RadialRecipe, radial_recipe, radial_schedule
 from hypvl.train.recipe import RADIAL_OVERRIDES
 from hypvl.train.trainer import train
@@ -73,6 +75,27 @@ def test_alignment_is_reproducible_for_a_seed_and_the_seed_orders_the_batches(tm
     runs = [align(tmp_path, base, seed, out=f"run{i}")["model"] for i, seed in enumerate((0, 0, 1))]
     assert all(torch.equal(runs[0][key], runs[1][key]) for key in runs[0])
     assert not torch.equal(runs[0]["textual_proj.weight"], runs[2]["textual_proj.weight"])
+
+
+def test_the_aligned_model_trains_in_train_mode_so_aligns_bert_drops_out(tmp_path, monkeypatch):
+    """The authors' train.py calls .train() on the model it aligns: ALIGN's BERT (dropout 0.1) drops out, so two
+    copies of one text embed differently during alignment; the pretrained reference of L_reg stays in eval mode."""
+    model = standin_model("align", MODEL_CFG, "vit_s16", [text for row in ROWS for text in (*row.positive, *row.negative)])
+    assert model.model.config.text_config.hidden_dropout_prob > 0
+    base = tmp_path / "align.pt"
+    save_checkpoint(base, model, {**model.recipe(), "experiment": "base"}, step=0)
+    seen = []
+
+    def spy(recipe, aligned, frozen, rows, device, **kwargs):
+        with torch.no_grad():
+            first, second = embed(aligned, [rows[0].positive[0]] * 2, device)
+        seen.append((aligned.training, frozen.training, not torch.equal(first, second)))
+        return batch_losses(recipe, aligned, frozen, rows, device, **kwargs)
+
+    monkeypatch.setattr(radial, "batch_losses", spy)
+    runs = [align(tmp_path, base, out=f"run{i}")["model"] for i in range(2)]
+    assert seen == [(True, False, True)] * 6  # 3 steps a run
+    assert all(torch.equal(runs[0][key], runs[1][key]) for key in runs[0])  # the seed fixes dropout's draws too
 
 
 def test_the_clip_objective_trains_the_text_tower_on_the_rows_with_an_image(tmp_path):

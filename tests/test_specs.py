@@ -5,7 +5,7 @@ import pytest
 from hypvl.losses.contrastive import HCC_TERMS
 from hypvl.losses.entailment import HCE_TERMS
 from hypvl.expected import load_expected
-from hypvl.spec import Column, External, load_all_specs
+from hypvl.spec import Column, External, load_all_specs, measures
 
 from conftest import REPO
 
@@ -82,6 +82,16 @@ def test_mean16_is_the_mean_of_table1s_sixteen_datasets(specs):
     printed = load_expected(table1.expected_path)
     mean = sum(printed.value("grit_vits_hycoclip", column) for column in printed.columns) / 16
     assert round(mean, 1) == load_expected(hyco.tables["table9"].expected_path).value("vits_hycoclip", "mean16")
+
+
+def test_zero_shot_columns_of_merus_lineage_read_mean_per_class_accuracy(specs):
+    """MERU's and HyCoCLIP's code report torchmetrics' macro average (mean per-class accuracy); the papers built on
+    them (PoinCLIP, and syntax-preserving VSE, whose Table 1 prints "Top-1 Accuracy" in HyCoCLIP's setting) read the
+    same. HierarCaps probes public CLIPs with CLIP's protocol and is left out."""
+    read = {(paper, m.metric) for paper in ("meru", "hycoclip", "poinclip", "syntax_vse")
+            for table in specs[paper].tables.values() for column in table.columns.values()
+            if not isinstance(column, External) for m in measures(column.term) if m.task.startswith("zs_")}
+    assert read == {(paper, "mean_per_class_accuracy") for paper in ("meru", "hycoclip", "poinclip", "syntax_vse")}
 
 
 def test_table4_rows_each_drop_the_named_loss_term(specs):

@@ -1,7 +1,8 @@
 """Image views for evaluation, done in PIL (one resize call per image), and PIL images batched to tensors.
 
 They follow torchvision's definitions, which MERU and HyCoCLIP use: Resize of the shorter side plus CenterCrop
-for classification, and a plain resize ("squeeze") for retrieval. Bicubic throughout. (Training crops are
+for classification, and a plain resize ("squeeze") for retrieval (a public model's own preprocessing aside:
+`DualEncoder.retrieval_view`). Bicubic throughout. (Training crops are
 torchvision.transforms.v2's RandomResizedCrop, in hypvl.train.data.)
 """
 

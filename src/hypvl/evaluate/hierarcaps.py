@@ -1,7 +1,9 @@
 """HierarCaps hierarchical image-to-text matching (HierarCaps paper Sec. 6.1, App. B.5; HyCoCLIP Table 10).
 
 The candidate texts are the distinct captions of all test rows (4 tiers each; generic tiers repeat, and
-a tier counts as retrieved when its string is). Images are resized and centre-cropped. For each image,
+a tier counts as retrieved when its string is). Each distinct image is embedded (resized and centre-cropped) and
+scored once, against the captions of every row that shows it, as the released eval.py does; tau_d is a mean over
+rows. (The released test CSV has one row per image.) For each image,
 texts are retrieved at 50 radius levels (`metrics.hierarcaps_retrieved`) with the method's similarity
 and the radial geometry of `radial` (Euclidean: the empty-string root; hyperbolic: the origin).
 Both readings are recorded: `precision`, `recall`, `kendall_tau` follow the released code (global
@@ -36,14 +38,17 @@ def evaluate_hierarcaps(ctx: EvalContext, path: Path, steps: int = STEPS, name: 
     index = {text: i for i, text in enumerate(texts)}
     ground_truth = torch.tensor([[index[c] for c in item.captions] for item in items])
     model = ctx.model
-    images = image_embeddings(model, lambda i: load_image(items[i].image), len(items),
+    slot = {file: i for i, file in enumerate(dict.fromkeys(item.image for item in items))}
+    files, image_of = list(slot), torch.tensor([slot[item.image] for item in items])
+    images = image_embeddings(model, lambda i: load_image(files[i]), len(files),
                               lambda img: resize_center_crop(img, ctx.image_size), ctx.batch_size, name)
     text_embeds = text_embeddings(model, ctx.tokenizer, texts, ctx.batch_size, name)
     text_radii = radii(model, text_embeds, entailment_root(model, ctx.tokenizer))
     similarity = model.similarity(images, text_embeds)
     metrics = {}
     for variant, suffix in (("code", ""), ("paper", "_paper")):
-        scores = hierarcaps_precision_recall(similarity, text_radii, ground_truth, variant=variant, steps=steps)
+        scores = hierarcaps_precision_recall(similarity, text_radii, ground_truth, variant=variant, steps=steps,
+                                             image_of=image_of)
         metrics[f"precision{suffix}"] = scores["precision"]
         metrics[f"recall{suffix}"] = scores["recall"]
         metrics[f"kendall_tau{suffix}"] = kendall_tau_d(text_radii[ground_truth], variant=variant)

@@ -16,8 +16,9 @@ ordered pairs of distinct labels (x, y) with x closer to the root. The paper pri
 c_x + c_y + C * Xi_r(x, y) with C in [0, 0.2], which rewards pairs that are *not* entailed (a small Xi
 means y lies along the ray from the root through x); both readings are computed: `r1`, `r5` score
 c_x + c_y - C * Xi (our default), `r1_plus_xi`, `r5_plus_xi` the printed + C * Xi. C is chosen among 20
-equally spaced values in [0, 0.2] by 2-fold cross-validation (App. B.6; folds: the first and second half
-of each subset's items in ImageNet test-set order), separately for R@1 and R@5, and the two folds'
+equally spaced values in [0, 0.2] by 2-fold cross-validation (App. B.6: "two equally-sized folds" of the
+test items; `breeds_folds`, a seeded random split of each subset's items, since the test set is stored class
+by class and its halves would nearly split the classes), separately for R@1 and R@5, and the two folds'
 held-out recalls are averaged. Recalls are fractions; each aggregate is the unweighted mean over subsets
 (the paper does not say how subsets are combined); `<subset>_r1`, `<subset>_r5` per subset (default sign).
 
@@ -48,6 +49,7 @@ BREEDS_COSTS = tuple(np.linspace(0.0, 0.2, 20).tolist())
 BREEDS_KS = (1, 5)
 BREEDS_PROMPTS = "clip_imagenet_80"
 BREEDS_SIGNS = {"": -1.0, "_plus_xi": 1.0}  # metric suffix -> sign of C * Xi in the pair score
+BREEDS_FOLD_SEED = 0
 SINGLE_PROMPT_TASK = "breeds_prompt_"  # + a key of BREEDS_SINGLE_PROMPTS
 
 
@@ -97,13 +99,20 @@ def pair_hits(image_label_scores: torch.Tensor, angles: torch.Tensor, general: t
     return hits_at_k(scores, truth, ks)
 
 
+def breeds_folds(count: int, seed: int = BREEDS_FOLD_SEED) -> tuple[torch.Tensor, torch.Tensor]:
+    """App. B.6's two equally sized folds of `count` test items (the second one item larger for an odd count): a
+    random permutation seeded by `seed`, cut in two; each fold's item indices in ascending order."""
+    if count < 2:
+        raise ValueError("BREEDS cross-validation needs at least two items")
+    order = torch.randperm(count, generator=torch.Generator().manual_seed(seed))
+    return order[:count // 2].sort().values, order[count // 2:].sort().values
+
+
 def cross_validated_recall(image_label_scores, angles, general, specific, truth,
                            costs=BREEDS_COSTS, ks=BREEDS_KS, sign: float = -1.0) -> dict[int, float]:
-    """Recall@k as a fraction: C picked on one half of the items, scored on the other, both ways, averaged."""
-    half = len(truth) // 2
-    folds = (torch.arange(half), torch.arange(half, len(truth)))
-    if half == 0:
-        raise ValueError("BREEDS cross-validation needs at least two items")
+    """Recall@k as a fraction: C picked on one fold of the items (`breeds_folds`), scored on the other, both ways,
+    averaged."""
+    folds = breeds_folds(len(truth))
     per_cost = [pair_hits(image_label_scores, angles, general, specific, truth, c, ks, sign) for c in costs]
     result = {}
     for k in ks:

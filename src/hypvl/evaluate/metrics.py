@@ -289,20 +289,30 @@ def hierarcaps_precision_recall(
     *,
     variant: HierarCapsVariant,
     steps: int = 50,
+    image_of: torch.Tensor | np.ndarray | None = None,
 ) -> dict[str, float]:
     """HierarCaps P and R as fractions, averaged over images.
 
-    ground_truth: (I, K) indices into the candidate texts of each image's K (= 4) ground-truth captions,
-    most general tier first. P = |retrieved & GT| / max(1, |retrieved|); R = fraction of the K tiers whose
-    caption is retrieved. similarity, text_radii, variant, steps: as in `hierarcaps_retrieved`.
+    ground_truth: (N, K) indices into the candidate texts of each test row's K (= 4) ground-truth captions, most
+    general tier first. image_of: (N,) the image (row of `similarity`) of each test row; None: row i's is image i.
+    Each image is scored once against the captions of every row that shows it, as the released eval.py does
+    (several COCO captions may describe one image): P = |retrieved & GT| / max(1, |retrieved|), GT the union of
+    its rows' captions; R = the fraction of the K tiers whose caption, of any of its rows, is retrieved.
+    similarity, text_radii, variant, steps: as in `hierarcaps_retrieved`.
     """
     retrieved = hierarcaps_retrieved(similarity, text_radii, variant=variant, steps=steps)
     ground_truth = torch.as_tensor(ground_truth).long()
-    if ground_truth.shape[0] != retrieved.shape[0]:
-        raise ValueError(f"ground_truth covers {ground_truth.shape[0]} images, similarity {retrieved.shape[0]}")
-    gt_mask = torch.zeros_like(retrieved).scatter_(1, ground_truth, True)
+    num_images = retrieved.shape[0]
+    image_of = torch.arange(ground_truth.shape[0]) if image_of is None else torch.as_tensor(image_of).long()
+    if image_of.shape != ground_truth.shape[:1] or not torch.equal(image_of.unique(), torch.arange(num_images)):
+        raise ValueError(f"the {ground_truth.shape[0]} ground-truth rows must show each of the {num_images} images")
+    rows = image_of[:, None].expand_as(ground_truth)
+    gt_mask = torch.zeros_like(retrieved)
+    gt_mask[rows, ground_truth] = True
     precision = (retrieved & gt_mask).sum(dim=1).double() / retrieved.sum(dim=1).clamp(min=1)
-    recall = retrieved.gather(1, ground_truth).double().mean(dim=1)
+    tier_found = torch.zeros(num_images, ground_truth.shape[1], dtype=torch.float64)
+    tier_found.index_add_(0, image_of, retrieved[rows, ground_truth].double())
+    recall = (tier_found > 0).double().mean(dim=1)
     return {"precision": precision.mean().item(), "recall": recall.mean().item()}
 
 

@@ -1,7 +1,9 @@
 """Zero-shot image-text retrieval (MERU Table 1, HyCoCLIP Table 2): COCO val2017 and Flickr30K Karpathy test.
 
-Images are squeezed to the input size (resized ignoring the aspect ratio, as MERU does); every caption
-of the set is a candidate. t2i: each caption queries the images, its one image is the positive; i2t:
+Images are squeezed to the input size (resized ignoring the aspect ratio, as MERU does), or, for a public model
+(OpenAI's and LAION's CLIPs, ALIGN: the HierarCaps paper's), viewed as its own preprocessing does
+(`DualEncoder.retrieval_view`: CLIP's shorter side resized and centre-cropped); every caption of the set is a
+candidate. t2i: each caption queries the images, its one image is the positive; i2t:
 each image queries the captions, any of its captions counts. Scores are the method's own similarity
 (cosine; for MERU/HyCoCLIP the Lorentzian inner product, which ranks exactly as the negative distance
 since d = acosh(-c<x, y>_L)/sqrt(c) and skips the acosh), computed once, a block of images at a time,
@@ -15,7 +17,6 @@ import torch
 
 from hypvl.data.formats.common import CaptionedImage
 from hypvl.data.formats.imagefolder import load_image
-from hypvl.data.transforms import squeeze
 from hypvl.evaluate.context import EvalContext, TaskResult
 from hypvl.evaluate.features import image_embeddings, text_embeddings
 from hypvl.evaluate.metrics import recall_at_k
@@ -66,14 +67,21 @@ def recalls(similarity, images: torch.Tensor, texts: torch.Tensor, owner: torch.
 
 
 @torch.no_grad()
-def evaluate_retrieval(model, tokenizer, items: Sequence[CaptionedImage], image_size: int, batch_size: int,
-                       name: str) -> TaskResult:
-    """t2i_r{1,5,10} and i2t_r{1,5,10} in percent; n_samples = number of images."""
+def retrieval_embeddings(model, tokenizer, items: Sequence[CaptionedImage], image_size: int, batch_size: int,
+                         name: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(I, D) embeddings of the images in the model's `retrieval_view`, (T, D) caption embeddings, (T,) image of
+    each caption."""
     captions = [caption for item in items for caption in item.captions]
     owner = torch.tensor([index for index, item in enumerate(items) for _ in item.captions])
     images = image_embeddings(model, lambda i: load_image(items[i].image), len(items),
-                              lambda img: squeeze(img, image_size), batch_size, name)
-    texts = text_embeddings(model, tokenizer, captions, batch_size, name)
+                              lambda img: model.retrieval_view(img, image_size), batch_size, name)
+    return images, text_embeddings(model, tokenizer, captions, batch_size, name), owner
+
+
+def evaluate_retrieval(model, tokenizer, items: Sequence[CaptionedImage], image_size: int, batch_size: int,
+                       name: str) -> TaskResult:
+    """t2i_r{1,5,10} and i2t_r{1,5,10} in percent; n_samples = number of images."""
+    images, texts, owner = retrieval_embeddings(model, tokenizer, items, image_size, batch_size, name)
     return TaskResult(recalls(ranking_score(model), images, texts, owner), len(items))
 
 

@@ -4,11 +4,15 @@ Contrastive: CLIP's symmetric InfoNCE over the negative Poincaré distance (Eq. 
 inverse temperature. Entailment: per image-text pair the embedding of lower entropy (Eq. 6) is the cone
 apex x and the other y (or, for the "Poincaré" ablation, the text is always the apex, as in MERU);
 `L_entail = max(0, ext(Oxy) - aper(x)) - lambda_reg * ext(Oxy)` (Eq. 7-9), averaged over the batch.
-The paper leaves the entropy of a real-valued vector undefined; `ENTROPY_INPUTS` are the two readings
-(see `embedding_entropy`). The order is a discrete choice per pair and carries no gradient.
+The paper leaves the entropy of a real-valued vector undefined; `ENTROPY_INPUTS` are the readings (see
+`embedding_entropy`), the first the default: the one under which, as the paper assumes, entropy increases outward
+along the cone, so the point nearer the origin is the apex. The order is a discrete choice per pair and carries no
+gradient.
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 from torch import Tensor
@@ -18,7 +22,7 @@ from hypvl.geometry.precision import full_precision
 from hypvl.losses.contrastive import times_inverse_temperature
 
 ENTAILMENT_ORDERS = ("entropy", "text_entails_image")
-ENTROPY_INPUTS = ("softmax", "abs")
+ENTROPY_INPUTS = ("literal", "softmax", "abs")
 
 
 @full_precision
@@ -37,30 +41,37 @@ def poincare_logits(a: Tensor, b: Tensor, curv: float | Tensor, logit_scale: Ten
 
 
 @full_precision
-def embedding_entropy(x: Tensor, reading: str = "softmax") -> Tensor:
-    """Entropy in bits, `-sum_i p_i log2 p_i` (PoinCLIP Eq. 6), of each embedding read as a distribution.
+def embedding_entropy(x: Tensor, reading: str = "literal") -> Tensor:
+    """Entropy in bits (PoinCLIP Eq. 6, `-sum_i x_i log2 x_i`) of each embedding, under one of three readings.
 
     Eq. 6 applies `x log2 x` to the coordinates, which is undefined for the negative ones; the readings:
-      "softmax": p = softmax(x) over the D coordinates (a categorical with logits x);
+      "literal": `-sum_i |x_i| log2 |x_i|` (0 log 0 = 0), Eq. 6 on the coordinates' magnitudes. For a point of the
+                 ball every |x_i| < 1, and while every |x_i| < 1/e it grows along each ray from the origin (the
+                 paper's assumption that entropy increases along the cone, whose apex lies nearer the origin);
+      "softmax": p = softmax(x) over the D coordinates (a categorical with logits x); it falls along each ray;
       "abs":     p = |x| / ||x||_1 (depends on the direction only).
 
     Args:
         x: (B, D) embeddings.
         reading: one of `ENTROPY_INPUTS`.
     Returns:
-        (B,) entropies in [0, log2 D].
+        (B,) entropies; in [0, log2 D] for "softmax" and "abs".
     """
-    if reading == "softmax":
-        log_p = torch.log_softmax(x, dim=-1)
-    elif reading == "abs":
-        p = x.abs() / x.abs().sum(dim=-1, keepdim=True).clamp(min=torch.finfo(x.dtype).tiny)
-        log_p = torch.log(p.clamp(min=torch.finfo(x.dtype).tiny))
+    if reading == "literal":
+        nats = -torch.special.xlogy(x.abs(), x.abs()).sum(dim=-1)
+    elif reading in ("softmax", "abs"):
+        if reading == "softmax":
+            log_p = torch.log_softmax(x, dim=-1)
+        else:
+            p = x.abs() / x.abs().sum(dim=-1, keepdim=True).clamp(min=torch.finfo(x.dtype).tiny)
+            log_p = torch.log(p.clamp(min=torch.finfo(x.dtype).tiny))
+        nats = -(log_p.exp() * log_p).sum(dim=-1)
     else:
         raise ValueError(f"entropy reading must be one of {list(ENTROPY_INPUTS)}; got {reading!r}")
-    return -(log_p.exp() * log_p).sum(dim=-1) / torch.log(torch.tensor(2.0, dtype=x.dtype))
+    return nats / math.log(2.0)
 
 
-def image_is_apex(image: Tensor, text: Tensor, order: str = "entropy", reading: str = "softmax") -> Tensor:
+def image_is_apex(image: Tensor, text: Tensor, order: str = "entropy", reading: str = "literal") -> Tensor:
     """(B,) bool: True where the image is the cone apex x of its pair, False where the text is.
 
     "entropy": the image when H(image) < H(text), else the text (a tie makes the text the apex);
@@ -93,7 +104,7 @@ def cone_loss(apex: Tensor, other: Tensor, curv: float | Tensor, lambda_reg: flo
 
 
 def poinclip_entailment(image: Tensor, text: Tensor, curv: float | Tensor, lambda_reg: float,
-                        order: str = "entropy", reading: str = "softmax") -> Tensor:
+                        order: str = "entropy", reading: str = "literal") -> Tensor:
     """PoinCLIP's L_entail over a batch of pairs: each pair's apex chosen by `image_is_apex`, then `cone_loss`.
 
     Args:

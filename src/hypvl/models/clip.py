@@ -11,8 +11,10 @@ import math
 from functools import cached_property
 
 import torch
+from PIL import Image
 from torch import nn
 
+from hypvl.data.transforms import squeeze
 from hypvl.losses.contrastive import clip_logits, global_contrastive
 
 from .encoders import ImageEncoder, TextEncoder, Tokenizer
@@ -35,6 +37,11 @@ class DualEncoder(nn.Module):
         """Clamp learned log-space scalars to the papers' ranges (called before each forward)."""
         with torch.no_grad():
             self.logit_scale.clamp_(max=MAX_LOGIT_SCALE)
+
+    def retrieval_view(self, image: Image.Image, size: int) -> Image.Image:
+        """The `size` x `size` view of an image that retrieval encodes: MERU's squeeze (the wrapped public models:
+        their own preprocessing, `hypvl.models.library`)."""
+        return squeeze(image, size)
 
     def embed_image(self, feats: torch.Tensor) -> torch.Tensor:
         """Projected image features -> embeddings (unit vectors for CLIP)."""

@@ -16,7 +16,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import torch
+from PIL import Image
 from torch import nn
+from torchvision.transforms.functional import to_pil_image
 
 from hypvl.errors import InputError, listed
 
@@ -70,6 +72,12 @@ class OpenCLIPModel(LibraryModel):
         super().__init__(model, tokenizer, size if isinstance(size, int) else size[0],
                          [1 / s for s in std], [-m / s for m, s in zip(mean, std)])
         self.config = config
+        self._view = _open_clip_view(model.visual.preprocess_cfg)
+
+    def retrieval_view(self, image: Image.Image, size: int) -> Image.Image:
+        """The image resized and cropped by open_clip's own evaluation transform (its `resize_mode`: CLIP's shorter
+        side and centre crop), before normalisation; `size` is the model's own."""
+        return to_pil_image((self._view(image) * 255).round().to(torch.uint8))
 
     @property
     def logit_scale(self) -> nn.Parameter:
@@ -108,7 +116,7 @@ class TransformersModel(LibraryModel):
                              f"(wrapped: {', '.join(TEXT_PADDING_MASK)})")
         super().__init__(model, _PaddedTokenizer(tokenizer, model.config.text_config.max_position_embeddings),
                          _processor_size(processor), *pixel_affine(processor))
-        self.files = files
+        self.files, self._processor = files, processor
         self._pad_id = tokenizer.pad_token_id if TEXT_PADDING_MASK[model.config.model_type] else None
 
     @property
@@ -122,6 +130,14 @@ class TransformersModel(LibraryModel):
         else:
             with torch.no_grad():
                 self.model.temperature.clamp_(min=MIN_TEMPERATURE)
+
+    def retrieval_view(self, image: Image.Image, size: int) -> Image.Image:
+        """The image resized and cropped by the model's own image processor (CLIP's: shorter side and centre crop;
+        ALIGN's: a square resize, then a centre crop), before rescaling; `size` is the model's own."""
+        off = {"do_rescale": False, "do_normalize": False} | ({"include_top": False}
+                                                             if hasattr(self._processor, "include_top") else {})
+        pixels = self._processor(images=image, return_tensors="pt", **off)["pixel_values"][0]
+        return to_pil_image(pixels.round().clamp(0, 255).to(torch.uint8))
 
     def recipe(self) -> dict:
         return {"library": "transformers", "config": self.model.config.to_dict(), "files": self.files}
@@ -185,6 +201,15 @@ def _processor_size(processor) -> int:
     if size is None:
         raise InputError(f"{type(processor).__name__}: no square input size in {processor.size}")
     return int(size)
+
+
+def _open_clip_view(preprocess_cfg: dict):
+    """open_clip's evaluation transform for `preprocess_cfg` without its normalisation: PIL -> [0, 1] tensor."""
+    import open_clip
+
+    return open_clip.image_transform(preprocess_cfg["size"], is_train=False, mean=(0.0, 0.0, 0.0), std=(1.0, 1.0, 1.0),
+                                     resize_mode=preprocess_cfg.get("resize_mode"),
+                                     interpolation=preprocess_cfg.get("interpolation"))
 
 
 def _library_error(source: str, folder, exc: Exception, limit: int = 400) -> InputError:

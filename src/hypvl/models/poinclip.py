@@ -34,7 +34,7 @@ class PoinCLIP(MERU):
 
     def __init__(self, visual, textual, embed_dim: int, temperature: float = 0.07, curv_init: float = 1.0,
                  learn_curv: bool = True, entail_weight: float = 0.1, lambda_reg: float = 0.1,
-                 entailment_order: str = "entropy", entropy: str = "softmax", exp_map: str = "standard"):
+                 entailment_order: str = "entropy", entropy: str = "literal", exp_map: str = "standard"):
         super().__init__(visual, textual, embed_dim, temperature, curv_init, learn_curv, entail_weight)
         for name, value, known in (("entailment_order", entailment_order, ENTAILMENT_ORDERS),
                                    ("entropy", entropy, ENTROPY_INPUTS), ("exp_map", exp_map, tuple(EXP_MAPS))):

@@ -138,8 +138,13 @@ def standin_model(architecture: str, model_cfg: dict, backbone: str, texts: Iter
                   "expand_ratios": [1, 4], "depthwise_padding": [], "width_coefficient": 1.0, "depth_coefficient": 1.0}
         config = AlignConfig(text_config={**text_tower, "vocab_size": len(vocab)}, vision_config=vision,
                              projection_dim=embed_dim, temperature_init_value=0.07)
-        processor = EfficientNetImageProcessor(size={"height": size, "width": size}, do_center_crop=False,
-                                               rescale_factor=1 / 127.5, rescale_offset=True, do_normalize=False)
+        # kakaobrain/align-base's processor at this input size: a bilinear square resize (346 for 289), a centre
+        # crop, pixels to [-1, 1] (its include_top false: no further division by the std, which took them to [-2, 2])
+        resized = round(size * 346 / 289)
+        processor = EfficientNetImageProcessor(size={"height": resized, "width": resized},
+                                               crop_size={"height": size, "width": size}, do_center_crop=True,
+                                               resample=2, rescale_factor=1 / 127.5, rescale_offset=True,
+                                               do_normalize=False, include_top=False)
         tokenizer = BertTokenizer(vocab=vocab, model_max_length=text["context_length"])
         return wrap_transformers(AlignModel(config), tokenizer, processor)
     raise InputError(f"no stand-in for architecture {architecture!r} (known: clip, align)")

@@ -10,8 +10,10 @@ recomputed every batch. Table 3's and Table 5's variants are the experiment over
 "FT with CLIP objective" replaces L_RE by CLIP's contrastive loss between the row's image (found by its tier-4 caption
 in CC3M, `hierarcaps.train_images`; rows without one are left out) and one of its positive tiers drawn at random,
 at the model's own (frozen) temperature `logit_scale`; its regulariser covers the texts drawn.
-The model stays in eval mode (no dropout, and a frozen tower's batch-norm statistics stay put); the authors' code
-calls train() on an HF CLIPModel, which has neither, so this changes nothing for the paper's CLIP models.
+The aligned model trains in train mode, as the authors' code calls train() on it: dropout acts where the model has it
+(ALIGN's BERT, p = 0.1; the CLIPs have none), drawn from the global generator seeded by the experiment's seed. Only its
+text tower runs then: the root's fixed starts and the CLIP objective's image embeddings are computed before, in eval
+mode (no batch-norm statistics move), and the pretrained reference of L_reg stays in eval mode, as the authors' is.
 """
 
 import copy
@@ -175,6 +177,8 @@ def finetune(experiment: dict, base_checkpoint: Path, train_csv: Path, radial_cf
     for param in trainable:
         param.requires_grad_(True)
     optimizer = torch.optim.AdamW(trainable, lr=lr, weight_decay=radial_cfg["weight_decay"], fused=True)
+    model.train()
+    torch.manual_seed(seed)  # dropout's draws
     per_epoch = math.ceil(len(pairs) / recipe.batch_size)
     order = torch.Generator().manual_seed(seed)
     start, rows = time.perf_counter(), []
@@ -194,6 +198,7 @@ def finetune(experiment: dict, base_checkpoint: Path, train_csv: Path, radial_cf
             rows.append({"step": len(rows), "lr": lr, **{name: value.item() for name, value in terms.items()}})
             bar.update()
     bar.close()
+    model.eval()
     out_dir = Path(out_dir)
     fine_tuning = {"method": RADIAL_METHOD, "overrides": experiment.get("overrides") or {},
                    "base_experiment": base_recipe.get("experiment")}

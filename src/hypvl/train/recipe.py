@@ -14,7 +14,7 @@ TRAINER_OVERRIDES = ("steps", "batch_size", "lr", "init_from", "freeze_encoders"
 # schedule overrides: (key, type, least, most); a value outside would loop, allocate or compute nonsense
 SCHEDULE_OVERRIDES = (("steps", int, 1, 10**8), ("batch_size", int, 1, 10**6), ("lr", (int, float), 1e-12, 10.0))
 # `no_weight_decay`: the learned scalars only (the public MERU and HyCoCLIP code; the default), or also every gain
-# and bias (MERU's and PoinCLIP's text); see hypvl.train.optim.param_groups
+# and bias (the sentence MERU and PoinCLIP print); see hypvl.train.optim.param_groups
 NO_WEIGHT_DECAY = ("scalars", "gains_biases_scalars")
 # MERU's text augmentation (Sec. 4.1): the probability of prefixing a RedCaps caption with its subreddit
 MERU_SUBREDDIT_PREFIX = 0.5
