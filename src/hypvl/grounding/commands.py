@@ -1,8 +1,9 @@
 """`hypvl ground`: a raw training corpus -> HyCoCLIP's grounded shards (HyCoCLIP App. A).
 
 Reads a raw corpus (GRIT, RedCaps or CC3M webdataset shards, or a YFCC15M folder), finds noun chunks and referring
-expressions with spaCy, boxes them, applies the paper's filters, crops the kept boxes to squares and
-writes grounded shards (`hypvl.data.formats.grounded`) with each caption's dependency parse, plus a
+expressions with spaCy, boxes them, applies the paper's filters, crops the kept boxes to squares and writes every
+readable pair, with its boxes or none (one corpus layout for every model: the training mode picks its pairs), into
+grounded shards (`hypvl.data.formats.grounded`) with each caption's dependency parse, plus a
 `grounding.json` summary (counts, settings, shards, seconds) beside them. The grounded folder is written whole beside
 its old self and swapped in once complete (`hypvl.io.atomic_directory`): a failed grounding leaves the previous one
 as it was, and a folder holding anything the step did not write (the raw corpus itself, where `corpora` names the raw
@@ -140,9 +141,10 @@ def _ground(args) -> None:
                                oracle=settings["detector"] == "oracle", decoded_twins=settings["decoded_twins"])
         seconds = time.perf_counter() - start
         counts = result["counts"]
-        if not counts["samples_out"]:
-            raise InputError(f"{data_dir / raw['path']}: grounding kept none of its {counts['samples_in']} samples "
-                             f"({', '.join(f'{k} {v}' for k, v in counts.items() if v)}): nothing to train on")
+        if not counts["samples_grounded"]:
+            raise InputError(f"{data_dir / raw['path']}: grounding kept a box in none of its {counts['samples_in']} "
+                             f"samples ({', '.join(f'{k} {v}' for k, v in counts.items() if v)}): nothing for "
+                             "HyCoCLIP to train on, and a box source that finds nothing is broken")
         rate = counts["samples_in"] / max(time.perf_counter() - loaded, 1e-9)  # models loaded: captions per second
         summary = {"corpus": args.corpus, "format": raw["format"], "raw": raw["path"],
                    "box_source": "grit spans" if raw["format"] == "grit" else settings["detector"],
@@ -153,8 +155,9 @@ def _ground(args) -> None:
                    "shards": [str((out / p.name).relative_to(data_dir)) for p in result["shards"]],
                    "seconds": round(seconds, 2), "captions_per_second": round(rate, 1)}
         write_json(folder / SUMMARY, summary, indent=1)
-    log.info("%s: %d of %d samples grounded with %d boxes in %.1f s (%s captions/s)", args.corpus,
-             counts["samples_out"], counts["samples_in"], counts["boxes_kept"], seconds, summary["captions_per_second"])
+    log.info("%s: %d samples written, %d of them with %d boxes, in %.1f s (%s captions/s)", args.corpus,
+             counts["samples_out"], counts["samples_grounded"], counts["boxes_kept"], seconds,
+             summary["captions_per_second"])
 
 
 def add_commands(subparsers) -> None:

@@ -1,9 +1,11 @@
 """The training input pipeline: grounded webdataset shards -> seeded, resumable batches through a DataLoader.
 
-Three views of one grounded corpus, matching the papers' training setups (`MODES`):
-- whole pairs only (CLIP, MERU; syntax-preserving MERU with each caption's parse);
-- whole pairs plus every box as an extra independent pair ("CLIP/MERU w/ boxes", HyCoCLIP Table 1);
-- whole pairs with one box drawn uniformly per sample, samples without boxes dropped (HyCoCLIP).
+Three views of one grounded corpus, which holds every pair of the raw corpus with the boxes grounding kept (none
+for many), matching the papers' training setups (`MODES`):
+- every whole pair (CLIP, MERU, PoinCLIP; syntax-preserving MERU with each caption's parse);
+- every whole pair plus every box as an extra independent pair ("CLIP/MERU w/ boxes", HyCoCLIP Table 1: RedCaps'
+  11.4M pairs + 6.3M boxes);
+- the pairs with a box, one box drawn uniformly per sample, samples without boxes dropped (HyCoCLIP: 5.8M of them).
 With `subreddit_prefix` p > 0, a caption is prefixed with its RedCaps subreddit with probability p (MERU Sec. 4.1).
 
 Shards are read with webdataset and each sample is checked complete (`grounded_record`). The shards are dealt
@@ -51,7 +53,9 @@ CROP_SCALE = (0.5, 1.0)
 class ReaderState:
     """Where a reader's stream is: its epoch, the window (index of the window's first shard in the epoch's shard
     order), the sample in the window's order and the pairs of that sample already yielded; and its counts of
-    samples read, corrupt images skipped (with the first few messages) and samples dropped for having no box."""
+    samples read, corrupt images skipped (with the first few messages), samples dropped for having no box, the
+    image-caption pairs and boxes trained on (`pairs_seen`, `boxes_seen`: every visit) and those of its first epoch
+    (`corpus_pairs`, `corpus_boxes`: its share of the corpus as the mode reads it, a box counted once)."""
 
     epoch: int = 0
     window: int = 0
@@ -61,6 +65,10 @@ class ReaderState:
     corrupt: int = 0
     no_box: int = 0
     corrupt_examples: list[str] = field(default_factory=list)
+    pairs_seen: int = 0
+    boxes_seen: int = 0
+    corpus_pairs: int = 0
+    corpus_boxes: int = 0
 
     def position(self) -> tuple[int, int, int, int]:
         return self.epoch, self.window, self.index, self.pair
@@ -296,6 +304,8 @@ class _Reader:
             if first_visit:
                 self._count_corrupt(str(exc))
             return []
+        if first_visit:
+            self._count_seen(sample, len(boxes))
         tokens = sample.tokens
         if draws[0] < stream.subreddit_prefix:
             [tokens] = self._tokenised([prefixed_caption(sample.caption, sample.subreddit)])
@@ -304,6 +314,16 @@ class _Reader:
         if stream.mode == "compositional":
             return [(image, tokens, *boxes[0])]
         return [(image, tokens), *boxes]
+
+    def _count_seen(self, sample: _Sample, boxes: int) -> None:
+        """Count a sample's pair and its `boxes` trained on; in the first epoch, also the pair and the boxes the mode
+        draws from (none in `pairs` mode)."""
+        state = self.state
+        state.pairs_seen += 1
+        state.boxes_seen += boxes
+        if state.epoch == 0:
+            state.corpus_pairs += 1
+            state.corpus_boxes += len(sample.boxes) if self.stream.mode != "pairs" else 0
 
     def _count_corrupt(self, message: str) -> None:
         state = self.state
