@@ -164,9 +164,12 @@ def test_a_yfcc15m_folder_is_grounded_into_training_pairs(raw, extractor, tmp_pa
     result = commands.ground_corpus(raw / "yfcc15m", "yfcc", tmp_path, "yfcc15m", extractor, OracleBoxes(), FILTER,
                                     CROP, 16, 25, True)
     assert result["counts"]["samples_in"] == SMOKE.yfcc15m_samples and result["counts"]["samples_out"] > 0
-    captions = {s.key: s.caption for s in read_yfcc(raw / "yfcc15m")}
+    photos = {s.key: s for s in read_yfcc(raw / "yfcc15m")}
     grounded = list(iter_grounded(result["shards"]))
-    assert grounded and all(record.caption == captions[record.key] for record in grounded)
+    assert len(grounded) == SMOKE.yfcc15m_samples and all(r.caption == photos[r.key].caption for r in grounded)
+    # title and description both kept where both hold text (SLIP draws one at every access), else the caption alone
+    assert all(r.captions == (photos[r.key].captions if len(photos[r.key].captions) > 1 else []) for r in grounded)
+    assert sum(len(r.captions) == 2 for r in grounded) == SMOKE.yfcc15m_samples // 4
     stream = TrainingStream(result["shards"], Tokenizer(16), image_size=24, batch_size=4, mode="pairs", seed=0,
                             shuffle_buffer=4)
     assert next(iter(stream))["images"].shape == (4, 3, 24, 24)
@@ -197,6 +200,7 @@ def test_hypvl_ground_writes_shards_and_summary(raw, tmp_path):
     assert summary["counts"]["samples_in"] == SMOKE.redcaps_samples and summary["box_source"] == "oracle"
     assert len(list(iter_grounded([raw / s for s in summary["shards"]]))) == summary["counts"]["samples_out"]
     assert summary["filters"] == {"min_box_side": 9, "box_threshold": 0.65}
+    assert summary["max_skipped_fraction"] == 0.01 and summary["counts"]["samples_no_image"] == 0
     # the smoke default writes each shard's decoded twin, holding the shard's records
     from hypvl.data.formats.decoded import read_twin
 
@@ -261,3 +265,30 @@ def test_each_training_mode_reads_its_papers_share_of_the_corpus(raw, extractor,
     else:
         assert data["pairs_seen"] >= 30 * 8
         assert data["boxes_seen"] == (data["pairs_seen"] if method == "hycoclip" else 0)
+
+
+def test_yfcc15m_rows_without_photo_or_text_are_skipped_counted_and_limited(raw, extractor, tmp_path):
+    """~1% of the YFCC15M list has no photo upstream: grounding passes over such rows and rows without text, counts
+    them, and stops past `max_skipped_fraction` of the rows listed, naming the folder and the last one."""
+    import shutil
+    from dataclasses import replace
+
+    from hypvl.data.formats.yfcc import read_yfcc, write_yfcc
+
+    photos = read_yfcc(raw / "yfcc15m")
+    photos[3], photos[10] = replace(photos[3], image=b""), replace(photos[10], image=b"")
+    photos[5] = replace(photos[5], title="<br>", description="")
+    folder = tmp_path / "yfcc15m"
+    write_yfcc(folder, photos)
+    shutil.copy(raw / "yfcc15m" / ORACLE_REGIONS, folder / ORACLE_REGIONS)
+    result = commands.ground_corpus(folder, "yfcc", tmp_path / "ok", "yfcc15m", extractor, OracleBoxes(), FILTER,
+                                    CROP, 16, 25, True, max_skipped_fraction=0.2)
+    counts = result["counts"]
+    assert (counts["samples_no_image"], counts["samples_no_text"], counts["samples_corrupt"]) == (2, 1, 0)
+    assert counts["samples_out"] == len(photos) - 3
+    assert photos[3].key not in {r.key for r in iter_grounded(result["shards"])}
+    with pytest.raises(InputError, match=rf"{folder}: 3 of {len(photos)} raw samples skipped \(0 corrupt, 2 no_image, "
+                                         r"1 no_text\), more than grounding.max_skipped_fraction 10.0%; the last: .*"
+                                         rf"photo {photos[10].key}: image file not found"):
+        commands.ground_corpus(folder, "yfcc", tmp_path / "strict", "yfcc15m", extractor, OracleBoxes(), FILTER,
+                               CROP, 16, 25, True, max_skipped_fraction=0.1)
