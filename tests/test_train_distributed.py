@@ -64,12 +64,17 @@ def _step(model, batch) -> tuple[float, dict]:
     return terms["loss"].detach(), terms
 
 
-def _rank(rank: int, port: int, out: str) -> None:
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(WORLD),
+def join_gloo(rank: int, port: int, world: int) -> tuple[distributed.Ranks, torch.device]:
+    """This spawned process as rank `rank` of `world` CPU processes meeting at `port`, as torchrun would start it."""
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world),
                       LOCAL_RANK=str(rank))
     torch.set_num_threads(1)
     ranks = distributed.from_environment()
-    device = distributed.start(ranks, torch.device("cpu"))
+    return ranks, distributed.start(ranks, torch.device("cpu"))
+
+
+def _rank(rank: int, port: int, out: str) -> None:
+    ranks, device = join_gloo(rank, port, WORLD)
     try:
         results = {}
         for method in METHODS:
@@ -141,11 +146,7 @@ def test_hypvl_train_runs_under_torchrun(tmp_path):
 
 def _compressed_rank(rank: int, port: int, out: str) -> None:
     """One float32 CLIP step on this rank's half of the batch, its gradients all-reduced in float32 and in float16."""
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(WORLD),
-                      LOCAL_RANK=str(rank))
-    torch.set_num_threads(1)
-    ranks = distributed.from_environment()
-    device = distributed.start(ranks, torch.device("cpu"))
+    ranks, device = join_gloo(rank, port, WORLD)
     try:
         per_rank = GLOBAL_BATCH // WORLD
         local = {k: v.float() if v.is_floating_point() else v

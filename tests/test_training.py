@@ -95,6 +95,28 @@ def test_training_is_bitwise_reproducible(tmp_path):
     assert float(log[1].split(",")[5]) == 0.0  # the first step trains at learning rate 0 (warm-up from 0)
 
 
+def test_poinclip_grid_reads_6k_steps_of_their_own_or_the_first_6k_of_120k(tmp_path):
+    """PoinCLIP Table 4 trains "1 epoch (6K iterations)" without saying the schedule: the default reading is a 6k
+    schedule (4k warm-up, cosine to 0 at 6k); `schedule_steps: 120000` reads it as the first 6k steps of the 120k
+    schedule (4k warm-up, the learning rate still near its peak at 6k), at any scale."""
+    own = resolve_schedule({"steps": 6000}, {**TRAIN_CFG, "steps": None})
+    first = resolve_schedule({"steps": 6000, "schedule_steps": 120000}, {**TRAIN_CFG, "steps": None})
+    assert (own.steps, own.warmup, own.schedule_steps) == (6000, 4000, 6000)
+    assert (first.steps, first.warmup, first.schedule_steps) == (6000, 4000, 120000)
+    smoke = resolve_schedule({"steps": 6000, "schedule_steps": 120000}, {**TRAIN_CFG, "steps": 100})
+    assert (smoke.steps, smoke.warmup, smoke.schedule_steps) == (100, 67, 2000)
+    shards = _shards(tmp_path / "data")
+    last_lr = {}
+    for name, overrides in (("own", {"steps": 6000}), ("first", {"steps": 6000, "schedule_steps": 120000})):
+        train({"id": name, "method": "clip", "backbone": "vit_s16", "overrides": overrides}, TINY,
+              {**TRAIN_CFG, "steps": 6}, shards, tmp_path / name, progress=False)
+        last_lr[name] = float((tmp_path / name / "train_log.csv").read_text().splitlines()[-1].split(",")[5])
+    # the last of 6 steps: half-way down the cosine after a 4-step warm-up; 1 step of 116 down the long one
+    assert last_lr["own"] == pytest.approx(0.5 * TRAIN_CFG["lr"]) and last_lr["first"] > 0.99 * TRAIN_CFG["lr"]
+    with pytest.raises(InputError, match="override schedule_steps 5000 needs the run's own `steps`, at most"):
+        check_recipe({"id": "g", "method": "poinclip", "overrides": {"steps": 6000, "schedule_steps": 5000}})
+
+
 def test_steps_for_reaches_the_trainer(tmp_path):
     """`train.steps_for` (id glob -> steps): the last matching entry sets the steps, others keep `train.steps`."""
     shards = _shards(tmp_path / "data")

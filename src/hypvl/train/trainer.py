@@ -96,7 +96,7 @@ def _train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path
         compile_encoders(model)
     optimizer = build_optimizer(model, schedule.lr, train_cfg["weight_decay"], train_cfg["betas"],
                                 overrides.get("no_weight_decay", "scalars"))
-    scheduler = build_scheduler(optimizer, schedule.warmup, schedule.steps)
+    scheduler = build_scheduler(optimizer, schedule.warmup, schedule.schedule_steps)
     # float16 gradients where the loss is scaled into float16's range (MERU's and HyCoCLIP's `amp and
     # ddp_fp16_compression`); unscaled bf16 or fp32 gradients would underflow
     compressed = train_cfg["ddp_fp16_compression"] and precision.scaled and ranks.world > 1
