@@ -136,3 +136,14 @@ def test_captions_are_the_title_and_the_description_that_hold_text(tmp_path):
     assert second.captions == ["A red tram on Swanston St"] and second.caption == second.captions[0]
     same = YFCCSample(1, "1", "ab" * 8, "two cats", "<b>two cats</b>", b"")
     assert same.captions == ["two cats"]
+
+
+def test_data_check_passes_over_missing_photos_only_when_images_are_not_checked(tmp_path):
+    from hypvl.data.check import check
+
+    folder = fixture(tmp_path / "yfcc15m")
+    image_path(folder, SUBSET_ROWS[0][2]).unlink()
+    with pytest.raises(InputError, match="photo 6985418911: image file not found"):
+        check("yfcc", folder)
+    count, first = check("yfcc", folder, check_images=False)
+    assert (count, first.key) == (1, "2246431387")
