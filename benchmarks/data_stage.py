@@ -50,7 +50,7 @@ def main():
             box_source_for(fmt, settings["detector"]), BoxFilter(settings["min_box_side"], settings["box_threshold"]),
             settings["crop_size"], settings["batch_size"], 1000, settings["detector"] == "oracle"))
         counts = result["counts"]
-        print(f"  {counts['samples_out']} of {counts['samples_in']} samples kept, {counts['boxes_kept']} boxes, "
+        print(f"  {counts['samples_grounded']} of {counts['samples_out']} samples with {counts['boxes_kept']} boxes, "
               f"{counts['samples_in'] / (time.perf_counter() - start):.0f} captions/s")
 
 

@@ -11,7 +11,6 @@ rounding at 2^-53 = 1.1e-16 relative, through the tiny model's few hundred opera
 --accum-freq does: n-fold; a micro-batch's words misnumbered: other edges).
 """
 
-import os
 
 import pytest
 import torch
@@ -26,7 +25,7 @@ from hypvl.train.syntax import syntax_targets
 from hypvl.train.trainer import train
 
 from test_models import TINY, _model
-from test_train_distributed import _collate, _free_port
+from test_train_distributed import _collate, _free_port, join_gloo
 from test_training import TRAIN_CFG, _shards
 
 METHODS = ("clip", "meru", "hycoclip", "poinclip", "syntax_meru")
@@ -98,11 +97,7 @@ def test_an_accumulated_step_has_the_loss_and_gradients_of_one_pass(method):
 
 
 def _rank(rank: int, port: int, out: str) -> None:
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(WORLD),
-                      LOCAL_RANK=str(rank))
-    torch.set_num_threads(1)
-    ranks = distributed.from_environment()
-    device = distributed.start(ranks, torch.device("cpu"))
+    ranks, device = join_gloo(rank, port, WORLD)
     try:
         results = {}
         for method in METHODS:

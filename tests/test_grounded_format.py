@@ -39,6 +39,26 @@ def test_a_posts_subreddit_round_trips_beside_the_hycoclip_members(tmp_path):
     assert [r.subreddit for r in iter_grounded(path)] == ["itookapicture", None]
 
 
+def test_several_captions_round_trip_in_the_shard_and_its_decoded_twin(tmp_path):
+    """A YFCC15M photo's title and description (SLIP draws one at every access) as captions.json, child.txt's
+    first; a sample with one caption has none. A bad list is an error naming the shard and sample."""
+    from hypvl.data.formats.decoded import read_twin, write_twin
+
+    first, second = _records(2)
+    first.captions = ["caption 0", "a description"]
+    [path] = write_grounded_shards([first, second], tmp_path)
+    with tarfile.open(path) as tar:
+        assert "s000.captions.json" in tar.getnames() and "s001.captions.json" not in tar.getnames()
+    assert [r.captions for r in iter_grounded(path)] == [["caption 0", "a description"], []]
+    write_twin(path)
+    assert [r.captions for r, _ in read_twin(path)] == [["caption 0", "a description"], []]
+    bad = tmp_path / "bad.tar"
+    _write_tar(bad, [("k1.child.jpg", _image()), ("k1.child.txt", b"x"), ("k1.numparents.txt", b"0"),
+                     ("k1.captions.json", b'["y", "x"]')])
+    with pytest.raises(InputError, match=r"bad\.tar: sample 'k1': captions.json should list the sample's texts"):
+        list(iter_grounded([bad]))
+
+
 def test_member_names_follow_hycoclip_layout(tmp_path):
     [path] = write_grounded_shards(_records(3)[2:], tmp_path)
     with tarfile.open(path) as tar:

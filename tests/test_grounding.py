@@ -115,7 +115,8 @@ def _smoke_record(key, caption, regions, size=(200, 160)):
             "regions": regions}
 
 
-def test_ground_with_oracle_boxes_counts_drops(extractor):
+def test_ground_with_oracle_boxes_keeps_every_pair_and_counts_drops(extractor):
+    """Every record comes out (the models without boxes train on all pairs); boxes only where the filters keep one."""
     records = [
         _smoke_record("0", SMOKE_CAPTIONS[0], [
             {"text": "red dog", "box": [10, 20, 70, 90]},
@@ -126,14 +127,16 @@ def test_ground_with_oracle_boxes_counts_drops(extractor):
     ]
     counts = {}
     samples = list(ground(records, extractor, OracleBoxes(), crop_size=32, counts=counts))
-    assert [s["key"] for s in samples] == ["0"]
+    assert [s["key"] for s in samples] == ["0", "1", "2"]
+    assert [(s["boxes"], s["crops"]) for s in samples[1:]] == [([], [])] * 2
+    assert all(s["parse"]["tokens"] for s in samples)
     sample = samples[0]
     assert [(b["phrase"], b["box"]) for b in sample["boxes"]] == [
         ("a red dog", [10.0, 20.0, 70.0, 90.0]),
         ("a red dog next to a small car on the beach", [10.0, 20.0, 70.0, 90.0])]
     assert [c.size for c in sample["crops"]] == [(32, 32)] * 2
     assert sample["parse"]["tokens"][:3] == ["a", "red", "dog"]
-    assert counts["samples_in"] == 3 and counts["samples_out"] == 1
+    assert counts["samples_in"] == counts["samples_out"] == 3 and counts["samples_grounded"] == 1
     assert counts["samples_no_phrase"] == 1 and counts["samples_no_box"] == 1
     # record 0: 5 phrases -> car (x2: chunk + its expression) small, beach low score
     assert counts["boxes_too_small"] == 3 and counts["boxes_below_threshold"] == 1

@@ -89,11 +89,9 @@ def test_grit_boxes_are_exactly_the_noun_chunks_naming_large_enough_objects(raw,
         expected = [chunk for chunk in _oracle_chunks(nlp, record["caption"])
                     if normalise_phrase(chunk) in regions
                     and _area(regions[normalise_phrase(chunk)]["box"]) > FILTER.min_side ** 2]
-        sample = by_key.get(record["key"])
-        got = [] if sample is None else [b["phrase"] for b in sample["boxes"]]
+        got = [b["phrase"] for b in by_key[record["key"]]["boxes"]]  # every pair is kept, boxed or not
         chunk_boxes = [p for p in got if p in set(_oracle_chunks(nlp, record["caption"]))]
         assert chunk_boxes == expected, record["caption"]
-        assert (sample is None) == (not got)
 
 
 def test_kept_boxes_pass_the_filters_and_crops_are_squares(raw, extractor):
@@ -166,9 +164,12 @@ def test_a_yfcc15m_folder_is_grounded_into_training_pairs(raw, extractor, tmp_pa
     result = commands.ground_corpus(raw / "yfcc15m", "yfcc", tmp_path, "yfcc15m", extractor, OracleBoxes(), FILTER,
                                     CROP, 16, 25, True)
     assert result["counts"]["samples_in"] == SMOKE.yfcc15m_samples and result["counts"]["samples_out"] > 0
-    captions = {s.key: s.caption for s in read_yfcc(raw / "yfcc15m")}
+    photos = {s.key: s for s in read_yfcc(raw / "yfcc15m")}
     grounded = list(iter_grounded(result["shards"]))
-    assert grounded and all(record.caption == captions[record.key] for record in grounded)
+    assert len(grounded) == SMOKE.yfcc15m_samples and all(r.caption == photos[r.key].caption for r in grounded)
+    # title and description both kept where both hold text (SLIP draws one at every access), else the caption alone
+    assert all(r.captions == (photos[r.key].captions if len(photos[r.key].captions) > 1 else []) for r in grounded)
+    assert sum(len(r.captions) == 2 for r in grounded) == SMOKE.yfcc15m_samples // 4
     stream = TrainingStream(result["shards"], Tokenizer(16), image_size=24, batch_size=4, mode="pairs", seed=0,
                             shuffle_buffer=4)
     assert next(iter(stream))["images"].shape == (4, 3, 24, 24)
@@ -183,7 +184,8 @@ def test_detector_box_source_end_to_end(raw, extractor, tmp_path):
         r["caption"] for r in commands.raw_records("cc3m", raw / "cc3m", False, {})))
     assert counts["samples_in"] == SMOKE.cc3m_samples and counts["boxes_proposed"] == phrases
     records = list(iter_grounded(result["shards"]))
-    assert len(records) == counts["samples_out"] > 0 and all(r.boxes and r.parse for r in records)
+    assert len(records) == counts["samples_out"] == SMOKE.cc3m_samples and all(r.parse for r in records)
+    assert sum(bool(r.boxes) for r in records) == counts["samples_grounded"] > 0
 
 
 def test_hypvl_ground_writes_shards_and_summary(raw, tmp_path):
@@ -198,6 +200,7 @@ def test_hypvl_ground_writes_shards_and_summary(raw, tmp_path):
     assert summary["counts"]["samples_in"] == SMOKE.redcaps_samples and summary["box_source"] == "oracle"
     assert len(list(iter_grounded([raw / s for s in summary["shards"]]))) == summary["counts"]["samples_out"]
     assert summary["filters"] == {"min_box_side": 9, "box_threshold": 0.65}
+    assert summary["max_skipped_fraction"] == 0.01 and summary["counts"]["samples_no_image"] == 0
     # the smoke default writes each shard's decoded twin, holding the shard's records
     from hypvl.data.formats.decoded import read_twin
 
@@ -227,7 +230,65 @@ def test_a_grounding_that_keeps_nothing_stops_with_its_counts(raw, tmp_path):
     parser = argparse.ArgumentParser()
     commands.add_commands(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["ground", "--corpus", "redcaps", "--configfile", str(config)])
-    with pytest.raises(InputError, match=rf"redcaps: grounding kept none of its {SMOKE.redcaps_samples} samples "
+    with pytest.raises(InputError, match=rf"redcaps: grounding kept a box in none of its {SMOKE.redcaps_samples} samples "
                                          r"\(.*boxes_too_small \d+"):
         args.func(args)
     assert not (raw / "redcaps_none" / commands.SUMMARY).exists()
+
+
+@pytest.mark.parametrize("method, boxes, share", [("clip", False, "raw"), ("meru", True, "raw"),
+                                                   ("hycoclip", False, "grounded")])
+def test_each_training_mode_reads_its_papers_share_of_the_corpus(raw, extractor, tmp_path, method, boxes, share):
+    """HyCoCLIP Table 1: CLIP and MERU train on every RedCaps pair (11.4M), "w/ boxes" adding every box (6.3M), and
+    HyCoCLIP on the pairs grounding kept a box for (5.8M). The training summary says what one pass read."""
+    from test_models import TINY
+    from test_training import TRAIN_CFG
+
+    from hypvl.train.trainer import train
+
+    result = commands.ground_corpus(raw / "redcaps", "redcaps", tmp_path / "grounded", "redcaps", extractor,
+                                    OracleBoxes(), FILTER, CROP, 16, 25, True)
+    counts = result["counts"]
+    assert counts["samples_out"] + counts["samples_corrupt"] == SMOKE.redcaps_samples  # every readable raw pair
+    assert 0 < counts["samples_grounded"] < counts["samples_out"]
+    cfg = {**TRAIN_CFG, "steps": 30, "batch_size_scale": 8 / 768}  # 30 batches of 8: more than one pass
+    summary = train({"id": f"{method}_{boxes}", "method": method, "backbone": "vit_s16", "data": "redcaps",
+                     "boxes": boxes, "seed": 0}, TINY, cfg, result["shards"], tmp_path / "model", progress=False)
+    data = summary["data"]
+    assert data["first_epoch_complete"]
+    pairs = counts["samples_out"] if share == "raw" else counts["samples_grounded"]
+    corpus_boxes = counts["boxes_kept"] if (boxes or method == "hycoclip") else 0
+    assert (data["corpus_pairs"], data["corpus_boxes"]) == (pairs, corpus_boxes)
+    # every step's items: a pair (CLIP), a pair and one of its boxes (HyCoCLIP), pairs and boxes as pairs (w/ boxes)
+    if data["mode"] == "boxes_as_pairs":
+        assert data["pairs_seen"] + data["boxes_seen"] >= 30 * 8 > data["pairs_seen"] > 0
+    else:
+        assert data["pairs_seen"] >= 30 * 8
+        assert data["boxes_seen"] == (data["pairs_seen"] if method == "hycoclip" else 0)
+
+
+def test_yfcc15m_rows_without_photo_or_text_are_skipped_counted_and_limited(raw, extractor, tmp_path):
+    """~1% of the YFCC15M list has no photo upstream: grounding passes over such rows and rows without text, counts
+    them, and stops past `max_skipped_fraction` of the rows listed, naming the folder and the last one."""
+    import shutil
+    from dataclasses import replace
+
+    from hypvl.data.formats.yfcc import read_yfcc, write_yfcc
+
+    photos = read_yfcc(raw / "yfcc15m")
+    photos[3], photos[10] = replace(photos[3], image=b""), replace(photos[10], image=b"")
+    photos[5] = replace(photos[5], title="<br>", description="")
+    folder = tmp_path / "yfcc15m"
+    write_yfcc(folder, photos)
+    shutil.copy(raw / "yfcc15m" / ORACLE_REGIONS, folder / ORACLE_REGIONS)
+    result = commands.ground_corpus(folder, "yfcc", tmp_path / "ok", "yfcc15m", extractor, OracleBoxes(), FILTER,
+                                    CROP, 16, 25, True, max_skipped_fraction=0.2)
+    counts = result["counts"]
+    assert (counts["samples_no_image"], counts["samples_no_text"], counts["samples_corrupt"]) == (2, 1, 0)
+    assert counts["samples_out"] == len(photos) - 3
+    assert photos[3].key not in {r.key for r in iter_grounded(result["shards"])}
+    with pytest.raises(InputError, match=rf"{folder}: 3 of {len(photos)} raw samples skipped \(0 corrupt, 2 no_image, "
+                                         r"1 no_text\), more than grounding.max_skipped_fraction 10.0%; the last: .*"
+                                         rf"photo {photos[10].key}: image file not found"):
+        commands.ground_corpus(folder, "yfcc", tmp_path / "strict", "yfcc15m", extractor, OracleBoxes(), FILTER,
+                               CROP, 16, 25, True, max_skipped_fraction=0.1)

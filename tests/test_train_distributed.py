@@ -64,12 +64,17 @@ def _step(model, batch) -> tuple[float, dict]:
     return terms["loss"].detach(), terms
 
 
-def _rank(rank: int, port: int, out: str) -> None:
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(WORLD),
+def join_gloo(rank: int, port: int, world: int) -> tuple[distributed.Ranks, torch.device]:
+    """This spawned process as rank `rank` of `world` CPU processes meeting at `port`, as torchrun would start it."""
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world),
                       LOCAL_RANK=str(rank))
     torch.set_num_threads(1)
     ranks = distributed.from_environment()
-    device = distributed.start(ranks, torch.device("cpu"))
+    return ranks, distributed.start(ranks, torch.device("cpu"))
+
+
+def _rank(rank: int, port: int, out: str) -> None:
+    ranks, device = join_gloo(rank, port, WORLD)
     try:
         results = {}
         for method in METHODS:
@@ -137,3 +142,47 @@ def test_hypvl_train_runs_under_torchrun(tmp_path):
     summary = json.loads((out / "train_summary.json").read_text())
     assert summary["processes"] == 2 and summary["schedule"]["batch_size"] == 8 and summary["samples_read"] >= 24
     assert sorted(p.name for p in out.iterdir()) == ["checkpoint.pt", "train_log.csv", "train_summary.json"]
+
+
+def _compressed_rank(rank: int, port: int, out: str) -> None:
+    """One float32 CLIP step on this rank's half of the batch, its gradients all-reduced in float32 and in float16."""
+    ranks, device = join_gloo(rank, port, WORLD)
+    try:
+        per_rank = GLOBAL_BATCH // WORLD
+        local = {k: v.float() if v.is_floating_point() else v
+                 for k, v in _collate(_samples("clip")[rank * per_rank:(rank + 1) * per_rank]).items()}
+        own = _model("clip")  # this rank's own gradient (its loss sees the global batch), before any averaging
+        _step(own, local)
+        results = {"own": {n: p.grad for n, p in own.named_parameters() if p.grad is not None}}
+        for compressed in (False, True):
+            model = _model("clip")
+            parallel = distributed.data_parallel(model, ranks, device, fp16_compression=compressed)
+            _step(parallel, local)
+            results[compressed] = {"hook": parallel._get_ddp_logging_data().get("comm_hook"),
+                                   "grads": {n: p.grad for n, p in model.named_parameters() if p.grad is not None}}
+        torch.save(results, f"{out}/rank{rank}.pt")
+    finally:
+        distributed.stop(ranks)
+
+
+def test_fp16_compression_all_reduces_the_gradients_in_float16(tmp_path):
+    """`train.ddp_fp16_compression` (MERU's and HyCoCLIP's `ddp_fp16_compression=True`): torch's fp16_compress_hook
+    is registered, and the averaged gradients are float16 values within float16 rounding of the float32 average."""
+    mp.spawn(_compressed_rank, args=(_free_port(), str(tmp_path)), nprocs=WORLD, join=True)
+    ranks = [torch.load(tmp_path / f"rank{r}.pt", weights_only=True) for r in range(WORLD)]
+    for got in ranks:
+        assert got[True]["hook"] == "fp16_compress_hook" and got[False]["hook"] != "fp16_compress_hook"
+        plain, compressed = got[False]["grads"], got[True]["grads"]
+        assert plain.keys() == compressed.keys()
+        flat = torch.cat([compressed[n].flatten() for n in plain])
+        reference = torch.cat([plain[n].flatten() for n in plain])
+        assert torch.equal(flat, flat.half().float())  # every averaged gradient is a float16 value
+        assert not torch.equal(reference, reference.half().float())  # float32's are not: the check can fail
+        # float16 rounding of each rank's gradient, then of their sum: half an ulp (2^-11, relative) of each, and
+        # of float16's subnormal spacing where they are that small
+        own = [torch.cat([r["own"][n].flatten() for n in plain]) for r in ranks]
+        bound = 2.0 ** -11 * ((own[0].abs() + own[1].abs()) / 2 + flat.abs()) + 3 * 2.0 ** -25
+        assert torch.allclose((own[0] + own[1]) / 2, reference, rtol=1e-5, atol=1e-6)
+        assert torch.all((flat - reference).abs() <= bound * 1.01)
+        assert not torch.equal(flat, reference)
+    assert all(torch.equal(ranks[0][True]["grads"][n], ranks[1][True]["grads"][n]) for n in ranks[0][True]["grads"])

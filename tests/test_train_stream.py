@@ -214,3 +214,24 @@ def test_a_twin_is_read_only_while_its_shard_is_unchanged_and_a_broken_one_is_na
     with pytest.raises(InputError, match=rf"{index.name}: unreadable decoded twin of {shard.name}"):
         read_twin(shard)
     assert twin_paths(shard) == (pixels, index)
+
+
+def test_a_sample_with_several_captions_draws_one_at_every_access_seeded_and_resumable(tmp_path):
+    """SLIP (datasets.py, `np.random.choice([title, desc])`), whose recipe MERU's YFCC15M rows follow, trains each
+    photo with its title or its description drawn at every access: both are drawn, about equally, the same ones
+    for the same seed and after a restart."""
+    image = encode_image(Image.new("RGB", (24, 24), (90, 0, 0)))
+    records = [GroundedRecord(f"k{i}", image, f"title {i}", captions=[f"title {i}", f"description {i}"])
+               for i in range(4)]
+    shards = write_grounded_shards(records, tmp_path, shard_size=2)
+    texts = {tuple(TOKENIZER([f"{kind} {i}"])[0].tolist()): (kind, i) for kind in ("title", "description")
+             for i in range(4)}
+    batches = _take(_stream(shards), 60)  # 60 visits of each photo
+    drawn = [texts[tuple(row.tolist())] for batch in batches for row in batch["tokens"]]
+    assert {(kind, i) for kind, i in drawn} == set(texts.values())
+    assert 0.35 < sum(kind == "title" for kind, _ in drawn) / len(drawn) < 0.65
+    again = _take(_stream(shards), 60)
+    assert all(_same(a, b) for a, b in zip(again, batches))
+    reader, state = batches[20]["stream"]
+    resumed = _take(_stream(shards, states={reader: state}), 39)
+    assert all(_same(a, b) for a, b in zip(resumed, batches[21:]))

@@ -23,7 +23,7 @@ TRAIN_CFG = {"steps": 3, "batch_size_scale": 4 / 768, "paper_steps": 500000, "pa
              "paper_warmup": 4000, "lr": 5e-4, "weight_decay": 0.2, "betas": [0.9, 0.98], "shuffle_buffer": 8,
              "max_corrupt_fraction": 0.01, "cache_decoded": True, "num_workers": 0, "checkpoint_every": 0,
              "activation_checkpointing": [], "device": "cpu", "precision": "fp32",
-             "compile": False, "accum_steps": 1}
+             "compile": False, "accum_steps": 1, "ddp_fp16_compression": False}
 
 
 def _shards(tmp_path, n=12, corrupt=(), boxes=lambda i: i % 3):
@@ -93,6 +93,28 @@ def test_training_is_bitwise_reproducible(tmp_path):
     log = (tmp_path / "a" / "train_log.csv").read_text().splitlines()
     assert log[0].startswith("step,loss,contrastive,entailment") and len(log) == 4
     assert float(log[1].split(",")[5]) == 0.0  # the first step trains at learning rate 0 (warm-up from 0)
+
+
+def test_poinclip_grid_reads_6k_steps_of_their_own_or_the_first_6k_of_120k(tmp_path):
+    """PoinCLIP Table 4 trains "1 epoch (6K iterations)" without saying the schedule: the default reading is a 6k
+    schedule (4k warm-up, cosine to 0 at 6k); `schedule_steps: 120000` reads it as the first 6k steps of the 120k
+    schedule (4k warm-up, the learning rate still near its peak at 6k), at any scale."""
+    own = resolve_schedule({"steps": 6000}, {**TRAIN_CFG, "steps": None})
+    first = resolve_schedule({"steps": 6000, "schedule_steps": 120000}, {**TRAIN_CFG, "steps": None})
+    assert (own.steps, own.warmup, own.schedule_steps) == (6000, 4000, 6000)
+    assert (first.steps, first.warmup, first.schedule_steps) == (6000, 4000, 120000)
+    smoke = resolve_schedule({"steps": 6000, "schedule_steps": 120000}, {**TRAIN_CFG, "steps": 100})
+    assert (smoke.steps, smoke.warmup, smoke.schedule_steps) == (100, 67, 2000)
+    shards = _shards(tmp_path / "data")
+    last_lr = {}
+    for name, overrides in (("own", {"steps": 6000}), ("first", {"steps": 6000, "schedule_steps": 120000})):
+        train({"id": name, "method": "clip", "backbone": "vit_s16", "overrides": overrides}, TINY,
+              {**TRAIN_CFG, "steps": 6}, shards, tmp_path / name, progress=False)
+        last_lr[name] = float((tmp_path / name / "train_log.csv").read_text().splitlines()[-1].split(",")[5])
+    # the last of 6 steps: half-way down the cosine after a 4-step warm-up; 1 step of 116 down the long one
+    assert last_lr["own"] == pytest.approx(0.5 * TRAIN_CFG["lr"]) and last_lr["first"] > 0.99 * TRAIN_CFG["lr"]
+    with pytest.raises(InputError, match="override schedule_steps 5000 needs the run's own `steps`, at most"):
+        check_recipe({"id": "g", "method": "poinclip", "overrides": {"steps": 6000, "schedule_steps": 5000}})
 
 
 def test_steps_for_reaches_the_trainer(tmp_path):

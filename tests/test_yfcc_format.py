@@ -12,6 +12,7 @@ from hypvl.data.formats.yfcc import (
     SUBSET,
     YFCCSample,
     image_path,
+    iter_yfcc,
     read_yfcc,
     write_yfcc,
 )
@@ -110,3 +111,39 @@ def test_a_missing_subset_list_is_named(tmp_path):
     (folder / SUBSET).unlink()
     with pytest.raises(InputError, match=re.escape(str(folder / SUBSET)) + ": file not found"):
         read_yfcc(folder)
+
+
+def test_a_reader_given_skip_passes_over_rows_without_photo_or_text(tmp_path):
+    """About 1% of the CLIP list has no photo upstream (SLIP kept 14.69M of 14.83M): with `skip` such rows, and rows
+    without any text, are passed over with their reason; without it they stop the reader (the parametrised cases)."""
+    rows = _replace(_replace(ROWS, 2, 8, ""), 2, 9, "%3Cbr%3E")  # line 3: no text once cleaned
+    rows = [*rows, _replace(ROWS, 0, 0, "4")[0]]
+    rows[-1][1:3] = ["6985418912", "5f2f7a3f5aa6b7f8a9c0d1e2f3a4b5c6"]  # line 4: listed, its photo missing
+    folder = fixture(tmp_path / "yfcc15m", rows, SUBSET_ROWS)
+    (folder / SUBSET).write_text("".join("\t".join(r) + "\n" for r in [*SUBSET_ROWS, ["4", *rows[-1][1:3]]]))
+    skipped = []
+    samples = list(iter_yfcc(folder, lambda reason, message: skipped.append((reason, message))))
+    assert [s.key for s in samples] == ["6985418911"]
+    assert [reason for reason, _ in skipped] == ["no_text", "no_image"]
+    assert "line 3: photo 2246431387: neither title nor description" in skipped[0][1]
+    assert "line 4: photo 6985418912: image file not found" in skipped[1][1]
+
+
+def test_captions_are_the_title_and_the_description_that_hold_text(tmp_path):
+    """SLIP draws title or description at every access; a sample keeps both (cleaned, non-empty, no repeat)."""
+    first, second = read_yfcc(fixture(tmp_path))
+    assert first.captions == ["Sunset over the harbour, Sydney", "Taken from the ferry"]
+    assert second.captions == ["A red tram on Swanston St"] and second.caption == second.captions[0]
+    same = YFCCSample(1, "1", "ab" * 8, "two cats", "<b>two cats</b>", b"")
+    assert same.captions == ["two cats"]
+
+
+def test_data_check_passes_over_missing_photos_only_when_images_are_not_checked(tmp_path):
+    from hypvl.data.check import check
+
+    folder = fixture(tmp_path / "yfcc15m")
+    image_path(folder, SUBSET_ROWS[0][2]).unlink()
+    with pytest.raises(InputError, match="photo 6985418911: image file not found"):
+        check("yfcc", folder)
+    count, first = check("yfcc", folder, check_images=False)
+    assert (count, first.key) == (1, "2246431387")

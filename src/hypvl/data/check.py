@@ -46,12 +46,23 @@ def decoded_shards(read: Callable[[Path], Iterable], source: Path, check_images:
         yield record
 
 
+def _yfcc_skip(check_images: bool) -> Callable[[str, str], None]:
+    """The YFCC15M reader's `skip`: a row without text is an error; so is one without its photo, unless images are
+    not checked (about 1% of the real list has none upstream)."""
+
+    def skip(reason: str, message: str) -> None:
+        if check_images or reason != "no_image":
+            raise InputError(message)
+
+    return skip
+
+
 # Format name -> reader(path, check_images, image_root) -> records. Text formats hold no image paths.
 FORMATS: dict[str, Reader] = {
     "redcaps": lambda path, check, root: decoded_shards(redcaps.iter_redcaps, path, check),
     "grit": lambda path, check, root: decoded_shards(grit.iter_grit, path, check),
     "cc3m": lambda path, check, root: decoded_shards(cc3m.iter_cc3m, path, check),
-    "yfcc": lambda path, check, root: yfcc.iter_yfcc(path),
+    "yfcc": lambda path, check, root: yfcc.iter_yfcc(path, _yfcc_skip(check)),
     "grounded": lambda path, check, root: decoded_shards(grounded.iter_grounded, path, check),
     "imagefolder": lambda path, check, root: imagefolder.iter_imagefolder(path, check),
     "clip_benchmark_wds": lambda path, check, root: clip_benchmark_wds.read_clip_benchmark_wds(path).samples,

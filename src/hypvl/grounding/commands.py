@@ -1,8 +1,9 @@
 """`hypvl ground`: a raw training corpus -> HyCoCLIP's grounded shards (HyCoCLIP App. A).
 
 Reads a raw corpus (GRIT, RedCaps or CC3M webdataset shards, or a YFCC15M folder), finds noun chunks and referring
-expressions with spaCy, boxes them, applies the paper's filters, crops the kept boxes to squares and
-writes grounded shards (`hypvl.data.formats.grounded`) with each caption's dependency parse, plus a
+expressions with spaCy, boxes them, applies the paper's filters, crops the kept boxes to squares and writes every
+readable pair, with its boxes or none (one corpus layout for every model: the training mode picks its pairs), into
+grounded shards (`hypvl.data.formats.grounded`) with each caption's dependency parse, plus a
 `grounding.json` summary (counts, settings, shards, seconds) beside them. The grounded folder is written whole beside
 its old self and swapped in once complete (`hypvl.io.atomic_directory`): a failed grounding leaves the previous one
 as it was, and a folder holding anything the step did not write (the raw corpus itself, where `corpora` names the raw
@@ -37,19 +38,53 @@ from hypvl.io import atomic_directory, check_replaceable, check_writable, write_
 log = logging.getLogger(__name__)
 
 RAW_READERS = {"grit": iter_grit, "redcaps": iter_redcaps, "cc3m": iter_cc3m, "yfcc": iter_yfcc}
+SKIPPING_READERS = {"yfcc"}  # readers that pass over a listed sample they cannot make (`skip`) instead of failing
 SUMMARY = "grounding.json"
+SKIP_REASONS = ("corrupt", "no_image", "no_text")  # counted as samples_<reason>
+CHECK_SKIPS_FROM = 1000  # raw samples listed before the skipped fraction is checked as grounding goes
 
 
-def raw_records(fmt: str, folder: Path, oracle: bool, counts: dict) -> Iterator[dict]:
-    """Records {"key", "image" (PIL), "image_bytes", "caption"[, "subreddit"][, "regions"]} of a raw corpus folder.
+class _Skips:
+    """Raw samples passed over, counted in `counts` (samples_corrupt: the image does not decode; samples_no_image,
+    samples_no_text: a YFCC15M row without its photo or any text); more than `max_fraction` of the samples listed is
+    an InputError naming `folder`, checked as grounding goes and at its end."""
+
+    def __init__(self, folder: Path, counts: dict, max_fraction: float):
+        self.folder, self.counts, self.max_fraction = folder, counts, max_fraction
+        self.listed, self.last = 0, ""
+        for reason in SKIP_REASONS:
+            counts.setdefault(f"samples_{reason}", 0)
+
+    def __call__(self, reason: str, message: str) -> None:
+        self.counts[f"samples_{reason}"] += 1
+        self.listed += 1
+        self.last = message
+        if sum(self.counts[f"samples_{r}"] for r in SKIP_REASONS) <= 3:
+            log.warning("skipped: %s", message)
+        self.check(final=False)
+
+    def check(self, final: bool) -> None:
+        skipped = sum(self.counts[f"samples_{r}"] for r in SKIP_REASONS)
+        if (final or self.listed >= CHECK_SKIPS_FROM) and skipped > self.max_fraction * self.listed:
+            found = ", ".join(f"{self.counts[f'samples_{r}']} {r}" for r in SKIP_REASONS)
+            raise InputError(f"{self.folder}: {skipped} of {self.listed} raw samples skipped ({found}), more than "
+                             f"grounding.max_skipped_fraction {self.max_fraction:.1%}; the last: {self.last}")
+
+
+def raw_records(fmt: str, folder: Path, oracle: bool, counts: dict,
+                max_skipped_fraction: float = 1.0) -> Iterator[dict]:
+    """Records {"key", "image" (PIL), "image_bytes", "caption"[, "captions"][, "subreddit"][, "regions"]} of a raw
+    corpus folder.
 
     GRIT records carry their own spans as regions; RedCaps/CC3M records get the side file's regions
-    when `oracle`. Samples whose image does not decode are skipped and counted (samples_corrupt)."""
+    when `oracle`. YFCC15M records keep every caption the stream draws from (title and description). Samples whose
+    image does not decode, and YFCC15M rows without photo or text, are skipped and counted (`_Skips`)."""
     if fmt not in RAW_READERS:
         raise InputError(f"{folder}: unknown raw corpus format {fmt!r} (one of {sorted(RAW_READERS)})")
     regions = read_oracle_regions(folder / ORACLE_REGIONS) if oracle and fmt != "grit" else None
-    counts.setdefault("samples_corrupt", 0)
-    for sample in RAW_READERS[fmt](folder):
+    skips = _Skips(folder, counts, max_skipped_fraction)
+    samples = RAW_READERS[fmt](folder, skips) if fmt in SKIPPING_READERS else RAW_READERS[fmt](folder)
+    for sample in samples:
         shard = getattr(sample, "shard", None) or folder  # YFCC15M: a folder of images, no shards
         where = f"{shard}: sample {sample.key!r}"
         try:
@@ -57,24 +92,29 @@ def raw_records(fmt: str, folder: Path, oracle: bool, counts: dict) -> Iterator[
                 "key": sample.key, "image": decode_image(sample.image, where), "caption": sample.caption}
             if fmt == "redcaps":  # kept for MERU's text augmentation
                 record["subreddit"] = sample.subreddit
-        except CorruptImage:
-            counts["samples_corrupt"] += 1
+            if fmt == "yfcc":  # SLIP draws title or description at every access
+                record["captions"] = sample.captions
+        except CorruptImage as exc:
+            skips("corrupt", str(exc))
             continue
+        skips.listed += 1
         if regions is not None:
             if sample.key not in regions:
                 raise InputError(f"{folder / ORACLE_REGIONS}: no regions for sample {sample.key!r}")
             record["regions"] = regions[sample.key]
         record["image_bytes"] = sample.image
         yield record
+    skips.check(final=True)
 
 
 def grounded_records(samples, source: str) -> Iterator[GroundedRecord]:
     """`ground` samples as grounded-shard records: the raw image bytes as they were, JPEG box crops
-    with their phrases, and the parse."""
+    with their phrases, the parse, and the captions drawn from where there are several."""
     for sample in samples:
         boxes = [(encode_image(crop), box["phrase"]) for crop, box in zip(sample["crops"], sample["boxes"])]
+        captions = sample.get("captions", [])
         yield GroundedRecord(sample["key"], sample["image_bytes"], sample["caption"], boxes, source, sample["parse"],
-                             sample.get("subreddit"))
+                             sample.get("subreddit"), captions if len(captions) > 1 else [])
 
 
 def box_source_for(fmt: str, detector: str, device: str = "cpu", revision: str | None = None,
@@ -90,12 +130,12 @@ def box_source_for(fmt: str, detector: str, device: str = "cpu", revision: str |
 
 def ground_corpus(raw_folder: Path, fmt: str, out_folder: Path, prefix: str, extractor, box_source,
                   box_filter: BoxFilter, crop_size: int, batch_size: int, shard_size: int, oracle: bool,
-                  decoded_twins: bool = False) -> dict:
+                  decoded_twins: bool = False, max_skipped_fraction: float = 1.0) -> dict:
     """Ground one raw corpus into `<prefix>-NNNNNN.tar` shards under `out_folder`, a folder of its own (with
-    `decoded_twins`, each shard's decoded twin beside it); returns the counts (see `ground`, plus samples_corrupt)
-    and the shard paths."""
+    `decoded_twins`, each shard's decoded twin beside it); returns the counts (see `ground`, plus the skipped samples
+    of `raw_records`) and the shard paths."""
     counts: dict = {}
-    records = raw_records(fmt, Path(raw_folder), oracle, counts)
+    records = raw_records(fmt, Path(raw_folder), oracle, counts, max_skipped_fraction)
     samples = ground(records, extractor, box_source, box_filter, crop_size, batch_size, counts)
     shards = write_grounded_shards(grounded_records(samples, prefix), Path(out_folder), shard_size, prefix)
     for shard in shards if decoded_twins else []:
@@ -137,24 +177,28 @@ def _ground(args) -> None:
         result = ground_corpus(data_dir / raw["path"], raw["format"], folder, args.corpus, extractor, box_source,
                                box_filter, settings["crop_size"], settings["batch_size"],
                                args.shard_size or settings["shard_size"],
-                               oracle=settings["detector"] == "oracle", decoded_twins=settings["decoded_twins"])
+                               oracle=settings["detector"] == "oracle", decoded_twins=settings["decoded_twins"],
+                               max_skipped_fraction=settings["max_skipped_fraction"])
         seconds = time.perf_counter() - start
         counts = result["counts"]
-        if not counts["samples_out"]:
-            raise InputError(f"{data_dir / raw['path']}: grounding kept none of its {counts['samples_in']} samples "
-                             f"({', '.join(f'{k} {v}' for k, v in counts.items() if v)}): nothing to train on")
+        if not counts["samples_grounded"]:
+            raise InputError(f"{data_dir / raw['path']}: grounding kept a box in none of its {counts['samples_in']} "
+                             f"samples ({', '.join(f'{k} {v}' for k, v in counts.items() if v)}): nothing for "
+                             "HyCoCLIP to train on, and a box source that finds nothing is broken")
         rate = counts["samples_in"] / max(time.perf_counter() - loaded, 1e-9)  # models loaded: captions per second
         summary = {"corpus": args.corpus, "format": raw["format"], "raw": raw["path"],
                    "box_source": "grit spans" if raw["format"] == "grit" else settings["detector"],
                    "detector_commit": getattr(box_source, "commit", None),
                    "spacy_model": config["spacy_model"], "filters": {"min_box_side": settings["min_box_side"],
                                                                       "box_threshold": settings["box_threshold"]},
-                   "crop_size": settings["crop_size"], "counts": counts,
+                   "crop_size": settings["crop_size"], "max_skipped_fraction": settings["max_skipped_fraction"],
+                   "counts": counts,
                    "shards": [str((out / p.name).relative_to(data_dir)) for p in result["shards"]],
                    "seconds": round(seconds, 2), "captions_per_second": round(rate, 1)}
         write_json(folder / SUMMARY, summary, indent=1)
-    log.info("%s: %d of %d samples grounded with %d boxes in %.1f s (%s captions/s)", args.corpus,
-             counts["samples_out"], counts["samples_in"], counts["boxes_kept"], seconds, summary["captions_per_second"])
+    log.info("%s: %d samples written, %d of them with %d boxes, in %.1f s (%s captions/s)", args.corpus,
+             counts["samples_out"], counts["samples_grounded"], counts["boxes_kept"], seconds,
+             summary["captions_per_second"])
 
 
 def add_commands(subparsers) -> None:

@@ -1,8 +1,11 @@
 """The grounding pipeline of HyCoCLIP App. A over image-caption records.
 
 caption -> spaCy phrases (+ dependency parse) -> candidate boxes from a box source (a detector,
-or the record's own boxes at smoke scale) -> BoxFilter -> square crops. Samples left without a
-box are dropped. Output records are in memory; the grounded shard writer stores them.
+or the record's own boxes at smoke scale) -> BoxFilter -> square crops. Every sample is kept, those left
+without a box with none: the models without boxes (CLIP, MERU, PoinCLIP, syntax-preserving MERU) and HyCoCLIP's
+"w/ boxes" baselines train on every pair of the corpus (HyCoCLIP Table 1: 11.4M RedCaps pairs, of which 5.8M
+keep a box), and HyCoCLIP's own stream drops the pairs without one (its App. A step 6; `hypvl.train.data`).
+Output records are in memory; the grounded shard writer stores them.
 """
 
 import re
@@ -91,18 +94,19 @@ def _batches(iterable, size):
 
 def ground(records, phrase_extractor, box_source, box_filter=BoxFilter(), crop_size=CROP_SIZE,
            batch_size=32, counts=None):
-    """Yield grounded samples for image-caption records.
+    """Yield every image-caption record grounded: with the boxes that pass the filters, none where none does.
 
     records: iterable of {"key", "image" (PIL), "caption", ...}; phrase_extractor: a
     `PhraseExtractor`; box_source: callable (records, `Phrase` lists) -> candidate lists
     (`OracleBoxes` or a `PhraseGroundingDetector`). Each yielded sample is the record's own fields
     plus "boxes": [{"phrase", "box" [x1,y1,x2,y2] pixels, "score"}], "crops": [PIL crop_size x
     crop_size, one per box] and "parse": a `parse_record` dict.
-    `counts` (dict, optional) is filled with samples_in, samples_out, samples_no_phrase,
-    samples_no_box, boxes_proposed, boxes_kept and the per-filter dropped box counts.
+    `counts` (dict, optional) is filled with samples_in, samples_out (every sample yielded), samples_grounded
+    (those with a box), samples_no_phrase, samples_no_box (phrases, but no box kept), boxes_proposed, boxes_kept and
+    the per-filter dropped box counts.
     """
     counts = {} if counts is None else counts
-    for key in ("samples_in", "samples_out", "samples_no_phrase", "samples_no_box",
+    for key in ("samples_in", "samples_out", "samples_grounded", "samples_no_phrase", "samples_no_box",
                 "boxes_proposed", "boxes_kept", "boxes_below_threshold", "boxes_too_small",
                 "boxes_duplicate_phrase"):
         counts.setdefault(key, 0)
@@ -113,14 +117,11 @@ def ground(records, phrase_extractor, box_source, box_filter=BoxFilter(), crop_s
         for record, doc, phrases, candidates in zip(batch, docs, phrase_lists, candidate_lists):
             counts["samples_in"] += 1
             counts["boxes_proposed"] += len(candidates)
-            if not phrases:
-                counts["samples_no_phrase"] += 1
-                continue
-            kept = box_filter.apply(candidates, counts)
-            if not kept:
-                counts["samples_no_box"] += 1
-                continue
+            kept = box_filter.apply(candidates, counts) if phrases else []
+            counts["samples_no_phrase"] += not phrases
+            counts["samples_no_box"] += bool(phrases) and not kept
             counts["samples_out"] += 1
+            counts["samples_grounded"] += bool(kept)
             counts["boxes_kept"] += len(kept)
             yield {**record, "boxes": kept,
                    "crops": [crop_box(record["image"], c["box"], crop_size) for c in kept],

@@ -21,7 +21,9 @@ from .encoders import ImageEncoder, TextEncoder, Tokenizer
 
 PIXEL_MEAN = (0.485, 0.456, 0.406)
 PIXEL_STD = (0.229, 0.224, 0.225)
-MAX_LOGIT_SCALE = math.log(100.0)  # temperature clipped at 0.01
+# the temperature's floor, ~0.01: the public code's literal (MERU meru/models.py CLIPBaseline.forward and
+# MERU.forward: `clamp(logit_scale, max=4.6052)`, "ln(100) = ~4.6052"; HyCoCLIP inherits it), not ln 100 = 4.605170
+MAX_LOGIT_SCALE = 4.6052
 
 
 class DualEncoder(nn.Module):

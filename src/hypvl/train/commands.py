@@ -103,9 +103,11 @@ def _train(args) -> None:
                     init_checkpoint=args.init_checkpoint, build=build)
     if not summary:  # a data-parallel process other than the main one
         return
-    log.info("%s: %d steps in %s s, final loss %.4f, %d samples read, %d corrupt images skipped", experiment["id"],
-             summary["schedule"]["steps"], summary["seconds"], summary["final"]["loss"], summary["samples_read"],
-             summary["corrupt_images_skipped"])
+    data = summary["data"]
+    log.info("%s: %d steps in %s s, final loss %.4f, %d samples read (%s: %d pairs and %d boxes a pass), %d corrupt "
+             "images skipped", experiment["id"], summary["schedule"]["steps"], summary["seconds"],
+             summary["final"]["loss"], summary["samples_read"], data["mode"], data["corpus_pairs"],
+             data["corpus_boxes"], summary["corrupt_images_skipped"])
 
 
 def _finetune(args) -> None:

@@ -1,16 +1,20 @@
 """The training input pipeline: grounded webdataset shards -> seeded, resumable batches through a DataLoader.
 
-Three views of one grounded corpus, matching the papers' training setups (`MODES`):
-- whole pairs only (CLIP, MERU; syntax-preserving MERU with each caption's parse);
-- whole pairs plus every box as an extra independent pair ("CLIP/MERU w/ boxes", HyCoCLIP Table 1);
-- whole pairs with one box drawn uniformly per sample, samples without boxes dropped (HyCoCLIP).
+Three views of one grounded corpus, which holds every pair of the raw corpus with the boxes grounding kept (none
+for many), matching the papers' training setups (`MODES`):
+- every whole pair (CLIP, MERU, PoinCLIP; syntax-preserving MERU with each caption's parse);
+- every whole pair plus every box as an extra independent pair ("CLIP/MERU w/ boxes", HyCoCLIP Table 1: RedCaps'
+  11.4M pairs + 6.3M boxes);
+- the pairs with a box, one box drawn uniformly per sample, samples without boxes dropped (HyCoCLIP: 5.8M of them).
 With `subreddit_prefix` p > 0, a caption is prefixed with its RedCaps subreddit with probability p (MERU Sec. 4.1).
+A sample with several captions (a YFCC15M photo's title and description) trains with one drawn uniformly at every
+access, as SLIP's loader does (datasets.py: `np.random.choice([title, desc])`).
 
 Shards are read with webdataset and each sample is checked complete (`grounded_record`). The shards are dealt
 round-robin to *readers*, one per DataLoader worker (or the process itself) of each data-parallel rank. Each
 epoch a reader visits its shards in a seeded order, a *window* of consecutive shards holding at least
 `shuffle_buffer` samples at a time, and yields the window's samples in a seeded order: the mixing of
-webdataset's shuffle buffer, but every draw (order, box, prefix, the batch's crops) is a function of
+webdataset's shuffle buffer, but every draw (order, box, prefix, caption, the batch's crops) is a function of
 (seed, reader, epoch, window, position), so a reader's `ReaderState` says exactly where its stream is, and a
 reader restarted from one continues it bitwise. Images get torchvision.transforms.v2's RandomResizedCrop
 (scale 0.5-1, bicubic, as MERU and HyCoCLIP train). A corrupt image is skipped and counted; past
@@ -51,7 +55,9 @@ CROP_SCALE = (0.5, 1.0)
 class ReaderState:
     """Where a reader's stream is: its epoch, the window (index of the window's first shard in the epoch's shard
     order), the sample in the window's order and the pairs of that sample already yielded; and its counts of
-    samples read, corrupt images skipped (with the first few messages) and samples dropped for having no box."""
+    samples read, corrupt images skipped (with the first few messages), samples dropped for having no box, the
+    image-caption pairs and boxes trained on (`pairs_seen`, `boxes_seen`: every visit) and those of its first epoch
+    (`corpus_pairs`, `corpus_boxes`: its share of the corpus as the mode reads it, a box counted once)."""
 
     epoch: int = 0
     window: int = 0
@@ -61,6 +67,10 @@ class ReaderState:
     corrupt: int = 0
     no_box: int = 0
     corrupt_examples: list[str] = field(default_factory=list)
+    pairs_seen: int = 0
+    boxes_seen: int = 0
+    corpus_pairs: int = 0
+    corpus_boxes: int = 0
 
     def position(self) -> tuple[int, int, int, int]:
         return self.epoch, self.window, self.index, self.pair
@@ -90,12 +100,12 @@ class _Image:
 
 @dataclass
 class _Sample:
-    """One grounded record as the stream uses it: images (decoded lazily), the caption and its tokens, box crops
-    and phrase tokens, the subreddit and the syntax targets where the run needs them."""
+    """One grounded record as the stream uses it: images (decoded lazily), its captions with their tokens (the
+    parsed one first; several where each access draws one), box crops and phrase tokens, the subreddit and the syntax
+    targets where the run needs them."""
 
     image: _Image
-    caption: str
-    tokens: torch.Tensor
+    captions: list[tuple[str, torch.Tensor]]
     boxes: list[tuple[_Image, torch.Tensor]]
     subreddit: str | None = None
     syntax: SyntaxTargets | None = None
@@ -217,6 +227,7 @@ class _Reader:
                 samples, end = self._window(order, state.window)
                 rng = self._rng(state.epoch, state.window)
                 permutation, draws = rng.permutation(len(samples)), rng.random((len(samples), 2))
+                draws = np.column_stack([draws, rng.random(len(samples))])  # the caption's draw after the others
                 while state.index < len(samples):
                     i = permutation[state.index]
                     items = self._sample_items(samples[i], draws[i], first_visit=state.pair == 0)
@@ -266,20 +277,22 @@ class _Reader:
         if stream.subreddit_prefix and record.subreddit is None:
             raise InputError(f"{record.where('subreddit.txt')}: no subreddit, which MERU's RedCaps caption "
                              "augmentation prefixes: ground the corpus again with `hypvl ground`")
-        tokens = self._tokenised([record.caption, *(phrase for _, phrase in record.boxes)])
+        captions = record.captions or [record.caption]
+        tokens = self._tokenised([*captions, *(phrase for _, phrase in record.boxes)])
         boxes = [(_Image(crop, record.where(f"parent{i:03d}.jpg")), phrase_tokens)
-                 for i, (crop, phrase_tokens) in enumerate(zip(images[1:], tokens[1:]))]
+                 for i, (crop, phrase_tokens) in enumerate(zip(images[1:], tokens[len(captions):]))]
         syntax = None
         if stream.syntax:
             if record.parse is None:
                 raise _unparsed(record.source, record.key)
             positions = stream.tokenizer.word_positions(record.caption, record.parse["tokens"])
             syntax = syntax_targets(record.parse, positions, stream.tokenizer.context_length)
-        return _Sample(_Image(images[0], record.where()), record.caption, tokens[0], boxes, record.subreddit, syntax)
+        return _Sample(_Image(images[0], record.where()), list(zip(captions, tokens)), boxes, record.subreddit, syntax)
 
     def _sample_items(self, sample: _Sample, draws: np.ndarray, first_visit: bool) -> list[tuple]:
-        """The items of one sample (none when it is skipped), counting it when first visited; `draws` are its two
-        uniform draws: the caption prefix's coin and the box."""
+        """The items of one sample (none when it is skipped), counting it when first visited; `draws` are its three
+        uniform draws: the caption prefix's coin, the box and the caption (of several; a syntax run keeps the parsed
+        first)."""
         state, stream = self.state, self.stream
         if first_visit:
             state.read += 1
@@ -296,14 +309,26 @@ class _Reader:
             if first_visit:
                 self._count_corrupt(str(exc))
             return []
-        tokens = sample.tokens
+        if first_visit:
+            self._count_seen(sample, len(boxes))
+        caption, tokens = sample.captions[0 if stream.syntax else int(draws[2] * len(sample.captions))]
         if draws[0] < stream.subreddit_prefix:
-            [tokens] = self._tokenised([prefixed_caption(sample.caption, sample.subreddit)])
+            [tokens] = self._tokenised([prefixed_caption(caption, sample.subreddit)])
         if stream.syntax:
             return [(image, tokens, sample.syntax)]
         if stream.mode == "compositional":
             return [(image, tokens, *boxes[0])]
         return [(image, tokens), *boxes]
+
+    def _count_seen(self, sample: _Sample, boxes: int) -> None:
+        """Count a sample's pair and its `boxes` trained on; in the first epoch, also the pair and the boxes the mode
+        draws from (none in `pairs` mode)."""
+        state = self.state
+        state.pairs_seen += 1
+        state.boxes_seen += boxes
+        if state.epoch == 0:
+            state.corpus_pairs += 1
+            state.corpus_boxes += len(sample.boxes) if self.stream.mode != "pairs" else 0
 
     def _count_corrupt(self, message: str) -> None:
         state = self.state

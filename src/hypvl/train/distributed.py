@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.nn.parallel import DistributedDataParallel
 
 from hypvl.errors import InputError
@@ -61,11 +62,17 @@ def stop(ranks: Ranks) -> None:
         dist.destroy_process_group()
 
 
-def data_parallel(model: torch.nn.Module, ranks: Ranks, device: torch.device) -> torch.nn.Module:
-    """`model` wrapped for data-parallel steps (its gradients averaged across ranks), or itself alone."""
+def data_parallel(model: torch.nn.Module, ranks: Ranks, device: torch.device,
+                  fp16_compression: bool = False) -> torch.nn.Module:
+    """`model` wrapped for data-parallel steps (its gradients averaged across ranks), or itself alone. With
+    `fp16_compression` the gradients travel and are summed in float16 (torch's `fp16_compress_hook`, what MERU's and
+    HyCoCLIP's `ddp_fp16_compression=True` registers), else in their own dtype."""
     if ranks.world == 1:
         return model
-    return DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+    parallel = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+    if fp16_compression:
+        parallel.register_comm_hook(None, default_hooks.fp16_compress_hook)
+    return parallel
 
 
 def average(ranks: Ranks, values: torch.Tensor) -> torch.Tensor:

@@ -9,10 +9,11 @@ from hypvl.models.methods import ARCHITECTURE_OVERRIDES, EVAL_OVERRIDES, METHOD_
 
 # experiment overrides the trainer itself reads (the schedule, MERU Table 3's frozen-encoder runs, which parameters
 # escape weight decay)
-TRAINER_OVERRIDES = ("steps", "batch_size", "lr", "init_from", "freeze_encoders", "no_weight_decay",
+TRAINER_OVERRIDES = ("steps", "schedule_steps", "batch_size", "lr", "init_from", "freeze_encoders", "no_weight_decay",
                      "subreddit_prefix")
 # schedule overrides: (key, type, least, most); a value outside would loop, allocate or compute nonsense
-SCHEDULE_OVERRIDES = (("steps", int, 1, 10**8), ("batch_size", int, 1, 10**6), ("lr", (int, float), 1e-12, 10.0))
+SCHEDULE_OVERRIDES = (("steps", int, 1, 10**8), ("schedule_steps", int, 1, 10**8), ("batch_size", int, 1, 10**6),
+                      ("lr", (int, float), 1e-12, 10.0))
 # `no_weight_decay`: the learned scalars only (the public MERU and HyCoCLIP code; the default), or also every gain
 # and bias (the sentence MERU and PoinCLIP print); see hypvl.train.optim.param_groups
 NO_WEIGHT_DECAY = ("scalars", "gains_biases_scalars")
@@ -55,6 +56,9 @@ def check_recipe(experiment: dict) -> None:
         if not (isinstance(value, kind) and not isinstance(value, bool) and low <= value <= high):
             raise InputError(f"experiment {experiment['id']!r}: override {key} {value!r} must be a number in "
                              f"[{low:g}, {high:g}]")
+    if "schedule_steps" in overrides and not overrides["schedule_steps"] >= overrides.get("steps", 10**9):
+        raise InputError(f"experiment {experiment['id']!r}: override schedule_steps {overrides['schedule_steps']} "
+                         "needs the run's own `steps`, at most as many (the run trains the first steps of it)")
     ignored = sorted(set(overrides) - supported_overrides(method))
     if ignored:
         raise InputError(f"experiment {experiment['id']!r}: method {method!r} does not support the overrides "
@@ -63,12 +67,14 @@ def check_recipe(experiment: dict) -> None:
 
 @dataclass(frozen=True)
 class Schedule:
-    """Steps, batch size, warm-up and peak learning rate of one run at the running scale."""
+    """Steps, batch size, warm-up and peak learning rate of one run at the running scale, and the length of its
+    learning-rate schedule (`schedule_steps`: the steps, unless the run is the first part of a longer schedule)."""
 
     steps: int
     batch_size: int
     warmup: int
     lr: float
+    schedule_steps: int
 
 
 def train_section_for(experiment_id: str, train_cfg: dict) -> dict:
@@ -92,13 +98,17 @@ def resolve_schedule(overrides: dict, train_cfg: dict) -> Schedule:
 
     `train.steps`, when set, replaces the experiment's step count (smoke scale; `train_cfg` is the experiment's
     `train_section_for`); the experiment's batch size is multiplied by `train.batch_size_scale`; warm-up keeps the
-    paper's 4k/steps fraction.
+    paper's 4k/steps fraction. With `schedule_steps` (paper steps, at least `steps`) the run trains the first `steps`
+    of that longer warm-up and cosine schedule (e.g. PoinCLIP Table 4's grid read as the first 6k of 120k steps),
+    scaled by the same factor.
     """
     paper_steps = overrides.get("steps", train_cfg["paper_steps"])
+    paper_schedule = overrides.get("schedule_steps", paper_steps)
     steps = train_cfg.get("steps") or paper_steps
+    total = round(steps * paper_schedule / paper_steps)
     batch = max(2, round(overrides.get("batch_size", train_cfg["paper_batch_size"]) * train_cfg["batch_size_scale"]))
-    warmup = max(1, round(steps * min(1.0, train_cfg["paper_warmup"] / paper_steps)))
-    return Schedule(steps, batch, warmup, overrides.get("lr", train_cfg["lr"]))
+    warmup = max(1, round(total * min(1.0, train_cfg["paper_warmup"] / paper_schedule)))
+    return Schedule(steps, batch, warmup, overrides.get("lr", train_cfg["lr"]), total)
 
 
 def subreddit_prefix(experiment: dict) -> float:

@@ -96,9 +96,12 @@ def _train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path
         compile_encoders(model)
     optimizer = build_optimizer(model, schedule.lr, train_cfg["weight_decay"], train_cfg["betas"],
                                 overrides.get("no_weight_decay", "scalars"))
-    scheduler = build_scheduler(optimizer, schedule.warmup, schedule.steps)
+    scheduler = build_scheduler(optimizer, schedule.warmup, schedule.schedule_steps)
+    # float16 gradients where the loss is scaled into float16's range (MERU's and HyCoCLIP's `amp and
+    # ddp_fp16_compression`); unscaled bf16 or fp32 gradients would underflow
+    compressed = train_cfg["ddp_fp16_compression"] and precision.scaled and ranks.world > 1
     step_of = TrainStep(model, optimizer, scheduler, precision, device, train_cfg["accum_steps"],
-                        lambda module: distributed.data_parallel(module, ranks, device))
+                        lambda module: distributed.data_parallel(module, ranks, device, compressed))
     run = Run(fingerprint(experiment, model_cfg, train_cfg, shards),
               {"world": ranks.world, "workers": train_cfg["num_workers"]})
     resumed = load_resume(out_dir / RESUME, run.digest, run.layout)
@@ -151,7 +154,8 @@ def _train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path
                "processes": ranks.world, "resumed_at_step": resumed["step"] if resumed is not None else None,
                "samples_read": sum(c.read for c in counts), "corrupt_images_skipped": sum(c.corrupt for c in counts),
                "corrupt_examples": [m for c in counts for m in c.corrupt_examples][:10],
-               "samples_without_box": sum(c.no_box for c in counts), "precision": precision.name,
+               "samples_without_box": sum(c.no_box for c in counts), "data": _data_seen(stream.mode, counts),
+               "precision": precision.name, "ddp_fp16_compression": compressed,
                "compile": train_cfg["compile"], "accum_steps": accum, "seconds": round(run.seconds(), 2)}
     write_json(out_dir / "train_summary.json", summary, indent=1)
     (out_dir / RESUME).unlink(missing_ok=True)
@@ -187,6 +191,15 @@ class Run:
         set_rng_states(state["rng"])
         self.step, self.rows, self.streams = state["step"], state["rows"], state["streams"][ranks.rank]
         self.before = state["seconds"]
+
+
+def _data_seen(mode: str, counts: list[ReaderState]) -> dict:
+    """What the run trained on: its stream mode; the image-caption pairs and boxes of one pass over the corpus as the
+    mode reads it (every pair for `pairs` and `boxes_as_pairs`, those with a box for `compositional`; the boxes it
+    draws from), whole once every reader has finished its first epoch; and the pairs and boxes of every step."""
+    return {"mode": mode, "corpus_pairs": sum(c.corpus_pairs for c in counts),
+            "corpus_boxes": sum(c.corpus_boxes for c in counts), "first_epoch_complete": all(c.epoch for c in counts),
+            "pairs_seen": sum(c.pairs_seen for c in counts), "boxes_seen": sum(c.boxes_seen for c in counts)}
 
 
 def _averaged_terms(terms: dict, ranks: distributed.Ranks) -> dict[str, torch.Tensor]:

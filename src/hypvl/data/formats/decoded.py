@@ -26,7 +26,7 @@ from .grounded import GroundedRecord, iter_grounded
 from .images import CorruptImage, decode_image
 
 PIXELS, INDEX = ".decoded.npy", ".decoded.json"
-VERSION = 1
+VERSION = 2  # 2: each record's captions
 
 
 def twin_paths(shard: Path) -> tuple[Path, Path]:
@@ -65,7 +65,8 @@ def write_twin(shard: Path) -> tuple[Path, Path]:
             images.append({"at": [offset, *array.shape[:2]]})
             offset += array.size
         records.append({"key": record.key, "caption": record.caption, "phrases": [p for _, p in record.boxes],
-                        "parse": record.parse, "subreddit": record.subreddit, "images": images})
+                        "parse": record.parse, "subreddit": record.subreddit, "captions": record.captions,
+                        "images": images})
     pixels_path, index_path = twin_paths(shard)
     with atomic_write(pixels_path, mode="wb") as handle:
         np.save(handle, np.concatenate(arrays) if arrays else np.zeros(0, np.uint8))
@@ -105,7 +106,7 @@ def read_twin(shard: Path) -> list[tuple[GroundedRecord, list[DecodedImage]]] | 
                                    .reshape(image["at"][1], image["at"][2], 3)) for image in entry["images"]]
             boxes = [(b"", phrase) for phrase in entry["phrases"]]
             out.append((GroundedRecord(entry["key"], b"", entry["caption"], boxes, str(shard), entry["parse"],
-                                       entry["subreddit"]), images))
+                                       entry["subreddit"], entry["captions"]), images))
         return out
     except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
         raise InputError(f"{index_path}: unreadable decoded twin of {shard.name} ({exc}); delete it, or ground the "

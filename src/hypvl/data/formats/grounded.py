@@ -8,7 +8,9 @@ Our grounding step adds an optional ``<key>.child.parse.json``: the caption's de
 (`hypvl.data.formats.parses`), for the syntax-preserving paper; readers that do not know
 it ignore it, and shards without it read with ``parse = None``. Samples grounded from RedCaps also keep their
 post's subreddit as ``<key>.subreddit.txt`` (MERU's text augmentation prefixes it to the caption);
-without it ``subreddit = None``.
+without it ``subreddit = None``. A sample with several captions to draw from at each access (a YFCC15M photo's
+title and description, as SLIP trains) lists them all in ``<key>.captions.json``, ``child.txt``'s first;
+without it ``captions = []`` (the caption alone).
 """
 
 import json
@@ -34,6 +36,7 @@ class GroundedRecord:
     source: str = ""
     parse: dict | None = None
     subreddit: str | None = None
+    captions: list[str] = field(default_factory=list)  # several to draw from (`caption` first), or none
 
     def where(self, part: str = "child.jpg") -> str:
         return f"{self.source}: sample {self.key!r} ({part})"
@@ -70,6 +73,8 @@ def _members(rec: GroundedRecord) -> dict[str, bytes]:
         members["child.parse.json"] = json_text(rec.parse, rec.where("child.parse.json")).encode()
     if rec.subreddit is not None:
         members["subreddit.txt"] = rec.subreddit.encode()
+    if rec.captions:
+        members["captions.json"] = json_text(rec.captions, rec.where("captions.json")).encode()
     return members
 
 
@@ -107,5 +112,18 @@ def grounded_record(path: Path, key: str, parts: dict[str, bytes]) -> GroundedRe
             raise InputError(f"{where}: child.parse.json should be an object")
         validate_parse(parse, f"{where} (child.parse.json)")
     subreddit = parts["subreddit.txt"].decode().strip() if "subreddit.txt" in parts else None
-    return GroundedRecord(key, parts["child.jpg"], parts["child.txt"].decode().strip(), boxes, str(path), parse,
-                          subreddit)
+    caption = parts["child.txt"].decode().strip()
+    captions = _captions(parts["captions.json"], caption, where) if "captions.json" in parts else []
+    return GroundedRecord(key, parts["child.jpg"], caption, boxes, str(path), parse, subreddit, captions)
+
+
+def _captions(data: bytes, caption: str, where: str) -> list[str]:
+    """The checked list of a sample's `captions.json`: texts, child.txt's first."""
+    try:
+        captions = json.loads(data.decode())
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"{where}: captions.json is not JSON ({exc})") from exc
+    if not (isinstance(captions, list) and captions and all(isinstance(c, str) and c.strip() for c in captions)
+            and captions[0] == caption):
+        raise InputError(f"{where}: captions.json should list the sample's texts, child.txt's caption first")
+    return captions

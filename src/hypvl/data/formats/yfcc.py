@@ -10,14 +10,18 @@ A corpus folder holds the files as they are distributed:
   description are URL-encoded (`+` for a space). It may be the whole 100M file or only the subset's rows;
 - `images/<hash[:3]>/<hash[3:6]>/<hash>.jpg`: the photos, laid out by hash as the Multimedia Commons bucket is.
 
-A sample's caption is its cleaned title, or its cleaned description when the title is empty (cleaning as SLIP
-and CLIP: URL-decode, drop HTML tags and links, collapse white space). SLIP draws title or description at random
-at every step; the grounded shards this corpus is turned into hold one caption per image, and titles are the
-short, caption-like text.
+A sample's captions are its cleaned title and description, those that hold text (cleaning as SLIP and CLIP:
+URL-decode, drop HTML tags and links, collapse white space): SLIP, whose recipe MERU's YFCC rows follow, draws one
+of the two at random at every access (SLIP datasets.py `np.random.choice([title, desc])`), and the training stream
+does the same (`hypvl.train.data`). `caption`, the first of them, is the one grounding parses and boxes.
+
+About 1% of the subset list has no photo upstream (SLIP make_dataset.py kept 14,689,580 of its 14.83M rows); a
+reader given `skip` passes over a row without its image file or without any text, telling `skip` why (grounding
+counts them against `grounding.max_skipped_fraction`); without it such a row is an error.
 """
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote_plus, unquote_plus
@@ -50,6 +54,11 @@ class YFCCSample:
     title: str
     description: str
     image: bytes
+
+    @property
+    def captions(self) -> list[str]:
+        """The cleaned title and description, those holding text, without repeats (title first)."""
+        return list(dict.fromkeys(text for text in (clean_text(self.title), clean_text(self.description)) if text))
 
     @property
     def caption(self) -> str:
@@ -100,9 +109,10 @@ def read_subset(path: Path) -> dict[str, tuple[int, str]]:
     return subset
 
 
-def iter_yfcc(folder) -> Iterator[YFCCSample]:
-    """The subset's photos in metadata order; every subset row must have its metadata row, a photo marker,
-    the same line number and hash, a caption, and its image file."""
+def iter_yfcc(folder, skip: Callable[[str, str], None] | None = None) -> Iterator[YFCCSample]:
+    """The subset's photos in metadata order; every subset row must have its metadata row, a photo marker and the
+    same line number and hash. A row without text or without its image file is an error, or, given `skip`, passed
+    over with `skip(reason, message)`, reason "no_text" or "no_image"."""
     folder = Path(folder)
     subset = read_subset(folder / SUBSET)
     seen = set()
@@ -117,12 +127,16 @@ def iter_yfcc(folder) -> Iterator[YFCCSample]:
         if fields[_COLUMN["marker"]] != "0":
             raise where.error(f"photo {photo_id}: marker {fields[_COLUMN['marker']]!r}, the subset holds photos (0)")
         title, description = unquote_plus(fields[_COLUMN["title"]]), unquote_plus(fields[_COLUMN["description"]])
-        if not (clean_text(title) or clean_text(description)):
-            raise where.error(f"photo {photo_id}: neither title nor description holds text")
-        path = image_path(folder, photo_hash)
-        if not path.is_file():
-            raise where.error(f"photo {photo_id}: image file not found: {path}")
         seen.add(photo_id)
+        path = image_path(folder, photo_hash)
+        problem = (("no_text", f"photo {photo_id}: neither title nor description holds text")
+                   if not (clean_text(title) or clean_text(description)) else
+                   ("no_image", f"photo {photo_id}: image file not found: {path}") if not path.is_file() else None)
+        if problem is not None:
+            if skip is None:
+                raise where.error(problem[1])
+            skip(problem[0], str(where.error(problem[1])))
+            continue
         yield YFCCSample(line_number, photo_id, photo_hash, title, description, path.read_bytes())
     missing = sorted(set(subset) - seen)
     if missing:
@@ -137,10 +151,13 @@ def read_yfcc(folder) -> list[YFCCSample]:
 
 def write_yfcc(folder: Path, samples: Iterable[YFCCSample]) -> None:
     """Write `samples` as a corpus folder: the subset list, the metadata of exactly these photos (fields the
-    smoke world has no value for left empty; title and description URL-encoded) and the image files."""
+    smoke world has no value for left empty; title and description URL-encoded) and the image files, but for a
+    sample with empty image bytes (a photo missing upstream)."""
     folder = Path(folder)
     samples = list(samples)
     for sample in samples:
+        if not sample.image:
+            continue
         path = image_path(folder, sample.photo_hash)
         path.parent.mkdir(parents=True, exist_ok=True)
         with atomic_write(path, "wb") as handle:

@@ -131,16 +131,24 @@ def grit_sample(item: CorpusItem, size: int) -> GritSample:
     return GritSample(item.key, item.image, item.caption, chunks, ref_exps)
 
 
+YFCC_MISSING_EVERY = 200  # one photo in this many is listed without its image, as ~1% of the real list
+
+
 def yfcc_sample(item: CorpusItem, index: int) -> YFCCSample:
     """YFCC15M record of a corpus item: a Flickr-like photo id and hash; every fourth photo has no title and its
-    caption in a marked-up description with a link."""
+    caption in a marked-up description with a link, every fourth another has a description too (its objects'
+    phrases, the second text SLIP's draw picks from), and one in YFCC_MISSING_EVERY has no image (empty bytes: the
+    writer leaves its file out)."""
     photo_id = str(10_000_000 + index)
     photo_hash = hashlib.md5(photo_id.encode()).hexdigest()
     if index % 4 == 3:
         title, description = "", f"<b>{item.caption}</b> http://www.flickr.com/photos/{photo_id}"
+    elif index % 4 == 1:
+        title, description = item.caption, "; ".join(region["text"] for region in item.regions)
     else:
         title, description = item.caption, ""
-    return YFCCSample(index + 1, photo_id, photo_hash, title, description, item.image)
+    image = b"" if index % YFCC_MISSING_EVERY == YFCC_MISSING_EVERY - 1 else item.image
+    return YFCCSample(index + 1, photo_id, photo_hash, title, description, image)
 
 
 def _batched(items: Iterable, size: int) -> Iterator[list]:
