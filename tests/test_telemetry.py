@@ -19,7 +19,8 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from hypvl.errors import InputError
 from hypvl.train import trainer
 from hypvl.train.resume import RESUME
-from hypvl.train.telemetry import IMAGES_PER_S, LOG_NAME, TAGS, TENSORBOARD_DIR, check_telemetry
+from hypvl.train.telemetry import (GPU_MEMORY, IMAGES_PER_S, LOG_NAME, TAGS, TENSORBOARD_DIR, Telemetry,
+                                   check_telemetry)
 from hypvl.train.trainer import train
 
 from conftest import REPO
@@ -162,6 +163,13 @@ def test_a_killed_quiet_run_leaves_its_steps_and_progress_lines_in_the_job_log(t
     assert len(rows) >= 3 * len(lines) and [int(row["step"]) for row in rows] == list(range(len(rows)))
     assert all(float(row["loss"]) > 0 and float(row["temperature"]) > 0 for row in rows)
     assert not (out / "checkpoint.pt").exists()
+
+
+def test_on_a_gpu_the_peak_memory_is_a_scalar_too(tmp_path, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda device: 3 * 2**30 if device.type == "cuda" else 0)
+    with Telemetry(tmp_path, WATCHED, "t", 2, 8, torch.device("cuda"), progress=False) as telemetry:
+        telemetry.record({"step": 0, "loss": 1.0, "contrastive": 1.0, "lr": 0.1, "temperature": 0.07})
+    assert _scalars(tmp_path)[GPU_MEMORY] == [(0, 3.0)]
 
 
 @pytest.mark.parametrize("key, module", [("wandb", "wandb"), ("tensorboard", "torch.utils.tensorboard")])
