@@ -113,8 +113,8 @@ def _train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path
     model.train()
     every = train_cfg["checkpoint_every"]
     telemetry = Telemetry(out_dir, train_cfg["telemetry"], experiment["id"], schedule.steps, schedule.batch_size,
-                          device, run.step, run.rows, run.before, {**run.recipe, "schedule": schedule.__dict__},
-                          progress, ranks.main)
+                          device, start=run.step, rows=run.rows, before=run.before, progress=progress,
+                          config={**run.recipe, "schedule": schedule.__dict__}, main=ranks.main)
     with telemetry:
         for step, batch in zip(range(run.step, schedule.steps), stream.loader(pin_memory=device.type == "cuda")):
             if "error" in batch:
