@@ -141,7 +141,9 @@ def test_hypvl_train_runs_under_torchrun(tmp_path):
     assert run.stdout.count("24 records") == 1  # the command after `train` runs once, on rank 0
     summary = json.loads((out / "train_summary.json").read_text())
     assert summary["processes"] == 2 and summary["schedule"]["batch_size"] == 8 and summary["samples_read"] >= 24
-    assert sorted(p.name for p in out.iterdir()) == ["checkpoint.pt", "train_log.csv", "train_summary.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["checkpoint.pt", "tensorboard", "train_log.csv",
+                                                          "train_summary.json"]
+    assert len(list((out / "tensorboard").iterdir())) == 1  # one event file: rank 0 reports, the others do not
 
 
 def _compressed_rank(rank: int, port: int, out: str) -> None:

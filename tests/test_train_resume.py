@@ -1,7 +1,8 @@
 """Resuming: a training run killed with SIGKILL and started again ends bitwise equal to an uninterrupted run (CPU);
-a resume checkpoint of another recipe is ignored, one of another data-parallel layout refused."""
+a resume checkpoint of another recipe is kept aside with a warning, one of another data-parallel layout refused."""
 
 import json
+import logging
 import os
 import random
 import signal
@@ -14,7 +15,7 @@ import torch
 import yaml
 
 from hypvl.errors import InputError
-from hypvl.train.resume import RESUME, fingerprint, save_resume
+from hypvl.train.resume import RESUME, fingerprint, run_recipe, save_resume
 from hypvl.train.trainer import train
 
 from conftest import REPO
@@ -74,17 +75,29 @@ def test_a_run_killed_at_any_step_and_restarted_ends_bitwise_equal(tmp_path):
     assert not (cut / RESUME).exists()  # removed once the outputs are written
 
 
-def test_a_resume_checkpoint_of_another_recipe_is_ignored_and_another_layout_refused(tmp_path):
+def test_a_resume_checkpoint_of_another_recipe_is_kept_aside_and_another_layout_refused(tmp_path, caplog):
     shards = _shards(tmp_path / "data", n=12, boxes=lambda i: 1)
     exp = {"id": "t", "method": "meru", "backbone": "vit_s16", "seed": 0}
     reference = train(exp, TINY, TRAIN_CFG, shards, tmp_path / "a", progress=False)
-    stale = {"fingerprint": "another recipe", "layout": {"world": 1, "workers": 0}, "step": 2, "model": {},
-             "optimizer": {}, "scheduler": {}, "scaler": {}, "streams": [{}], "rows": [], "seconds": 0.0}
+    theirs = run_recipe({**exp, "id": "u"}, TINY, {**TRAIN_CFG, "lr": 1e-3}, shards)
+    stale = {"recipe": theirs, "fingerprint": fingerprint(theirs), "layout": {"world": 1, "workers": 0}, "step": 2,
+             "model": {}, "optimizer": {}, "scheduler": {}, "scaler": {}, "streams": [{}], "rows": [], "seconds": 0.0}
     save_resume(tmp_path / "b" / RESUME, stale)
-    again = train(exp, TINY, TRAIN_CFG, shards, tmp_path / "b", progress=False)
+    written = (tmp_path / "b" / RESUME).read_bytes()
+    (tmp_path / "b" / f"resume.{fingerprint(theirs)[:12]}.pt").write_bytes(b"an earlier one: not overwritten")
+    with caplog.at_level(logging.WARNING, logger="hypvl"):
+        again = train(exp, TINY, TRAIN_CFG, shards, tmp_path / "b", progress=False)
     assert again["resumed_at_step"] is None and again["final"] == reference["final"]
-    assert not (tmp_path / "b" / RESUME).exists()
-    other_layout = {**stale, "fingerprint": fingerprint(exp, TINY, TRAIN_CFG, shards), "layout": {"world": 4, "workers": 2}}
+    ours = fingerprint(run_recipe(exp, TINY, TRAIN_CFG, shards))
+    aside = tmp_path / "b" / f"resume.{fingerprint(theirs)[:12]}-2.pt"
+    assert aside.read_bytes() == written and not (tmp_path / "b" / RESUME).exists()
+    assert (tmp_path / "b" / f"resume.{fingerprint(theirs)[:12]}.pt").read_bytes() == b"an earlier one: not overwritten"
+    [warning] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert f"another recipe (experiment 'u', fingerprint {fingerprint(theirs)[:12]}, step 2)" in warning
+    assert f"this run's (experiment 't', fingerprint {ours[:12]})" in warning
+    assert 'experiment.id: "u" vs "t"' in warning and "train.lr: 0.001 vs 0.0005" in warning
+    assert warning.endswith(f"kept aside as {aside.name}, training from step 0")
+    other_layout = {**stale, "fingerprint": ours, "layout": {"world": 4, "workers": 2}}
     save_resume(tmp_path / "c" / RESUME, other_layout)
     with pytest.raises(InputError, match=f"{RESUME}: written by 4 process\\(es\\) with 2 loader worker\\(s\\) each; "
                                          "this run has 1 with 0"):

@@ -5,7 +5,9 @@ test reproduces the fault and asserts what the suite does: refuses in one line, 
 was, and never reports a stale or NaN number."""
 
 
+import csv
 import json
+import math
 import os
 import re
 import shutil
@@ -248,19 +250,24 @@ def test_an_architecture_mismatch_is_refused_in_a_short_line(tmp_path, capsys, m
     assert len(line) < 600 and re.search(r"the model expects \(\d+(, \d+)*\) and \d+ more$", line), line
 
 
-def test_a_training_that_diverges_stops_and_writes_nothing(tmp_path):
+def test_a_training_that_diverges_stops_and_writes_no_checkpoint(tmp_path):
     """A learning rate of 1e30 (what the config's own check lets through nowhere: it stands for any divergence):
-    the step whose loss is not finite stops the run, and no checkpoint or summary holding NaN is written."""
+    the step whose loss is not finite stops the run, and no checkpoint or summary holding NaN is written; the log
+    (written as the run goes) ends at that step."""
     from test_training import TINY, TRAIN_CFG, _shards
 
     from hypvl.train.trainer import train
 
     shards = _shards(tmp_path / "data")
-    with pytest.raises(InputError, match=r"experiment 'x': the loss is nan at step \d+ .*training diverged; nothing "
-                                         "written"):
+    with pytest.raises(InputError, match=r"experiment 'x': the loss is nan at step (\d+) .*training diverged; no "
+                                         "checkpoint written") as stopped:
         train({"id": "x", "method": "clip", "backbone": "vit_s16"}, TINY, {**TRAIN_CFG, "lr": 1e30, "steps": 4},
               shards, tmp_path / "out", progress=False)
     assert not (tmp_path / "out" / "checkpoint.pt").exists() and not (tmp_path / "out" / "train_summary.json").exists()
+    with open(tmp_path / "out" / "train_log.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert int(rows[-1]["step"]) == int(re.search(r"at step (\d+)", str(stopped.value)).group(1)) == len(rows) - 1
+    assert rows[-1]["loss"] == "nan" and all(math.isfinite(float(row["loss"])) for row in rows[:-1])
 
 
 def test_a_clip_trainings_summary_is_strict_json(tmp_path):

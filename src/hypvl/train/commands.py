@@ -146,7 +146,8 @@ def add_commands(subparsers) -> None:
     train.add_argument("--standin", action="store_true",
                        help="train the smoke stand-in of an experiment whose weights come from transformers")
     train.add_argument("--threads", type=positive_int, default=1, help="torch threads")
-    train.add_argument("--quiet", action="store_true", help="no progress bar")
+    train.add_argument("--quiet", action="store_true",
+                       help="no progress bar: a plain progress line every train.telemetry.log_every steps")
     train.set_defaults(func=_train)
 
     finetune = subparsers.add_parser("finetune", help="align the text tower of a model to HierarCaps (radial_ft)")

@@ -84,6 +84,12 @@ def average(ranks: Ranks, values: torch.Tensor) -> torch.Tensor:
     return values
 
 
+def barrier(ranks: Ranks) -> None:
+    """Wait until every rank has reached this point (every rank must call it)."""
+    if ranks.world > 1:
+        dist.barrier()
+
+
 def gather_objects(ranks: Ranks, value) -> list:
     """Every rank's `value` (picklable), in rank order (every rank must call it)."""
     if ranks.world == 1:

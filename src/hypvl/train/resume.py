@@ -1,17 +1,20 @@
 """Periodic training checkpoints: everything a killed run needs to continue exactly where it was.
 
 `resume.pt` in the run's output folder holds the model, optimiser, gradient scaler and schedule states, the RNG
-states, every reader's stream position (`hypvl.train.data.ReaderState`), the log so far and the recipe's
+states, every reader's stream position (`hypvl.train.data.ReaderState`), the log so far and the recipe with its
 fingerprint. It is written atomically every `train.checkpoint_every` steps, so a run killed at any moment finds
 the last complete one; a run of the same recipe finds it in its `--out` folder and continues from it (on the CPU,
-bitwise as if it had not stopped). One of another recipe is ignored; the data-parallel layout (processes, loader
-workers) must be the one that wrote it.
+bitwise as if it had not stopped). One of another recipe is kept aside (renamed `resume.<its fingerprint>.pt`, with
+a warning naming both recipes and how they differ) and the run starts over; the data-parallel layout (processes,
+loader workers) must be the one that wrote it.
 """
 
 import hashlib
 import json
 import logging
+import os
 import random
+import re
 from pathlib import Path
 
 import torch
@@ -19,20 +22,33 @@ import torch
 from hypvl.errors import InputError
 from hypvl.io import atomic_write
 from hypvl.models.checkpoints import read_checkpoint
+from hypvl.provenance import config_differences
+
+from . import distributed
 
 RESUME = "resume.pt"
 # train settings that change no number of the run (how it is checkpointed, where the decoded corpus is kept) or its
 # numbers by float rounding only (micro-batches: the same loss and gradients), or that the layout check covers
-# (loader workers)
-NEUTRAL_SETTINGS = ("checkpoint_every", "cache_decoded", "accum_steps", "num_workers")
+# (loader workers), or that say what the run reports as it goes (telemetry)
+NEUTRAL_SETTINGS = ("checkpoint_every", "cache_decoded", "accum_steps", "num_workers", "telemetry")
+STATE_KEYS = ("fingerprint", "layout", "step", "model", "optimizer", "scheduler", "scaler", "streams", "rows",
+              "seconds", "rng")
 
 log = logging.getLogger(__name__)
 
 
-def fingerprint(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path]) -> str:
-    """A digest of what determines a run's numbers: experiment, model and train settings, the shards' names."""
+def run_recipe(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path]) -> dict:
+    """What determines a run's numbers, as JSON values: the experiment, the model and train settings (less the
+    NEUTRAL_SETTINGS), the shards' names."""
     settings = {key: value for key, value in train_cfg.items() if key not in NEUTRAL_SETTINGS}
-    blob = json.dumps([experiment, model_cfg, settings, [Path(s).name for s in shards]], sort_keys=True, default=str)
+    recipe = {"experiment": experiment, "model": model_cfg, "train": settings, "shards": [Path(s).name for s in shards]}
+    return json.loads(json.dumps(recipe, default=str))
+
+
+def fingerprint(recipe: dict) -> str:
+    """A digest of a `run_recipe`."""
+    blob = json.dumps([recipe["experiment"], recipe["model"], recipe["train"], recipe["shards"]], sort_keys=True,
+                      default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
@@ -49,24 +65,54 @@ def set_rng_states(states: dict) -> None:
 
 
 def save_resume(path: Path, state: dict) -> None:
-    """Write a resume checkpoint (`state`: fingerprint, layout, step, model, optimizer, scheduler, scaler, streams,
-    rows, seconds) atomically, with the RNG states."""
+    """Write a resume checkpoint (`state`: recipe, fingerprint, layout, step, model, optimizer, scheduler, scaler,
+    streams, rows, seconds) atomically, with the RNG states."""
     with atomic_write(path, "wb") as handle:
         torch.save({**state, "rng": rng_states()}, handle)
 
 
-def load_resume(path: Path, digest: str, layout: dict) -> dict | None:
-    """The resume checkpoint at `path` when there is one of this recipe (else None, logged); a layout other than
-    `layout` is an InputError: its stream positions belong to other readers."""
-    if not Path(path).is_file():
+def load_resume(path: Path, recipe: dict, layout: dict, ranks: distributed.Ranks) -> dict | None:
+    """The resume checkpoint at `path` when there is one of `recipe` (else None). One of another recipe is kept aside
+    by the main process once every process has read it (`keep_aside`); a layout other than `layout` is an
+    InputError: its stream positions belong to other readers. Every rank calls it."""
+    path = Path(path)
+    state = read_checkpoint(path, STATE_KEYS) if path.is_file() else None
+    distributed.barrier(ranks)  # every process has read the file before the main one moves it
+    if state is None:
         return None
-    state = read_checkpoint(path, ("fingerprint", "layout", "step", "model", "optimizer", "scheduler", "scaler",
-                                   "streams", "rows", "seconds", "rng"))
-    if state["fingerprint"] != digest:
-        log.info("%s: written by another recipe or data; training from step 0", path)
+    if state["fingerprint"] != fingerprint(recipe):
+        if ranks.main:
+            keep_aside(path, state, recipe)
         return None
     if state["layout"] != layout:
         raise InputError(f"{path}: written by {state['layout']['world']} process(es) with "
                          f"{state['layout']['workers']} loader worker(s) each; this run has {layout['world']} with "
                          f"{layout['workers']}: resume with that layout, or delete the file to start over")
     return state
+
+
+def keep_aside(path: Path, state: dict, recipe: dict) -> Path:
+    """Rename the resume checkpoint `state` of another recipe than `recipe`, at `path`, to `resume.<its fingerprint>.pt`
+    beside it (`-2`, `-3`... where that name is taken: nothing is overwritten), with a warning naming both recipes
+    and the settings that differ. Returns the new path."""
+    theirs = re.sub(r"\W", "", str(state["fingerprint"]))[:12] or "unknown"
+    target, n = path.with_name(f"resume.{theirs}.pt"), 1
+    while target.exists():
+        n += 1
+        target = path.with_name(f"resume.{theirs}-{n}.pt")
+    os.replace(path, target)
+    recorded = state.get("recipe")
+    differ = config_differences(recorded, recipe) if isinstance(recorded, dict) else []
+    how = (f"; they differ in {'; '.join(differ[:5])}{'; ...' if len(differ) > 5 else ''}" if differ else
+           "" if isinstance(recorded, dict) else "; its settings are not recorded (an older hypvl wrote it)")
+    log.warning("%s: a resume checkpoint of another recipe (%s, step %s) than this run's (%s)%s; kept aside as %s, "
+                "training from step 0", path, _named(recorded, state["fingerprint"]), state["step"],
+                _named(recipe, fingerprint(recipe)), how, target.name)
+    return target
+
+
+def _named(recipe, digest: str) -> str:
+    """A recipe as a warning names it: its experiment and fingerprint."""
+    experiment = recipe.get("experiment") if isinstance(recipe, dict) else None
+    name = f"experiment {experiment.get('id')!r}, " if isinstance(experiment, dict) else ""
+    return f"{name}fingerprint {str(digest)[:12]}"

@@ -5,21 +5,19 @@ processes trains on its 1/N of it, the losses seeing the global batch (`hypvl.lo
 DistributedDataParallel averaging the gradients. Each process's share runs in `train.accum_steps` micro-batches
 (`hypvl.train.accumulation`: the same loss and gradients, one micro-batch's activations in memory). Every
 `train.checkpoint_every` steps the run writes `resume.pt` (`hypvl.train.resume`) and a restarted run continues from
-it. The main process writes checkpoint.pt, train_log.csv and train_summary.json, and removes resume.pt once they are
-written.
+it. The main process reports every step as it goes (`hypvl.train.telemetry`: train_log.csv, TensorBoard, W&B,
+progress), writes checkpoint.pt and train_summary.json at the end, and then removes resume.pt.
 """
 
-import csv
 import math
 import time
 from pathlib import Path
 
 import torch
-from tqdm import tqdm
 
 from hypvl.devices import select_device
 from hypvl.errors import InputError
-from hypvl.io import atomic_write, write_json
+from hypvl.io import write_json
 from hypvl.models.build import build_model
 from hypvl.models.checkpoints import load_state, read_checkpoint, save_checkpoint
 from hypvl.models.methods import PARSE_METHODS
@@ -29,10 +27,10 @@ from .data import ReaderState, TrainingStream
 from .optim import build_optimizer, build_scheduler
 from .recipe import (RADIAL_METHOD, check_recipe, recorded_train_section, resolve_schedule, stream_mode,
                      subreddit_prefix, train_section_for)
-from .resume import RESUME, fingerprint, load_resume, save_resume, set_rng_states
+from .resume import RESUME, fingerprint, load_resume, run_recipe, save_resume, set_rng_states
 from .step import TrainStep, compile_encoders, precision_on
+from .telemetry import Telemetry, check_telemetry
 
-LOG_FIELDS = ("step", "loss", "contrastive", "entailment", "syntax", "lr", "curvature", "temperature")
 TERMS = ("loss", "contrastive", "entailment", "syntax")
 
 
@@ -50,11 +48,12 @@ def init_encoders(model, checkpoint: Path, freeze: bool) -> None:
 def train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path], out_dir: Path,
           progress: bool = True, init_checkpoint: Path | None = None, build=None) -> dict:
     """Train `experiment` ({id, method, backbone, data, boxes, seed, overrides}) and write into `out_dir`:
-    checkpoint.pt, train_log.csv and train_summary.json. Returns the summary. An experiment with `init_from` starts
-    from the encoders of `init_checkpoint` (frozen with `freeze_encoders`). `build`, when given, makes the model
-    instead (after seeding): a smoke stand-in of a library's architecture (`hypvl.models.standins`), whose
-    checkpoint recipe is its own. Under torchrun every process calls it."""
+    checkpoint.pt, train_log.csv, train_summary.json and what `train.telemetry` asks. Returns the summary. An
+    experiment with `init_from` starts from the encoders of `init_checkpoint` (frozen with `freeze_encoders`).
+    `build`, when given, makes the model instead (after seeding): a smoke stand-in of a library's architecture
+    (`hypvl.models.standins`), whose checkpoint recipe is its own. Under torchrun every process calls it."""
     check_recipe(experiment)
+    check_telemetry(train_cfg["telemetry"])
     if experiment["method"] == RADIAL_METHOD:
         raise InputError(f"experiment {experiment['id']!r} aligns another experiment's model ({RADIAL_METHOD}): "
                          "run `hypvl finetune`")
@@ -102,9 +101,9 @@ def _train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path
     compressed = train_cfg["ddp_fp16_compression"] and precision.scaled and ranks.world > 1
     step_of = TrainStep(model, optimizer, scheduler, precision, device, train_cfg["accum_steps"],
                         lambda module: distributed.data_parallel(module, ranks, device, compressed))
-    run = Run(fingerprint(experiment, model_cfg, train_cfg, shards),
+    run = Run(run_recipe(experiment, model_cfg, train_cfg, shards),
               {"world": ranks.world, "workers": train_cfg["num_workers"]})
-    resumed = load_resume(out_dir / RESUME, run.digest, run.layout)
+    resumed = load_resume(out_dir / RESUME, run.recipe, run.layout, ranks)
     if resumed is not None:
         run.restore(resumed, model, optimizer, scheduler, step_of.scaler, ranks)
     stream = TrainingStream(shards, model.tokenizer, model.image_size, schedule.batch_size // ranks.world,
@@ -115,26 +114,26 @@ def _train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path
                             rank=ranks.rank, world=ranks.world, workers=train_cfg["num_workers"], states=run.streams,
                             rotation=run.step)
     model.train()
-    bar = tqdm(total=schedule.steps, initial=run.step, desc=experiment["id"], disable=not (progress and ranks.main),
-               mininterval=2.0)
     every = train_cfg["checkpoint_every"]
-    for step, batch in zip(range(run.step, schedule.steps), stream.loader(pin_memory=device.type == "cuda")):
-        if "error" in batch:
-            raise InputError(batch["error"])
-        reader, state = batch.pop("stream")
-        run.streams[reader] = state
-        lr = scheduler.get_last_lr()[0]
-        terms = step_of(batch)
-        run.rows.append(_log_row(step, _averaged_terms(terms, ranks), lr, model))
-        if not math.isfinite(run.rows[-1]["loss"]):
-            raise InputError(f"experiment {experiment['id']!r}: the loss is {run.rows[-1]['loss']} at step {step} "
-                             f"(learning rate {lr:g}): training diverged; nothing written")
-        run.step = step + 1
-        if every and run.step % every == 0 and run.step < schedule.steps:
-            run.save(out_dir / RESUME, model, optimizer, scheduler, step_of.scaler, ranks)
-        bar.update()
-        bar.set_postfix(loss=f"{run.rows[-1]['loss']:.3f}", refresh=False)
-    bar.close()
+    telemetry = Telemetry(out_dir, train_cfg["telemetry"], experiment["id"], schedule.steps, schedule.batch_size,
+                          device, start=run.step, rows=run.rows, before=run.before, progress=progress,
+                          config={**run.recipe, "schedule": schedule.__dict__}, main=ranks.main)
+    with telemetry:
+        for step, batch in zip(range(run.step, schedule.steps), stream.loader(pin_memory=device.type == "cuda")):
+            if "error" in batch:
+                raise InputError(batch["error"])
+            reader, state = batch.pop("stream")
+            run.streams[reader] = state
+            lr = scheduler.get_last_lr()[0]
+            terms = step_of(batch)
+            run.rows.append(_log_row(step, _averaged_terms(terms, ranks), lr, model))
+            telemetry.record(run.rows[-1])
+            if not math.isfinite(run.rows[-1]["loss"]):
+                raise InputError(f"experiment {experiment['id']!r}: the loss is {run.rows[-1]['loss']} at step "
+                                 f"{step} (learning rate {lr:g}): training diverged; no checkpoint written")
+            run.step = step + 1
+            if every and run.step % every == 0 and run.step < schedule.steps:
+                run.save(out_dir / RESUME, model, optimizer, scheduler, step_of.scaler, ranks)
     model.clamp_scalars()
     counts = [ReaderState(**state) for states in distributed.gather_objects(ranks, run.streams)
               for state in states.values()]
@@ -146,10 +145,6 @@ def _train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path
     # what every model of a run shares (of train.steps_for, the entries matching this experiment), and its seed
     recipe.update(train_cfg=recorded_train_section(experiment["id"], train_cfg), seed=experiment.get("seed", 0))
     save_checkpoint(out_dir / "checkpoint.pt", model, recipe, schedule.steps)
-    with atomic_write(out_dir / "train_log.csv") as handle:
-        writer = csv.DictWriter(handle, LOG_FIELDS, restval="")  # empty: a term the method does not have
-        writer.writeheader()
-        writer.writerows(run.rows)
     summary = {"experiment": experiment["id"], "schedule": schedule.__dict__, "final": run.rows[-1],
                "processes": ranks.world, "resumed_at_step": resumed["step"] if resumed is not None else None,
                "samples_read": sum(c.read for c in counts), "corrupt_images_skipped": sum(c.corrupt for c in counts),
@@ -166,8 +161,8 @@ class Run:
     """What a run has done so far: steps, log rows, stream states (reader -> ReaderState dict of this rank),
     seconds; saved in and restored from resume checkpoints."""
 
-    def __init__(self, digest: str, layout: dict):
-        self.digest, self.layout = digest, layout
+    def __init__(self, recipe: dict, layout: dict):
+        self.recipe, self.digest, self.layout = recipe, fingerprint(recipe), layout
         self.step, self.rows, self.streams = 0, [], {}
         self.started, self.before = time.perf_counter(), 0.0
 
@@ -178,8 +173,8 @@ class Run:
         """Every rank's stream states to the main process, which writes the resume checkpoint."""
         streams = distributed.gather_objects(ranks, self.streams)
         if ranks.main:
-            save_resume(path, {"fingerprint": self.digest, "layout": self.layout, "step": self.step,
-                               "model": model.state_dict(), "optimizer": optimizer.state_dict(),
+            save_resume(path, {"recipe": self.recipe, "fingerprint": self.digest, "layout": self.layout,
+                               "step": self.step, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
                                "scheduler": scheduler.state_dict(), "scaler": scaler.state_dict(),
                                "streams": streams, "rows": self.rows, "seconds": self.seconds()})
 
