@@ -363,11 +363,12 @@ def test_report_shows_every_paper_and_measured_number(workspace, scale):
             else:
                 number, marker = delta[label][index].split(" ")
                 assert float(number) == pytest.approx(line.delta, abs=0.5 * 10 ** -places)
-                assert marker == {"within": "✓", "outside": "✗", "not_comparable": "n/c"}[line.verdict]
+                assert marker in {"within": "●", "outside": "▲▼◆", "not_comparable": "n/c"}[line.verdict]
 
     png = out.with_suffix(".png")
-    assert "![paper vs ours](table1.png)" in markdown
-    assert "![paper vs ours](tiny/table1.png)" in also.read_text()
+    assert "(table1.png)" in markdown and "(tiny/table1.png)" in also.read_text()
+    page = out.with_suffix(".html").read_text()  # the HTML page of the same report, its plot embedded
+    assert "<h1>tiny table1" in page and "data:image/png;base64," in page and "table1.png" not in page
     with Image.open(png) as image:
         image.verify()
         assert image.format == "PNG"
@@ -430,7 +431,8 @@ def test_cli_compare_report_index(workspace):
          "--out", str(csv_path), "--blockers", '{"tasks": {"zs_cifar10": "needs data the scale lacks"}}'],
         ["report", "--spec", spec, "--table", "table1", "--compare-csv", str(csv_path),
          "--out", str(reports / "tiny" / "table1.md")],
-        ["index", "--reports-dir", str(reports), "--out", str(reports / "index.md")],
+        ["index", "--reports-dir", str(reports), "--tables-dir", str(csv_path.parent.parent),
+         "--out", str(reports / "index.md")],
     ):
         args = parser.parse_args(argv)
         args.func(args)
@@ -441,6 +443,8 @@ def test_cli_compare_report_index(workspace):
     assert "[tiny table1: Zero-shot classification and hierarchy](tiny/table1.md)" in index
     assert ("(smoke scale): 12 cells: 5 not comparable, 1 no paper value, 2 missing (2 needs data the scale lacks), "
             "4 external." in index)
+    agreement = next(line for line in index.splitlines() if line.startswith("| tiny"))  # the paper's counts
+    assert [cell.strip() for cell in agreement.split("|")[1:-1]] == ["tiny", "0", "0", "0", "5", "2", "12"]
     args = parser.parse_args(["compare", "--spec", spec, "--table", "table7", "--metrics-dir", str(metrics_dir),
                               "--scale", "smoke", "--out", str(csv_path)])
     with pytest.raises(InputError, match=r"tiny\.yaml: no table 'table7'"):
@@ -576,7 +580,7 @@ def test_the_report_shows_mean_and_spread_of_a_seeded_row(workspace):
     assert ours["CLIP"][0] == f"{values.mean():.2f} ± {values.std(ddof=1):.2f}"  # the paper prints one decimal
     assert ours["MERU*"][0] == "32.20"
     assert "over the seeds of the rows trained with several (config `seeds`): `clip` (3 seeds)." in markdown
-    assert parse_section(markdown, "Difference (ours − paper) and verdict")["CLIP"][0] == "+1.13 ≈"
+    assert parse_section(markdown, "Difference (ours − paper) and verdict")["CLIP"][0] == "+1.13 ◐"
     metrics_dir = write_seed_variants(workspace, "full")
     shutil.rmtree(metrics_dir / "tiny_meru")  # the only other row with numbers
     write_report(spec, "table1", compare_table(spec, "table1", metrics_dir, "full", seeds={"tiny_clip": [3, 4, 5]}), out)
