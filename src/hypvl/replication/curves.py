@@ -50,7 +50,7 @@ def draw_curves(log: pd.DataFrame, title: str):
             axis.plot(log["step"], log[name], color=colour, alpha=0.25, linewidth=0.8)
             axis.plot(log["step"], log[name].rolling(window, min_periods=1).mean(), color=colour, linewidth=1.4,
                       label=name)
-            axis.set_title(f"loss terms (running mean of {window} steps)", fontsize=9)
+            axis.set_title("loss terms" + (f" (running mean of {window} steps)" if window > 1 else ""), fontsize=9)
         if names is terms:
             axis.legend(fontsize=7)
         axis.set_xlabel("step", fontsize=8)

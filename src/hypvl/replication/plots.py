@@ -105,9 +105,10 @@ def draw_verdicts(frame: pd.DataFrame, row_labels: dict[str, str], title: str):
     axes[0][0].set_yticks(range(len(rows)), [row_labels[row] for row in rows], fontsize=7)
     figure.suptitle(f"{title}\neach cell: (ours − paper) in tolerances of its column, + better than the paper",
                     fontsize=9)
-    figure.legend(handles=_legend_patches(frame), loc="lower center", ncol=3, fontsize=7, frameon=False,
-                  bbox_to_anchor=(0.5, 0.0))
-    figure.tight_layout(rect=(0, 0.09 + 0.6 / (len(rows) + 6), 1, 1))
+    patches = _legend_patches(frame)
+    figure.legend(handles=patches, loc="lower center", ncol=3, fontsize=7, frameon=False, bbox_to_anchor=(0.5, 0.0))
+    legend_inches = 0.15 + 0.2 * -(-len(patches) // 3)
+    figure.tight_layout(rect=(0, legend_inches / figure.get_figheight(), 1, 1))
     return figure
 
 
