@@ -30,13 +30,13 @@ def _natural_key(path: Path):
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", path.stem)]
 
 
-def agreement(tables_dir, papers: list[str]) -> pd.DataFrame:
-    """Per paper (rows, in `papers` order) the number of cells of each AGREEMENT verdict over its compare CSVs
-    (`<tables_dir>/<paper>/*.csv`), and `cells`, every cell."""
+def agreement(tables_dir, reports: dict[str, list[str]]) -> pd.DataFrame:
+    """Per paper (rows, in `reports` order: paper -> its tables) the number of cells of each AGREEMENT verdict in its
+    tables' compare CSVs (`<tables_dir>/<paper>/<table>.csv`), and `cells`, every cell."""
     counts = {}
-    for paper in papers:
-        verdicts = pd.concat([read_compare_csv(path)["verdict"]
-                              for path in sorted(Path(tables_dir, paper).glob("*.csv"))] or [pd.Series(dtype=str)])
+    for paper, tables in reports.items():
+        verdicts = pd.concat([read_compare_csv(Path(tables_dir, paper, f"{table}.csv"))["verdict"] for table in tables]
+                             or [pd.Series(dtype=str)])
         counts[paper] = {**{verdict: int((verdicts == verdict).sum()) for verdict in AGREEMENT},
                          "cells": len(verdicts)}
     return pd.DataFrame.from_dict(counts, orient="index", columns=[*AGREEMENT, "cells"])
@@ -60,13 +60,15 @@ def render_index(reports_dir, out, tables_dir=None) -> None:
     overviews = [text.format(link=Path(os.path.relpath(reports_dir / name, out.parent)).as_posix())
                  for name, text in OVERVIEWS.items() if (reports_dir / name).is_file()]
     lines += [*(f"- {text}" for text in overviews), ""] if overviews else []
-    papers = [path for path in sorted(reports_dir.iterdir()) if path.is_dir() and any(path.glob("*.md"))]
-    if tables_dir is not None and papers:
-        lines += ["## Agreement with the papers", "", "Cells of every table of each paper, by verdict.", "",
-                  *agreement_table(agreement(tables_dir, [paper.name for paper in papers])), ""]
-    for paper in papers:
+    reports = {path: sorted(path.glob("*.md"), key=_natural_key) for path in sorted(reports_dir.iterdir())
+               if path.is_dir() and any(path.glob("*.md"))}
+    if tables_dir is not None and reports:
+        counts = agreement(tables_dir, {paper.name: [path.stem for path in tables] for paper, tables in reports.items()})
+        lines += ["## Agreement with the papers", "", "The cells of each paper's tables below, by verdict.", "",
+                  *agreement_table(counts), ""]
+    for paper, tables in reports.items():
         lines += [f"## {escape(paper.name)}", ""]
-        for report in sorted(paper.glob("*.md"), key=_natural_key):
+        for report in tables:
             text = report.read_text(encoding="utf-8").splitlines()
             if not text or not text[0].startswith("# "):
                 raise InputError(f"{report}: not a table report (its first line is not a '# ' title)")

@@ -262,13 +262,13 @@ def _check_frame(frame: pd.DataFrame, spec: PaperSpec, table_name: str, source) 
 
 
 def _compact_cell(line, places: int) -> str:
-    """Ours (± the seeds' spread) with its verdict mark (none where not comparable: the banner says so), then the
-    paper's number small; the missing or external marker alone."""
+    """Ours (± the seeds' spread) with its verdict mark (none where not comparable: the banner says so), and under
+    it the paper's number, small; the missing or external marker alone."""
     if line.verdict in ("missing", "external"):
         return _marker(line)
     spread = f"±{line.spread:.{places}f}" if line.n_seeds > 1 else ""
     mark = "" if line.verdict == "not_comparable" else f" {_marker(line)}"
-    return f"{line.ours:.{places}f}{spread}{mark} <sub>{escape(line.paper_text)}</sub>"
+    return f"{line.ours:.{places}f}{spread}{mark}<br><sub>paper {escape(line.paper_text)}</sub>"
 
 
 def _compact_grid(expected: ExpectedTable, labels: dict[str, str], cell_text) -> list[str]:
@@ -318,7 +318,7 @@ def report_markdown(spec: PaperSpec, table_name: str, frame: pd.DataFrame, plot_
         *_compact_grid(expected, labels, cell(_compact_cell)),
         *_seeds_note(frame),
         "",
-        f"Each cell: our number, its mark, the paper's number small. Marks: {legend}.",
+        f"Each cell: our number and its mark, the paper's number under it. Marks: {legend}.",
         "",
         *_details("Paper (as printed)", _grid(expected, lambda row, column: _paper_cell(expected, row, column))),
         *_details("Ours", _grid(expected, cell(_ours_cell), compared)),
