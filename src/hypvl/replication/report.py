@@ -1,4 +1,5 @@
-"""Markdown reports: one per compared table (paper, ours, difference, verdicts, plot, provenance) and an index."""
+"""The markdown report of a compared table: ours beside the paper with verdict marks, the picture, the full paper, ours
+and difference tables (collapsed), the row and column mapping with links to training curves, and provenance."""
 
 import os
 from pathlib import Path
@@ -8,17 +9,16 @@ import pandas as pd
 from hypvl.errors import InputError
 from hypvl.expected import ExpectedTable, load_expected
 from hypvl.io import atomic_write
-from hypvl.provenance import git_commit, utc_now
 from hypvl.replication.compare import (
     FULL_SCALE,
     VERDICTS,
     frame_scale,
     split_joined,
-    table_provenance,
 )
 from hypvl.replication.coverage import REASONS
 from hypvl.replication.markdown import escape
 from hypvl.replication.markdown import table as markdown_table
+from hypvl.replication.provenance_section import provenance_section
 from hypvl.replication.standing import standings
 from hypvl.spec import Column, External, PaperSpec, common_metric, term_label
 
@@ -217,39 +217,6 @@ def _mapping_sections(spec: PaperSpec, table_name: str, frame: pd.DataFrame, lab
             body.append([f"`{column}`", tasks, metric, f"±{table.tolerance_for(column):g}"])
     lines += markdown_table(["column", "task", "metric", "tolerance"], body)
     return lines
-
-
-def provenance_section(frame: pd.DataFrame, per_row: bool = True) -> list[str]:
-    """Where the numbers of compare frame(s) come from: scale, run config, config hashes, code (commit, dirty tree,
-    packages), data and checkpoints (sha256, first 12 digits; per row, or only counted), date range; and this
-    rendering."""
-    record = table_provenance(frame)
-    dates = (f"{record['first_date']} to {record['last_date']}" if record["first_date"] != record["last_date"]
-             else record["first_date"]) if record["first_date"] else "–"
-
-    def codes(values, digits=None):
-        return ", ".join(f"`{value[:digits]}`" for value in values) or "–"
-
-    checkpoints = ([f"{escape(row)} {codes(split_joined(lines['checkpoint_sha256']), 12)}"
-                    for row, lines in frame.groupby("row", sort=False) if split_joined(lines["checkpoint_sha256"])]
-                   if per_row else [f"{len(record['checkpoint_sha256'])} distinct, named in each table's report"])
-    dirty = {"True": "yes", "False": "no"}
-    return [
-        "## Provenance",
-        "",
-        f"- scale: `{record['scale']}`",
-        f"- measured cells: {record['n_measured_cells']} of {len(frame)}",
-        f"- run config of the metric JSONs (settings every model of the run shares): "
-        f"{codes(record['run_config_hash'])}",
-        f"- config hashes of the metric JSONs: {codes(record['config_hash'])}",
-        f"- git commits of the metric JSONs: {codes(record['git_commit'])}; uncommitted changes: "
-        f"{', '.join(dirty.get(value, value) for value in record['git_dirty']) or '–'}",
-        f"- packages: {'; '.join(record['packages']) or '–'}",
-        f"- data manifest (sha256): {codes(record['data_manifest_hash'], 12)}",
-        f"- checkpoints (sha256): {'; '.join(checkpoints) or '–'}",
-        f"- metric JSONs dated: {dates}",
-        f"- report rendered: {utc_now()} at commit `{git_commit()}`",
-    ]
 
 
 def _check_frame(frame: pd.DataFrame, spec: PaperSpec, table_name: str, source) -> None:
