@@ -128,10 +128,14 @@ def test_spec_loads_in_printed_order_with_externals_and_needs(workspace):
          "tables.table1.columns.avg", "unknown task 'zs_cifr100'"),
         (lambda d: d["tables"]["table1"]["columns"]["tau"].update(metric="kendal_tau"),
          "tables.table1.columns.tau", "unknown metric of task 'hierarcaps' 'kendal_tau' (did you mean 'kendall_tau'"),
+        (lambda d: d["tables"]["table1"].update(ablation={"varies": "_modle"}), "tables.table1.ablation.varies",
+         "unknown label column of"),
+        (lambda d: d["tables"]["table1"].update(ablation={"varies": "_model", "reference": ["vitb"]}),
+         "tables.table1.ablation.reference", "unknown row of"),
     ],
     ids=["unmapped_column", "unmapped_row", "unknown_experiment", "row_not_printed", "column_not_printed",
          "typo_key", "typo_experiment_key", "metric_not_a_string", "expected_missing", "misspelled_task",
-         "misspelled_task_in_mean", "misspelled_metric"],
+         "misspelled_task_in_mean", "misspelled_metric", "ablation_varies_no_label", "ablation_reference_no_row"],
 )
 def test_spec_errors_name_file_and_key(workspace, change, key, detail):
     path = edit_spec(workspace, change)
