@@ -115,6 +115,10 @@ def test_an_ablation_spec_draws_a_line_over_its_setting():
     assert paper.get_linestyle() == "-" and list(paper.get_xdata()) == list(range(6))
     assert list(paper.get_ydata()) == [11.1, 11.3, 12.2, 12.2, 12.1, 12.1]
     assert axis.containers, "ours is drawn with error bars"
+    marks = [line for line in axis.get_lines() if len(line.get_xdata()) == 1]  # ours, each in its verdict's colour
+    on_top = max(line.get_zorder() for line in axis.get_lines() if line not in marks)
+    assert len(marks) == 6 and all(line.get_zorder() > on_top for line in marks)
+    assert {line.get_markerfacecolor() for line in marks} == {plots.WITHIN}
     plt.close(figure)
 
 

@@ -63,7 +63,7 @@ def _panel(axis, lines: dict, column: str, expected: ExpectedTable, ablation: Ab
         for x, cell in zip(xs, cells):
             if comparable and pd.notna(cell.ours):
                 ours_axis.plot([x], [cell.ours], marker="s", markersize=6, linestyle="none", markeredgecolor=colour,
-                               color=cell_colour(cell.standing, cell.signed))
+                               color=cell_colour(cell.standing, cell.signed), zorder=3)  # over the error bars
     for index, row in enumerate(ablation.reference):
         cell, colour = lines[(row, column)], _REFERENCE_COLOURS[index % len(_REFERENCE_COLOURS)]
         label = " ".join(text for text in expected.labels[row].values() if text) or row
