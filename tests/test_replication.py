@@ -437,6 +437,7 @@ def test_cli_compare_report_index(workspace):
          "--out", str(reports / "tiny" / "table1.md")],
         ["index", "--reports-dir", str(reports), "--tables-dir", str(csv_path.parent.parent),
          "--out", str(reports / "index.md")],
+        ["html", "--markdown", str(reports / "index.md"), "--out", str(reports / "index.html")],
     ):
         args = parser.parse_args(argv)
         args.func(args)
@@ -447,6 +448,8 @@ def test_cli_compare_report_index(workspace):
     assert "[tiny table1: Zero-shot classification and hierarchy](tiny/table1.md)" in index
     assert ("(smoke scale): 12 cells: 5 not comparable, 1 no paper value, 2 missing (2 needs data the scale lacks), "
             "4 external." in index)
+    page = (reports / "index.html").read_text()  # the index's page leads to the reports' pages
+    assert 'href="tiny/table1.html"' in page and 'href="claims.html"' in page and ".md\"" not in page
     agreement = next(line for line in index.splitlines() if line.startswith("| tiny"))  # the paper's counts
     assert [cell.strip() for cell in agreement.split("|")[1:-1]] == ["tiny", "0", "0", "0", "5", "2", "12"]
     args = parser.parse_args(["compare", "--spec", spec, "--table", "table7", "--metrics-dir", str(metrics_dir),

@@ -27,6 +27,7 @@ summary { cursor: pointer; font-weight: 600; }
 .wide { overflow-x: auto; }
 """
 _IMAGE = re.compile(r'<img src="([^":]+\.png)"')
+_REPORT_LINK = re.compile(r'href="([^":#]+)\.md"')  # a link to another report: its page, beside it
 
 
 def _embed(match: re.Match, folder: Path) -> str:
@@ -38,10 +39,11 @@ def _embed(match: re.Match, folder: Path) -> str:
 
 
 def to_html(markdown: str, folder: Path) -> str:
-    """The page of `markdown`, its local images (relative to `folder`) embedded and each table scrolling on its
-    own."""
+    """The page of `markdown`, its local images (relative to `folder`) embedded, its links to other reports leading
+    to their pages, and each table scrolling on its own."""
     body = MarkdownIt("commonmark", {"html": True}).enable("table").render(markdown)
     body = _IMAGE.sub(lambda match: _embed(match, folder), body)
+    body = _REPORT_LINK.sub(r'href="\1.html"', body)
     body = body.replace("<table>", '<div class="wide"><table>').replace("</table>", "</table></div>")
     title = html.escape(next((line[2:] for line in markdown.splitlines() if line.startswith("# ")), "report"))
     return (f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{title}</title>'
