@@ -9,6 +9,8 @@ min_version("8.0")
 configfile: str(DEFAULT_CONFIG)  # the packaged smoke-scale default (src/hypvl/config/default.yaml)
 validate_config(config, "the workflow config (default.yaml + --configfile/--config)")  # schema.yaml, retired keys
 
+report: "workflows/report/workflow.rst"  # `snakemake --report report.html`: the description of the HTML report
+
 include: "workflows/common.smk"
 
 wildcard_constraints:
@@ -29,3 +31,4 @@ rule all:
     default_target: True
     input:
         f"{REPORTS}/index.md",
+        *(f"{REPORTS}/{page}.html" for page in ("index", "claims", "coverage")),  # the overview of the HTML report

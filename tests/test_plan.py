@@ -169,6 +169,7 @@ def test_index_plans_every_table_of_every_paper(tmp_path):
     # Table 1's five alignments, Table 3's nine ablations, Table 5's four, the other readings' four (L_reg, EC margin)
     assert len(fine_tuned) == 5 + 9 + 4 + 4
     assert jobs["train"] == len(recipes) - len(fine_tuned) and jobs["finetune"] == len(fine_tuned)
+    assert jobs["curves"] == jobs["train"] + jobs["finetune"]  # every model's training curves, linked from a table
     assert len(recipes) < len(trained)  # e.g. PoinCLIP's MERU rows repeat MERU's recipes
     # each stood in for and imported by one job; one trained stand-in for OpenAI's two CLIPs, one for ALIGN
     assert jobs["import_standin"] == len(outside) and jobs["train_standin"] == 2
@@ -189,7 +190,7 @@ def test_regression_target_plans_every_table_input_and_the_extras(tmp_path):
     assert jobs.pop("evaluate_linprobe") == index["evaluate_linprobe"] + 1  # hyco_meru_vits_grit's
     assert jobs.pop("evaluate_breeds_prompts") == index["evaluate_breeds_prompts"] + 1  # hyco_clip_vits_grit's
     assert jobs == {job: n for job, n in index.items() if job not in (
-        "compare", "report", "claims", "coverage", "index", "evaluate_linprobe", "evaluate_lexical",
+        "compare", "report", "curves", "claims", "coverage", "index", "evaluate_linprobe", "evaluate_lexical",
         "evaluate_breeds_prompts")}
 
 

@@ -128,10 +128,14 @@ def test_spec_loads_in_printed_order_with_externals_and_needs(workspace):
          "tables.table1.columns.avg", "unknown task 'zs_cifr100'"),
         (lambda d: d["tables"]["table1"]["columns"]["tau"].update(metric="kendal_tau"),
          "tables.table1.columns.tau", "unknown metric of task 'hierarcaps' 'kendal_tau' (did you mean 'kendall_tau'"),
+        (lambda d: d["tables"]["table1"].update(ablation={"varies": "_modle"}), "tables.table1.ablation.varies",
+         "unknown label column of"),
+        (lambda d: d["tables"]["table1"].update(ablation={"varies": "_model", "reference": ["vitb"]}),
+         "tables.table1.ablation.reference", "unknown row of"),
     ],
     ids=["unmapped_column", "unmapped_row", "unknown_experiment", "row_not_printed", "column_not_printed",
          "typo_key", "typo_experiment_key", "metric_not_a_string", "expected_missing", "misspelled_task",
-         "misspelled_task_in_mean", "misspelled_metric"],
+         "misspelled_task_in_mean", "misspelled_metric", "ablation_varies_no_label", "ablation_reference_no_row"],
 )
 def test_spec_errors_name_file_and_key(workspace, change, key, detail):
     path = edit_spec(workspace, change)
@@ -363,11 +367,12 @@ def test_report_shows_every_paper_and_measured_number(workspace, scale):
             else:
                 number, marker = delta[label][index].split(" ")
                 assert float(number) == pytest.approx(line.delta, abs=0.5 * 10 ** -places)
-                assert marker == {"within": "✓", "outside": "✗", "not_comparable": "n/c"}[line.verdict]
+                assert marker in {"within": "●", "outside": "▲▼◆", "not_comparable": "n/c"}[line.verdict]
 
     png = out.with_suffix(".png")
-    assert "![paper vs ours](table1.png)" in markdown
-    assert "![paper vs ours](tiny/table1.png)" in also.read_text()
+    assert "(table1.png)" in markdown and "(tiny/table1.png)" in also.read_text()
+    page = out.with_suffix(".html").read_text()  # the HTML page of the same report, its plot embedded
+    assert "<h1>tiny table1" in page and "data:image/png;base64," in page and "table1.png" not in page
     with Image.open(png) as image:
         image.verify()
         assert image.format == "PNG"
@@ -430,7 +435,9 @@ def test_cli_compare_report_index(workspace):
          "--out", str(csv_path), "--blockers", '{"tasks": {"zs_cifar10": "needs data the scale lacks"}}'],
         ["report", "--spec", spec, "--table", "table1", "--compare-csv", str(csv_path),
          "--out", str(reports / "tiny" / "table1.md")],
-        ["index", "--reports-dir", str(reports), "--out", str(reports / "index.md")],
+        ["index", "--reports-dir", str(reports), "--tables-dir", str(csv_path.parent.parent),
+         "--out", str(reports / "index.md")],
+        ["html", "--markdown", str(reports / "index.md"), "--out", str(reports / "index.html")],
     ):
         args = parser.parse_args(argv)
         args.func(args)
@@ -441,6 +448,10 @@ def test_cli_compare_report_index(workspace):
     assert "[tiny table1: Zero-shot classification and hierarchy](tiny/table1.md)" in index
     assert ("(smoke scale): 12 cells: 5 not comparable, 1 no paper value, 2 missing (2 needs data the scale lacks), "
             "4 external." in index)
+    page = (reports / "index.html").read_text()  # the index's page leads to the reports' pages
+    assert 'href="tiny/table1.html"' in page and 'href="claims.html"' in page and ".md\"" not in page
+    agreement = next(line for line in index.splitlines() if line.startswith("| tiny"))  # the paper's counts
+    assert [cell.strip() for cell in agreement.split("|")[1:-1]] == ["tiny", "0", "0", "0", "5", "2", "12"]
     args = parser.parse_args(["compare", "--spec", spec, "--table", "table7", "--metrics-dir", str(metrics_dir),
                               "--scale", "smoke", "--out", str(csv_path)])
     with pytest.raises(InputError, match=r"tiny\.yaml: no table 'table7'"):
@@ -576,7 +587,7 @@ def test_the_report_shows_mean_and_spread_of_a_seeded_row(workspace):
     assert ours["CLIP"][0] == f"{values.mean():.2f} ± {values.std(ddof=1):.2f}"  # the paper prints one decimal
     assert ours["MERU*"][0] == "32.20"
     assert "over the seeds of the rows trained with several (config `seeds`): `clip` (3 seeds)." in markdown
-    assert parse_section(markdown, "Difference (ours − paper) and verdict")["CLIP"][0] == "+1.13 ≈"
+    assert parse_section(markdown, "Difference (ours − paper) and verdict")["CLIP"][0] == "+1.13 ◐"
     metrics_dir = write_seed_variants(workspace, "full")
     shutil.rmtree(metrics_dir / "tiny_meru")  # the only other row with numbers
     write_report(spec, "table1", compare_table(spec, "table1", metrics_dir, "full", seeds={"tiny_clip": [3, 4, 5]}), out)

@@ -7,10 +7,11 @@ detection, scene understanding, HierarCaps; their released checkpoints' stand-in
 `regression_extras` (the linear-probe, lexical and radius groups on the same models), so every task
 group runs. Every number it writes must sit within `baselines/tolerances.yaml` of its pinned value;
 the whole baseline (every experiment every table needs) is checked by
-`snakemake --cores all reports/regression.md`. The flagship report's layout and a second call
-finding nothing to do are checked on the same run.
+`snakemake --cores all reports/regression.md`. The flagship report's layout, a second call
+finding nothing to do and the HTML report of the flagship (`snakemake --report`) are checked on the same run.
 """
 
+import base64
 import json
 import re
 import subprocess
@@ -67,7 +68,10 @@ def test_flagship_report_prints_the_paper_and_13_by_16_measured_numbers(smoke_ru
     report = (smoke_run.parent / "reports" / "table1.md").read_text()
     assert "SMOKE SCALE" in report
     expected = load_expected(REPO / "expected" / "hycoclip" / "table1.csv")
-    paper_section, ours_section = report.split("## Ours")[0], report.split("## Ours")[1].split("## Difference")[0]
+    paper_section = report.split("## Paper (as printed)")[1].split("## Ours")[0]  # the full copies, collapsed
+    ours_section = report.split("## Ours\n")[1].split("## Difference")[0]
+    compact = report.split("## Ours beside the paper")[1].split("<details>")[0]
+    assert sum(line.startswith("| RedCaps") or line.startswith("| GRIT") for line in compact.splitlines()) == 13 + 6
     for row in expected.rows:
         for col in expected.columns:
             assert expected.cells[(row, col)].printed in paper_section
@@ -77,6 +81,32 @@ def test_flagship_report_prints_the_paper_and_13_by_16_measured_numbers(smoke_ru
     assert all(len(re.findall(r"-?\d+\.\d+", line.split("|", 6)[-1])) == 16 for line in ours_rows)
     metrics = sorted((smoke_run / "metrics").glob("*/zs_*.json"))
     assert len(metrics) == (13 + 6) * len(zero_shot_datasets("smoke"))  # one evaluation job covers every set
+
+
+@pytest.mark.slow
+def test_the_html_report_holds_the_flagship_table_and_its_plot_under_hycoclip(smoke_run):
+    """`snakemake --report report.html reports/table1.md`: the page and the picture of Table 1 under the HyCoCLIP
+    category (the report embeds its data as JSON: `var categories` and `var results`, each file a data URI), the
+    training curves of its rows' models, and the workflow's description."""
+    out = smoke_run.parent / "report.html"
+    run = snakemake(str(smoke_run.parent / "reports" / "table1.md"), "--cores", "2", "--configfile",
+                    str(smoke_run.parent / "paths.yaml"), "--report", str(out))
+    assert run.returncode == 0, run.stderr[-3000:]
+    text = out.read_text()
+
+    def embedded(name):
+        return json.loads(re.search(rf"^\s*var {name} = (\{{.*\}});\s*$", text, re.M).group(1))
+
+    categories, results = embedded("categories"), embedded("results")
+    table1 = [str(smoke_run.parent / "reports" / f"table1.{suffix}") for suffix in ("html", "png")]
+    assert categories["HyCoCLIP"]["Table 1"] == table1
+    assert len(categories["Training curves"]["Other"]) == 13  # the 13 trained rows' models
+    page = results[table1[0]]["data_uri"].partition("base64,")[2]
+    page = base64.b64decode(page).decode()
+    assert "<h2>Ours beside the paper</h2>" in page and "data:image/png;base64," in page
+    assert "<summary>Paper (as printed)</summary>" in page and "SMOKE SCALE" in page
+    assert results[table1[1]]["mime_type"] == "image/png"
+    assert "hypvl replicates five hyperbolic vision-language papers" in text
 
 
 @pytest.mark.slow

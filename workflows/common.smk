@@ -86,3 +86,10 @@ onsuccess:
 
 onerror:
     stop_warm_server()
+
+
+def table_result(path, caption, paper=None):
+    """A table report's file as a result of the HTML report: under its paper's name (`paper`, else the {paper}
+    wildcard's), then its table."""
+    category = PLAN.reports.paper_name(paper) if paper else lambda w: PLAN.reports.paper_name(w.paper)
+    return report(path, caption=caption, category=category, subcategory=lambda w: w.table.replace("table", "Table "))

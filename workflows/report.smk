@@ -1,4 +1,6 @@
-# Compare each table with the paper's printed numbers and render the reports.
+# Compare each table with the paper's printed numbers and render the reports. Each report's page and picture are
+# flagged for `snakemake --report report.html` (or .zip): a category per paper, a subcategory per table.
+
 
 rule compare:
     input:
@@ -54,18 +56,21 @@ rule report:
     input:
         csv=f"{RESULTS}/tables/{{paper}}/{{table}}.csv",
         spec=f"{config['replication_dir']}/{{paper}}.yaml",
+        curves=lambda w: PLAN.reports.curves(w.paper, w.table).values(),  # the rows' training curves, linked
     output:
         md=f"{REPORTS}/{{paper}}/{{table}}.md",
-        png=f"{REPORTS}/{{paper}}/{{table}}.png",
+        png=table_result(f"{REPORTS}/{{paper}}/{{table}}.png", "report/plot.rst"),
+        html=table_result(f"{REPORTS}/{{paper}}/{{table}}.html", "report/table.rst"),
     params:
         expected_dir=config["expected_dir"],
+        curves=lambda w: PLAN.reports.curves_arg(w.paper, w.table),
     log:
         f"{RESULTS}/logs/report/{{paper}}/{{table}}.log",
     conda:
         ENV
     shell:
         "hypvl report --spec {input.spec:q} --table {wildcards.table} --expected-dir {params.expected_dir:q}"
-        " --compare-csv {input.csv:q} --out {output.md:q} > {log:q} 2>&1"
+        " --compare-csv {input.csv:q} --out {output.md:q} {params.curves} > {log:q} 2>&1"
 
 
 rule flagship_report:
@@ -73,18 +78,51 @@ rule flagship_report:
     input:
         csv=f"{RESULTS}/tables/hycoclip/{{table}}.csv",
         spec=f"{config['replication_dir']}/hycoclip.yaml",
+        curves=lambda w: PLAN.reports.curves("hycoclip", w.table).values(),
     output:
         md=f"{REPORTS}/{{table}}.md",
-        png=f"{REPORTS}/{{table}}.png",
+        png=table_result(f"{REPORTS}/{{table}}.png", "report/plot.rst", "hycoclip"),
+        html=table_result(f"{REPORTS}/{{table}}.html", "report/table.rst", "hycoclip"),
     params:
         expected_dir=config["expected_dir"],
+        curves=lambda w: PLAN.reports.curves_arg("hycoclip", w.table),
     log:
         f"{RESULTS}/logs/report/flagship/{{table}}.log",
     conda:
         ENV
     shell:
         "hypvl report --spec {input.spec:q} --table {wildcards.table} --expected-dir {params.expected_dir:q}"
-        " --compare-csv {input.csv:q} --out {output.md:q} > {log:q} 2>&1"
+        " --compare-csv {input.csv:q} --out {output.md:q} {params.curves} > {log:q} 2>&1"
+
+
+rule curves:
+    # one model's training curves (loss terms, learning rate, curvature, temperature), linked from its tables' rows
+    input:
+        log=f"{RESULTS}/models/{{experiment}}/train_log.csv",
+    output:
+        png=report(f"{REPORTS}/curves/{{experiment}}.png", caption="report/curves.rst", category="Training curves"),
+    log:
+        f"{RESULTS}/logs/curves/{{experiment}}.log",
+    conda:
+        ENV
+    shell:
+        "hypvl curves --log {input.log:q} --experiment {wildcards.experiment} --out {output.png:q} > {log:q} 2>&1"
+
+
+rule page:
+    # the index, the claims audit and the coverage as HTML pages: the overview of `snakemake --report`
+    input:
+        md=f"{REPORTS}/{{page}}.md",
+    output:
+        html=report(f"{REPORTS}/{{page}}.html", caption="report/page.rst", category="Overview"),
+    wildcard_constraints:
+        page="index|claims|coverage",
+    log:
+        f"{RESULTS}/logs/page/{{page}}.log",
+    conda:
+        ENV
+    shell:
+        "hypvl html --markdown {input.md:q} --out {output.html:q} > {log:q} 2>&1"
 
 
 rule claims:
@@ -134,12 +172,14 @@ rule index:
         md=f"{REPORTS}/index.md",
     params:
         reports_dir=lambda w, output: above(output.md),
+        tables_dir=f"{RESULTS}/tables",  # the compare CSVs whose verdicts the index counts per paper
     log:
         f"{RESULTS}/logs/index.log",
     conda:
         ENV
     shell:
-        "hypvl index --reports-dir {params.reports_dir:q} --out {output.md:q} > {log:q} 2>&1"
+        "hypvl index --reports-dir {params.reports_dir:q} --tables-dir {params.tables_dir:q} --out {output.md:q}"
+        " > {log:q} 2>&1"
 
 
 rule regress:

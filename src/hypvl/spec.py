@@ -38,6 +38,7 @@ SPEC_SCHEMA = {
     "required": ["paper", "title", "experiments", "tables"],
     "properties": {
         "paper": {"type": "string", "pattern": _SLUG},
+        "name": {"type": "string", "minLength": 1},  # the paper's short name in reports (default: `paper`)
         "title": {"type": "string", "minLength": 1},
         "claims": {},  # validated by the claims audit
         "experiments": {
@@ -110,6 +111,21 @@ SPEC_SCHEMA = {
                     "released": {
                         "type": "object",
                         "additionalProperties": {"type": "string", "pattern": _SLUG},
+                    },
+                    # an ablation: the printed label column whose values the rows vary (the plot's x axis, in
+                    # printed order), the label column splitting them into lines, the rows drawn as horizontal
+                    # reference lines, and whether the settings are ordered (a line) or not (points)
+                    "ablation": {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "required": ["varies"],
+                        "properties": {
+                            "varies": {"type": "string", "pattern": "^_"},
+                            "series": {"type": "string", "pattern": "^_"},
+                            "reference": {"type": "array", "items": {"type": "string", "pattern": _SLUG},
+                                          "uniqueItems": True},
+                            "ordered": {"type": "boolean"},
+                        },
                     },
                     "columns": {
                         "type": "object",
@@ -310,6 +326,19 @@ class Column:
         return term_label(self.term, self.metric or None)
 
 
+@dataclass(frozen=True)
+class Ablation:
+    """How a table varies one setting over its rows: `varies` is the printed label column holding the setting (the
+    plot's x axis, in printed order), `series` the label column splitting the rows into lines ("" for one line),
+    `reference` the rows drawn as horizontal lines (e.g. the model before fine-tuning), `ordered` False where the
+    settings have no order (points, no line)."""
+
+    varies: str
+    series: str = ""
+    reference: tuple[str, ...] = ()
+    ordered: bool = True
+
+
 ROW_MARK = "__"  # joins a printed row and what else is compared with its numbers: `<row>__released`, `<row>__<reading>`
 RELEASED_ROW = f"{ROW_MARK}released"  # suffix of the compare-table row holding a printed row's released checkpoint
 
@@ -333,6 +362,7 @@ class TableSpec:
     released: dict[str, str] = field(default_factory=dict)
     row_tasks: dict[str, dict[str, str]] = field(default_factory=dict)
     row_readings: dict[str, dict[str, str]] = field(default_factory=dict)
+    ablation: Ablation | None = None
 
     def compared_rows(self) -> dict[str, tuple[str, str | External]]:
         """Every compared row: its id -> (printed row, experiment or External); each printed row, then each
@@ -385,6 +415,7 @@ class PaperSpec:
     path: Path
     experiments: dict[str, Experiment]
     tables: dict[str, TableSpec]
+    name: str = ""  # the short name reports show (the spec's `name`, else `paper`)
 
     def table(self, name: str) -> TableSpec:
         """The table called `name`; InputError names the spec file and the tables it has."""
@@ -590,6 +621,7 @@ def _table(path: Path, name: str, entry: dict, expected_dir: Path, paper: str, e
         )
     return TableSpec(
         name=name,
+        ablation=_ablation(f"{path}: {key}.ablation", entry.get("ablation"), expected, expected_path),
         title=entry["title"],
         expected_path=expected_path,
         tolerance=float(entry["tolerance"]),
@@ -599,6 +631,28 @@ def _table(path: Path, name: str, entry: dict, expected_dir: Path, paper: str, e
         row_tasks={row: row_tasks[row] for row in expected.rows if row in row_tasks},
         row_readings={row: row_readings[row] for row in expected.rows if row in row_readings},
     )
+
+
+def _ablation(where: str, entry: dict | None, expected, expected_path: Path) -> Ablation | None:
+    """An Ablation from its validated YAML, checked against the expected CSV: label columns it has, printed rows, and
+    a setting in every row not drawn as a reference."""
+    if entry is None:
+        return None
+    ablation = Ablation(entry["varies"], entry.get("series", ""), tuple(entry.get("reference", ())),
+                        entry.get("ordered", True))
+    labels = list(expected.labels[expected.rows[0]])
+    for key in ("varies", "series"):
+        name = getattr(ablation, key)
+        if name and name not in labels:
+            raise InputError(f"{where}.{key}: {_unknown(f'label column of {expected_path}', name, labels)}")
+    for row in ablation.reference:
+        if row not in expected.labels:
+            raise InputError(f"{where}.reference: {_unknown(f'row of {expected_path}', row, expected.rows)}")
+    unset = [row for row in expected.rows if row not in ablation.reference and not expected.labels[row][ablation.varies]]
+    if unset:
+        raise InputError(f"{where}.varies: rows {', '.join(unset)} print no {ablation.varies!r} (list them under "
+                         "`reference`)")
+    return ablation
 
 
 def default_expected_dir(spec_path) -> Path:
@@ -627,7 +681,8 @@ def load_spec(path, expected_dir=None) -> PaperSpec:
         name: _table(path, name, entry, expected_dir, paper, experiments)
         for name, entry in document["tables"].items()
     }
-    return PaperSpec(paper=paper, title=document["title"], path=path, experiments=experiments, tables=tables)
+    return PaperSpec(paper=paper, title=document["title"], path=path, experiments=experiments, tables=tables,
+                     name=document.get("name", paper))
 
 
 def load_all_specs(replication_dir, expected_dir=None) -> dict[str, PaperSpec]:

@@ -19,16 +19,24 @@ from hypvl.data.synthetic.classification_sets import ALL_CLASSIFICATION_SETS
 # metric kind -> closed range of its values
 KINDS = {"percent": (0.0, 100.0), "fraction": (0.0, 1.0), "correlation": (-1.0, 1.0),
          "nonnegative": (0.0, math.inf)}
+KIND_UNITS = {"percent": "%", "fraction": "fraction", "correlation": "correlation", "nonnegative": "non-negative"}
 
 
 @dataclass(frozen=True)
 class Metric:
-    """A metric: whether higher is better (None: a statistic with no direction), chance level and kind."""
+    """A metric: whether higher is better (None: a statistic with no direction), chance level, kind and the unit
+    reports name (`unit`; default the kind's, KIND_UNITS)."""
 
     name: str
     higher_is_better: bool | None = True
     chance: float | None = None
     kind: str = "percent"
+    unit: str = ""
+
+    @property
+    def unit_label(self) -> str:
+        """The unit a report names: `unit`, else the kind's."""
+        return self.unit or KIND_UNITS[self.kind]
 
 
 @dataclass(frozen=True)
@@ -129,7 +137,7 @@ def _registry(scale: str) -> dict[str, Task]:
                                              _accuracy(_chance(scale, name), "top1")))
              for name in zero_shot_datasets(scale)]
     tasks.append(Task("hier_imagenet", "hierarchy", (
-        Metric("tie", False, kind="nonnegative"), Metric("lca", False, kind="nonnegative"),
+        *(Metric(name, False, kind="nonnegative", unit="edges") for name in ("tie", "lca")),
         *(Metric(name, kind="fraction") for name in ("jaccard", "h_precision", "h_recall")))))
     recalls = tuple(Metric(f"{d}_r{k}") for d in ("t2i", "i2t") for k in (1, 5, 10))
     tasks += [Task(f"ret_{name}", "retrieval", recalls) for name in RETRIEVAL_SETS]

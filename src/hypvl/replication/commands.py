@@ -1,4 +1,4 @@
-"""`hypvl compare`, `report`, `claims`, `index` and `regress`: the replication steps of the workflow.
+"""`hypvl compare`, `report`, `curves`, `html`, `claims`, `index` and `regress`: the replication steps of the workflow.
 
 pandas and matplotlib are imported inside the handlers, so registering these commands costs every
 other `hypvl` command nothing at start-up.
@@ -41,16 +41,36 @@ def _report(args) -> None:
     from hypvl.replication.report import write_report
     from hypvl.spec import load_spec
 
+    from hypvl.errors import InputError
+
     spec = load_spec(args.spec, args.expected_dir)
     frame = read_compare_csv(args.compare_csv)
-    write_report(spec, args.table, frame, args.out, also=args.also, source=args.compare_csv)
+    curves = dict(entry.partition("=")[::2] for entry in args.curves)
+    if not all(curves.values()) or len(curves) != len(args.curves):
+        raise InputError(f"--curves: give each as EXPERIMENT=PNG, once per experiment, not {args.curves}")
+    write_report(spec, args.table, frame, args.out, also=args.also, source=args.compare_csv, curves=curves)
+
+
+def _curves(args) -> None:
+    """Draw one model's training curves from its train_log.csv."""
+    from hypvl.replication.curves import draw_curves, read_log
+    from hypvl.replication.plots import save_png
+
+    save_png(draw_curves(read_log(args.log), f"training of {args.experiment}"), args.out)
+
+
+def _html(args) -> None:
+    """Render a markdown report as a self-contained HTML page."""
+    from hypvl.replication.html import write_html
+
+    write_html(args.markdown, args.out)
 
 
 def _index(args) -> None:
-    """Render reports/index.md linking every table report and the claims audit."""
-    from hypvl.replication.report import render_index
+    """Render reports/index.md linking every table report and the claims audit, with the agreement per paper."""
+    from hypvl.replication.index import render_index
 
-    render_index(args.reports_dir, args.out)
+    render_index(args.reports_dir, args.out, args.tables_dir)
 
 
 def _claims(args) -> None:
@@ -97,7 +117,7 @@ def _regress(args) -> None:
 
 
 def add_commands(subparsers) -> None:
-    """Register the `compare`, `report`, `claims`, `index` and `regress` subcommands."""
+    """Register the `compare`, `report`, `curves`, `html`, `claims`, `index` and `regress` subcommands."""
     expected_help = "folder holding <paper>/<table>.csv (default: expected/ beside the spec's folder)"
 
     compare = subparsers.add_parser("compare", help="join a table's printed numbers with our metric JSONs")
@@ -122,7 +142,20 @@ def add_commands(subparsers) -> None:
     report.add_argument("--compare-csv", required=True, help="the CSV written by `hypvl compare`")
     report.add_argument("--out", required=True, help="reports/<paper>/<table>.md (the PNG goes beside it)")
     report.add_argument("--also", action="append", default=[], help="another path for the same report (repeatable)")
+    report.add_argument("--curves", nargs="*", default=[],
+                        help="EXPERIMENT=PNG: the training curves of a row's model, linked from its row")
     report.set_defaults(func=_report)
+
+    curves = subparsers.add_parser("curves", help="draw a model's training curves (loss terms, curvature, temperature)")
+    curves.add_argument("--log", required=True, help="results/<scale>/models/<experiment>/train_log.csv")
+    curves.add_argument("--experiment", required=True, help="the model's experiment id (the plot's title)")
+    curves.add_argument("--out", required=True, help="reports/curves/<experiment>.png")
+    curves.set_defaults(func=_curves)
+
+    page = subparsers.add_parser("html", help="render a markdown report as a self-contained HTML page")
+    page.add_argument("--markdown", required=True, help="a report, e.g. reports/index.md")
+    page.add_argument("--out", required=True, help="the page, e.g. reports/index.html")
+    page.set_defaults(func=_html)
 
     claims = subparsers.add_parser("claims", help="audit every claim of the papers (reports/claims.md)")
     claims.add_argument("--replication-dir", required=True, help="replication/ (claims live in each <paper>.yaml)")
@@ -134,6 +167,8 @@ def add_commands(subparsers) -> None:
 
     index = subparsers.add_parser("index", help="render reports/index.md")
     index.add_argument("--reports-dir", required=True, help="reports/")
+    index.add_argument("--tables-dir", default=None,
+                       help="results/<scale>/tables: the compare CSVs whose verdicts the index counts per paper")
     index.add_argument("--out", required=True, help="reports/index.md")
     index.set_defaults(func=_index)
 

@@ -1,7 +1,7 @@
-"""Markdown reports: one per compared table (paper, ours, difference, verdicts, plot, provenance) and an index."""
+"""The markdown report of a compared table: ours beside the paper with verdict marks, the picture, the full paper, ours
+and difference tables (collapsed), the row and column mapping with links to training curves, and provenance."""
 
 import os
-import re
 from pathlib import Path
 
 import pandas as pd
@@ -9,35 +9,37 @@ import pandas as pd
 from hypvl.errors import InputError
 from hypvl.expected import ExpectedTable, load_expected
 from hypvl.io import atomic_write
-from hypvl.provenance import git_commit, utc_now
 from hypvl.replication.compare import (
     FULL_SCALE,
     VERDICTS,
     frame_scale,
     split_joined,
-    table_provenance,
 )
 from hypvl.replication.coverage import REASONS
 from hypvl.replication.markdown import escape
 from hypvl.replication.markdown import table as markdown_table
+from hypvl.replication.provenance_section import provenance_section
+from hypvl.replication.standing import standings
 from hypvl.spec import Column, External, PaperSpec, common_metric, term_label
 
 SMOKE_BANNER = "SMOKE SCALE: synthetic world, tiny models; numbers are not comparable to the paper"
 PILOT_BANNER = ("PILOT SCALE: the paper-scale path (full-size encoders, the acquired layouts) on a tiny world for a few "
                 "steps; numbers are not comparable to the paper")
 SUMMARY_PREFIX = "**Summary**"
-MARKERS = {  # verdict -> marker in the difference table
-    "within": "✓",
-    "outside": "✗",
-    "within_seed_spread": "≈",
+MARKERS = {  # verdict -> its mark in the tables (none the papers print: they use ✓ and × in their own labels)
+    "within": "●",
+    "outside": "◆",  # a metric with no direction; a directed one is marked by its standing (OUTSIDE_MARKERS)
+    "within_seed_spread": "◐",
     "not_comparable": "n/c",
     "no_paper_value": "n/p",
     "missing": "?",
     "external": "ext.",
 }
+OUTSIDE_MARKERS = {"better": "▲", "worse": "▼", "off": "◆"}  # an outside cell's standing -> its mark
 LEGEND = {
     "within": "within tolerance",
-    "outside": "outside tolerance",
+    "outside": "outside tolerance: ▲ better than the paper, ▼ worse (by the metric's direction), ◆ a metric with no "
+               "direction",
     "within_seed_spread": "outside tolerance but within the seed spread (|ours − paper| ≤ 2 standard deviations of "
                           "our seeds)",
     "not_comparable": "not comparable (not paper scale)",
@@ -105,8 +107,9 @@ def _paper_cell(expected: ExpectedTable, row: str, column: str) -> str:
 
 
 def _marker(line) -> str:
-    """A cell's verdict marker; a missing cell's reason after it."""
-    marker = escape(MARKERS[line.verdict])
+    """A cell's verdict marker (an outside cell's: its standing's); a missing cell's reason after it."""
+    marker = escape(OUTSIDE_MARKERS.get(line.standing, MARKERS[line.verdict]) if line.verdict == "outside"
+                    else MARKERS[line.verdict])
     return f"{marker} {escape(line.reason)}" if line.verdict == "missing" else marker
 
 
@@ -179,22 +182,24 @@ def _tolerance_text(spec: PaperSpec, table_name: str) -> str:
     return text + (f"; per column: {', '.join(overrides)}." if overrides else ".")
 
 
-def _mapping_sections(spec: PaperSpec, table_name: str, frame: pd.DataFrame, labels: dict[str, str]) -> list[str]:
-    """The Rows section (experiment or external reason, config hashes, note) and Columns (task, metric, tolerance);
-    `labels`: compared row id -> label."""
+def _mapping_sections(spec: PaperSpec, table_name: str, frame: pd.DataFrame, labels: dict[str, str],
+                      curves: dict[str, str]) -> list[str]:
+    """The Rows section (experiment or external reason, config hashes, note, a link to its training curves) and
+    Columns (task, metric, tolerance); `labels`: compared row id -> label; `curves`: experiment -> link."""
     table = spec.table(table_name)
     lines = ["## Rows", ""]
     body = []
     for row, (printed, target) in table.compared_rows().items():
         hashes = " ".join(f"`{code}`" for code in split_joined(frame.loc[frame["row"] == row, "config_hash"]))
         if isinstance(target, External):
-            body.append([f"`{row}`", escape(labels[row]), f"external: {escape(target.reason)}", "–", ""])
+            body.append([f"`{row}`", escape(labels[row]), f"external: {escape(target.reason)}", "–", "", ""])
         else:
             note = escape(spec.experiments[target].note)
             renames = table.row_tasks.get(printed, {})
             scored = "".join(f", `{task}` read as `{other}`" for task, other in renames.items())
-            body.append([f"`{row}`", escape(labels[row]), f"`{target}`{scored}", hashes or "–", note])
-    lines += markdown_table(["row", "printed", "experiment", "config hashes", "note"], body)
+            curve = f"[curves]({curves[target]})" if target in curves else ""
+            body.append([f"`{row}`", escape(labels[row]), f"`{target}`{scored}", hashes or "–", curve, note])
+    lines += markdown_table(["row", "printed", "experiment", "config hashes", "training", "note"], body)
     lines += ["", "## Columns", ""]
     body = []
     for column, mapped in table.columns.items():
@@ -214,39 +219,6 @@ def _mapping_sections(spec: PaperSpec, table_name: str, frame: pd.DataFrame, lab
     return lines
 
 
-def provenance_section(frame: pd.DataFrame, per_row: bool = True) -> list[str]:
-    """Where the numbers of compare frame(s) come from: scale, run config, config hashes, code (commit, dirty tree,
-    packages), data and checkpoints (sha256, first 12 digits; per row, or only counted), date range; and this
-    rendering."""
-    record = table_provenance(frame)
-    dates = (f"{record['first_date']} to {record['last_date']}" if record["first_date"] != record["last_date"]
-             else record["first_date"]) if record["first_date"] else "–"
-
-    def codes(values, digits=None):
-        return ", ".join(f"`{value[:digits]}`" for value in values) or "–"
-
-    checkpoints = ([f"{escape(row)} {codes(split_joined(lines['checkpoint_sha256']), 12)}"
-                    for row, lines in frame.groupby("row", sort=False) if split_joined(lines["checkpoint_sha256"])]
-                   if per_row else [f"{len(record['checkpoint_sha256'])} distinct, named in each table's report"])
-    dirty = {"True": "yes", "False": "no"}
-    return [
-        "## Provenance",
-        "",
-        f"- scale: `{record['scale']}`",
-        f"- measured cells: {record['n_measured_cells']} of {len(frame)}",
-        f"- run config of the metric JSONs (settings every model of the run shares): "
-        f"{codes(record['run_config_hash'])}",
-        f"- config hashes of the metric JSONs: {codes(record['config_hash'])}",
-        f"- git commits of the metric JSONs: {codes(record['git_commit'])}; uncommitted changes: "
-        f"{', '.join(dirty.get(value, value) for value in record['git_dirty']) or '–'}",
-        f"- packages: {'; '.join(record['packages']) or '–'}",
-        f"- data manifest (sha256): {codes(record['data_manifest_hash'], 12)}",
-        f"- checkpoints (sha256): {'; '.join(checkpoints) or '–'}",
-        f"- metric JSONs dated: {dates}",
-        f"- report rendered: {utc_now()} at commit `{git_commit()}`",
-    ]
-
-
 def _check_frame(frame: pd.DataFrame, spec: PaperSpec, table_name: str, source) -> None:
     """Raise InputError naming `source` unless the compare frame covers exactly the spec's cells."""
     table = spec.table(table_name)
@@ -256,22 +228,44 @@ def _check_frame(frame: pd.DataFrame, spec: PaperSpec, table_name: str, source) 
         raise InputError(f"{source}: cells do not match {spec.path} table {table_name!r}; rerun compare")
 
 
-def report_markdown(spec: PaperSpec, table_name: str, frame: pd.DataFrame, plot_link: str) -> str:
-    """The markdown of one table report; plot_link is the PNG's path relative to the report."""
+def _compact_cell(line, places: int) -> str:
+    """Ours (± the seeds' spread) with its verdict mark (none where not comparable: the banner says so), and under
+    it the paper's number, small; the missing or external marker alone."""
+    if line.verdict in ("missing", "external"):
+        return _marker(line)
+    spread = f"±{line.spread:.{places}f}" if line.n_seeds > 1 else ""
+    mark = "" if line.verdict == "not_comparable" else f" {_marker(line)}"
+    return f"{line.ours:.{places}f}{spread}{mark}<br><sub>paper {escape(line.paper_text)}</sub>"
+
+
+def _compact_grid(expected: ExpectedTable, labels: dict[str, str], cell_text) -> list[str]:
+    """Ours beside the paper: one label column (a compared row's printed labels and mark), then the value columns."""
+    body = [[escape(label)] + [cell_text(row, column) for column in expected.columns] for row, label in labels.items()]
+    return markdown_table(["row", *map(escape, expected.columns)], body)
+
+
+def _details(summary: str, lines: list[str]) -> list[str]:
+    """`lines` under `## summary` in a collapsed <details> section."""
+    return [f"<details><summary>{summary}</summary>", "", f"## {summary}", "", *lines, "", "</details>", ""]
+
+
+def report_markdown(spec: PaperSpec, table_name: str, frame: pd.DataFrame, plot_link: str | None,
+                    curves: dict[str, str] | None = None) -> str:
+    """The markdown of one table report: plot_link is the PNG's path relative to the report (None: the table has
+    nothing to draw, a note says so); `curves`: experiment -> its training curves' path relative to the report."""
     table = spec.table(table_name)
     expected = load_expected(table.expected_path)
     compared = marked_rows(spec, table_name, frame_scale(frame))
     labels = compared_labels(spec, table_name, expected, frame_scale(frame))
     decimals = _decimals(expected)
-    lines_by_cell = {(line.row, line.column): line for line in frame.itertuples(index=False)}
+    lines_by_cell = {(line.row, line.column): line for line in standings(frame, spec, table_name).itertuples(index=False)}
 
-    def ours(row, column):
-        return _ours_cell(lines_by_cell[(row, column)], decimals[column])
-
-    def delta(row, column):
-        return _delta_cell(lines_by_cell[(row, column)], decimals[column])
+    def cell(render):
+        return lambda row, column: render(lines_by_cell[(row, column)], decimals[column])
 
     legend = "; ".join(f"{escape(MARKERS[verdict])} {LEGEND[verdict]}" for verdict in VERDICTS)
+    picture = (f"![the verdicts: each cell's difference in tolerances of its column]({plot_link})" if plot_link else
+               "*No plot: no cell has both the paper's number and ours.*")
     lines = [
         f"# {escape(spec.paper)} {escape(table_name)}: {escape(table.title)}",
         "",
@@ -284,24 +278,19 @@ def report_markdown(spec: PaperSpec, table_name: str, frame: pd.DataFrame, plot_
         "",
         summary_line(frame),
         "",
-        f"![paper vs ours]({plot_link})",
+        picture,
         "",
-        "## Paper (as printed)",
+        "## Ours beside the paper",
         "",
-        *_grid(expected, lambda row, column: _paper_cell(expected, row, column)),
-        "",
-        "## Ours",
-        "",
-        *_grid(expected, ours, compared),
+        *_compact_grid(expected, labels, cell(_compact_cell)),
         *_seeds_note(frame),
         "",
-        "## Difference (ours − paper) and verdict",
+        f"Each cell: our number and its mark, the paper's number under it. Marks: {legend}.",
         "",
-        *_grid(expected, delta, compared),
-        "",
-        f"Markers: {legend}.",
-        "",
-        *_mapping_sections(spec, table_name, frame, labels),
+        *_details("Paper (as printed)", _grid(expected, lambda row, column: _paper_cell(expected, row, column))),
+        *_details("Ours", _grid(expected, cell(_ours_cell), compared)),
+        *_details("Difference (ours − paper) and verdict", _grid(expected, cell(_delta_cell), compared)),
+        *_mapping_sections(spec, table_name, frame, labels, curves or {}),
         "",
         *provenance_section(frame),
         "",
@@ -309,9 +298,13 @@ def report_markdown(spec: PaperSpec, table_name: str, frame: pd.DataFrame, plot_
     return "\n".join(lines)
 
 
-def write_report(spec: PaperSpec, table_name: str, frame: pd.DataFrame, out, also=(), source="compare table") -> None:
-    """Write the report to `out` (and each path in `also`) and its plot beside `out` as a PNG, atomically."""
-    from hypvl.replication.plots import plot_table  # matplotlib: only where a plot is drawn
+def write_report(spec: PaperSpec, table_name: str, frame: pd.DataFrame, out, also=(), source="compare table",
+                 curves=None) -> None:
+    """Write the report to `out` (and each path in `also`), its picture beside `out` as a PNG (a note where there is
+    nothing to draw) and `out` as a self-contained HTML page beside it, atomically. `curves`: experiment -> the PNG
+    of its training curves, linked from the rows it trained."""
+    from hypvl.replication.figures import note_figure, save_png, table_figure  # matplotlib: only where it draws
+    from hypvl.replication.html import write_html
 
     _check_frame(frame, spec, table_name, source)
     out = Path(out)
@@ -319,47 +312,15 @@ def write_report(spec: PaperSpec, table_name: str, frame: pd.DataFrame, out, als
     table = spec.table(table_name)
     labels = compared_labels(spec, table_name, load_expected(table.expected_path), frame_scale(frame))
     title = f"{spec.paper} {table_name}: {table.title} — {frame_scale(frame)} scale"
-    plot_table(frame, labels, title, table.tolerance, plot_path)
+    figure = table_figure(spec, table_name, standings(frame, spec, table_name), labels, title)
+    save_png(figure or note_figure(f"{title}\nno cell has both the paper's number and ours"), plot_path)
+
+    def relative(target, path):
+        return Path(os.path.relpath(Path(target).resolve(), path.resolve().parent)).as_posix()
+
     for path in [out, *map(Path, also)]:
-        link = Path(os.path.relpath(plot_path.resolve(), path.resolve().parent)).as_posix()
+        links = {experiment: relative(png, path) for experiment, png in (curves or {}).items()}
         with atomic_write(path, mode="w", encoding="utf-8") as handle:
-            handle.write(report_markdown(spec, table_name, frame, link))
-
-
-def _natural_key(path: Path):
-    """Sort key putting table2 before table10."""
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", path.stem)]
-
-
-# reports beside the table reports that the index links first, with what they say
-OVERVIEWS = {
-    "claims.md": "[Claims audit]({link}): every explicit claim of the papers, checked on the paper's numbers and on ours.",
-    "coverage.md": "[Coverage]({link}): every printed cell, computed, external, or missing and why.",
-}
-
-
-def render_index(reports_dir, out) -> None:
-    """Write `out`: links to reports/claims.md and reports/coverage.md and, per paper, each table report with its
-    summary line."""
-    reports_dir = Path(reports_dir)
-    out = Path(out)
-    lines = ["# hypvl reports", ""]
-    overviews = [text.format(link=Path(os.path.relpath(reports_dir / name, out.parent)).as_posix())
-                 for name, text in OVERVIEWS.items() if (reports_dir / name).is_file()]
-    lines += [*(f"- {text}" for text in overviews), ""] if overviews else []
-    papers = sorted(path for path in reports_dir.iterdir() if path.is_dir())
-    for paper in papers:
-        reports = sorted(paper.glob("*.md"), key=_natural_key)
-        if not reports:
-            continue
-        lines += [f"## {escape(paper.name)}", ""]
-        for report in reports:
-            text = report.read_text(encoding="utf-8").splitlines()
-            if not text or not text[0].startswith("# "):
-                raise InputError(f"{report}: not a table report (its first line is not a '# ' title)")
-            summary = next((line for line in text if line.startswith(SUMMARY_PREFIX)), "")
-            link = Path(os.path.relpath(report, out.parent)).as_posix()
-            lines.append(f"- [{text[0][2:]}]({link}) {summary.removeprefix(SUMMARY_PREFIX).strip()}".rstrip())
-        lines.append("")
-    with atomic_write(out, mode="w", encoding="utf-8") as handle:
-        handle.write("\n".join(lines))
+            handle.write(report_markdown(spec, table_name, frame, relative(plot_path, path) if figure else None,
+                                         links))
+    write_html(out, out.with_suffix(".html"))

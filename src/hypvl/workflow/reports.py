@@ -47,6 +47,24 @@ class ReportStage:
             raise ValueError(f"{paper} {table} has no row {row!r} (rows: {', '.join(rows)})")
         return self.evaluation.metric_files(self._with_variants(row_needs(table_spec, row)))
 
+    def curves(self, paper: str, table: str) -> dict[str, str]:
+        """Experiment -> the PNG of its model's training curves (reports/curves/<model>.png), for each experiment of a
+        table whose metrics the table reads and whose model the suite trains or fine-tunes."""
+        plan, needs = self.plan, table_needs(self.plan.specs[paper], table)
+        measured = sorted({exp for exp, task in needs if plan.runnable(exp) and self.evaluation.computable(task)})
+        models = {exp: plan.model_of(exp) for exp in measured}
+        return {exp: str(self.folder / "curves" / f"{model}.png") for exp, model in models.items()
+                if plan.trains(model) or plan.fine_tunes(model)}
+
+    def curves_arg(self, paper: str, table: str) -> str:
+        """`hypvl report`'s shell-quoted `--curves EXPERIMENT=PNG ...` of a table (empty where it has none)."""
+        curves = self.curves(paper, table)
+        return f"--curves {' '.join(shlex.quote(f'{exp}={png}') for exp, png in curves.items())}" if curves else ""
+
+    def paper_name(self, paper: str) -> str:
+        """The name a paper's reports go under (its spec's `name`): the report's category."""
+        return self.plan.specs[paper].name
+
     def blockers(self, paper: str, table: str) -> Blockers:
         """The experiments and tasks of a table the plan produces no metric for, with the reason."""
         needs = table_needs(self.plan.specs[paper], table)

@@ -9,7 +9,7 @@ from hypvl.replication.claims.evaluator import OURS_UNKNOWN, PAPER_UNKNOWN, Audi
 from hypvl.replication.compare import read_compare_csv
 from hypvl.replication.markdown import escape
 from hypvl.replication.markdown import table as markdown_table
-from hypvl.replication.report import provenance_section
+from hypvl.replication.provenance_section import provenance_section
 from hypvl.spec import PaperSpec
 
 

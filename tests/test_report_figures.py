@@ -1,0 +1,150 @@
+"""The pictures of the reports, on the papers' own printed tables: the verdict heat map colours each cell by its
+difference in tolerances of its own column, signed by the metric's direction; an ablation is a line over the setting
+it varies; a table with nothing to compare has no plot; training curves draw whichever known columns a log has."""
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import REPO
+from matplotlib.colors import to_rgb
+
+from hypvl.errors import InputError
+from hypvl.expected import load_expected
+from hypvl.replication import plots
+from hypvl.replication.compare import compare_table
+from hypvl.replication.curves import draw_curves, read_log
+from hypvl.replication.figures import table_figure
+from hypvl.replication.report import compared_labels, write_report
+from hypvl.replication.standing import standings
+from hypvl.spec import load_spec
+
+
+def spec_of(paper: str):
+    return load_spec(REPO / "replication" / f"{paper}.yaml", REPO / "expected")
+
+
+def moved(paper: str, table: str, scale: str, shift) -> pd.DataFrame:
+    """The compare frame of a printed table whose every cell with a paper number reads ours = paper + shift(line)
+    tolerances of its column (no metric JSONs: the verdicts as compare gives them at `scale`)."""
+    frame = compare_table(spec_of(paper), table, REPO / "no_metrics", scale)
+    has = frame["paper"].notna() & (frame["verdict"] != "external")
+    steps = np.array([shift(line) for line in frame[has].itertuples(index=False)], dtype=float)
+    frame.loc[has, "ours"] = frame.loc[has, "paper"] + steps * frame.loc[has, "tolerance"]
+    frame.loc[has, "delta"] = frame.loc[has, "ours"] - frame.loc[has, "paper"]
+    frame.loc[has, "verdict"] = (np.where(np.abs(steps) <= 1, "within", "outside") if scale == "full"
+                                 else "not_comparable")
+    frame.loc[has, ["n_seeds", "reason"]] = [1, ""]
+    return frame
+
+
+def drawn_cells(figure) -> dict[tuple[str, str], tuple]:
+    """(row label, column) -> the RGB a verdict heat map paints that cell."""
+    cells = {}
+    for axis in figure.axes:
+        image = axis.get_images()[0].get_array()
+        columns = [label.get_text() for label in axis.get_xticklabels()]
+        rows = [label.get_text() for label in figure.axes[0].get_yticklabels()]
+        for (i, j), colour in np.ndenumerate(image[:, :, 0]):
+            cells[(rows[i], columns[j])] = tuple(np.round(image[i, j], 6))
+    return cells
+
+
+def verdict_figure(paper: str, table: str, frame: pd.DataFrame):
+    spec = spec_of(paper)
+    labels = compared_labels(spec, table, load_expected(spec.table(table).expected_path), frame["scale"].iloc[0])
+    return table_figure(spec, table, standings(frame, spec, table), labels, "test")
+
+
+def colour(name: str) -> tuple:
+    return tuple(np.round(to_rgb(name), 6))
+
+
+def test_half_a_tolerance_is_drawn_within_whatever_the_unit():
+    """HyCoCLIP Table 2 mixes recalls (%), TIE/LCA (edges, lower is better) and fractions: each cell half its own
+    column's tolerance off is green, each unit in its own panel."""
+    frame = moved("hycoclip", "table2", "full", lambda line: 0.5)
+    figure = verdict_figure("hycoclip", "table2", frame)
+    assert [axis.get_title().split("\n")[0] for axis in figure.axes] == ["%", "edges", "fraction"]
+    cells = drawn_cells(figure)
+    assert len(cells) == frame["delta"].notna().sum() > 100
+    assert set(cells.values()) == {colour(plots.WITHIN)}
+    plt.close(figure)
+
+
+def test_a_lower_is_better_cell_that_went_down_is_drawn_improved():
+    """TIE is lower-is-better: three tolerances below the paper is better (blue); a recall three tolerances below is
+    worse (red); the rest stay within."""
+    def shift(line):
+        return -3.0 if line.row == "vits_hycoclip" and line.column in ("tie", "coco_t2i_r5") else 0.2
+
+    frame = moved("hycoclip", "table2", "full", shift)
+    figure = verdict_figure("hycoclip", "table2", frame)
+    cells = drawn_cells(figure)
+    label = next(row for row in cells if row[0].startswith("ViT S/16 HyCoCLIP") and "released" not in row[0])[0]
+    assert cells[(label, "tie")] == colour(plots.BETTER[1])  # 2-3 tolerances better
+    assert cells[(label, "coco_t2i_r5")] == colour(plots.WORSE[1])
+    assert sum(value != colour(plots.WITHIN) for value in cells.values()) == 2
+    signed = standings(frame, spec_of("hycoclip"), "table2").set_index(["row", "column"])
+    assert signed.loc[("vits_hycoclip", "tie"), "signed"] == pytest.approx(3.0)
+    assert signed.loc[("vits_hycoclip", "tie"), "standing"] == "better"
+    plt.close(figure)
+
+
+def test_not_comparable_cells_carry_no_colour(tmp_path):
+    """At smoke scale every cell is not comparable: grey, however far off, and no verdict mark in the report."""
+    frame = moved("hycoclip", "table2", "smoke", lambda line: -7.0 if line.column == "tie" else 9.0)
+    figure = verdict_figure("hycoclip", "table2", frame)
+    assert set(drawn_cells(figure).values()) == {colour(plots.NOT_COMPARABLE)}
+    plt.close(figure)
+    out = tmp_path / "table2.md"
+    write_report(spec_of("hycoclip"), "table2", frame, out)
+    compact = out.read_text().split("## Ours beside the paper")[1].split("<details>")[0]
+    assert not any(mark in compact.split("Each cell:")[0] for mark in "●▲▼◆◐")
+
+
+def test_an_ablation_spec_draws_a_line_over_its_setting():
+    """HyCoCLIP Table 6 varies the batch size: the paper's six numbers and ours as lines over the six settings, in
+    printed order, ours with the seeds' error bars."""
+    frame = moved("hycoclip", "table6", "full", lambda line: 0.4)
+    frame["n_seeds"], frame["spread"] = 3, 0.2
+    figure = verdict_figure("hycoclip", "table6", frame)
+    axis = figure.axes[0]
+    assert [label.get_text() for label in axis.get_xticklabels()] == ["512", "640", "768", "896", "1024", "1536"]
+    paper = next(line for line in axis.get_lines() if line.get_label() == "paper")
+    assert paper.get_linestyle() == "-" and list(paper.get_xdata()) == list(range(6))
+    assert list(paper.get_ydata()) == [11.1, 11.3, 12.2, 12.2, 12.1, 12.1]
+    assert axis.containers, "ours is drawn with error bars"
+    marks = [line for line in axis.get_lines() if len(line.get_xdata()) == 1]  # ours, each in its verdict's colour
+    on_top = max(line.get_zorder() for line in axis.get_lines() if line not in marks)
+    assert len(marks) == 6 and all(line.get_zorder() > on_top for line in marks)
+    assert {line.get_markerfacecolor() for line in marks} == {plots.WITHIN}
+    plt.close(figure)
+
+
+def test_a_table_with_nothing_to_compare_gets_a_note_not_a_plot(tmp_path):
+    """HierarCaps Table 2 (parameter counts) is all external."""
+    spec = spec_of("hierarcaps")
+    frame = compare_table(spec, "table2", REPO / "no_metrics", "smoke")
+    assert set(frame["verdict"]) == {"external"}
+    out = tmp_path / "table2.md"
+    write_report(spec, "table2", frame, out)
+    markdown = out.read_text()
+    assert "*No plot: no cell has both the paper's number and ours.*" in markdown and "](table2.png)" not in markdown
+
+
+def test_training_curves_draw_the_columns_a_log_has(tmp_path):
+    """A log still streaming (a subset of the columns, an empty term) draws the loss terms it holds and each scalar;
+    something that is no log is one clear error."""
+    log = tmp_path / "train_log.csv"
+    log.write_text("step,loss,contrastive,entailment,lr,curvature\n" +
+                   "".join(f"{step},{5 - step * 0.1},{4 - step * 0.1},,{1e-4 * step},{1 - step * 0.01}\n"
+                           for step in range(30)))
+    figure = draw_curves(read_log(log), "test")
+    assert [axis.get_title().split(" (")[0] for axis in figure.axes] == ["loss terms", "lr", "curvature"]
+    assert {line.get_label() for line in figure.axes[0].get_lines()} >= {"loss", "contrastive"}
+    assert "entailment" not in {line.get_label() for line in figure.axes[0].get_lines()}
+    plt.close(figure)
+    (tmp_path / "bad.csv").write_text("step,loss\n1,abc\n")
+    with pytest.raises(InputError, match="bad.csv: column 'loss' holds something other than numbers"):
+        read_log(tmp_path / "bad.csv")
