@@ -13,6 +13,7 @@ rule compare:
         scale=SCALE,
         blockers=lambda w: PLAN.reports.blockers_arg(w.paper, w.table),  # why the plan leaves a cell missing
         seeds=lambda w: PLAN.reports.seeds_arg(w.paper, w.table),  # rows averaged over several seeds (config `seeds`)
+        extras=lambda w: PLAN.reports.extras_arg(w.paper, w.table),  # config `extra_models`: rows of their own
     log:
         f"{RESULTS}/logs/compare/{{paper}}/{{table}}.log",
     conda:
@@ -20,7 +21,7 @@ rule compare:
     shell:
         "hypvl compare --spec {input.spec:q} --table {wildcards.table} --expected-dir {params.expected_dir:q}"
         " --metrics-dir {params.metrics_dir:q} --scale {params.scale:q} --blockers {params.blockers}"
-        " --seeds {params.seeds:q} --out {output.csv:q} > {log:q} 2>&1"
+        " --seeds {params.seeds:q} --extras {params.extras:q} --out {output.csv:q} > {log:q} 2>&1"
 
 
 rule compare_row:
@@ -40,6 +41,7 @@ rule compare_row:
         scale=SCALE,
         blockers=lambda w: PLAN.reports.blockers_arg(w.paper, w.table),
         seeds=lambda w: PLAN.reports.seeds_arg(w.paper, w.table),
+        extras=lambda w: PLAN.reports.extras_arg(w.paper, w.table),
     log:
         f"{RESULTS}/logs/compare_row/{{paper}}/{{table}}/{{row}}.log",
     conda:
@@ -47,7 +49,8 @@ rule compare_row:
     shell:
         "hypvl compare --spec {input.spec:q} --table {wildcards.table} --row {wildcards.row}"
         " --expected-dir {params.expected_dir:q} --metrics-dir {params.metrics_dir:q} --scale {params.scale:q}"
-        " --blockers {params.blockers} --seeds {params.seeds:q} --out {output.csv:q} > {log:q} 2>&1"
+        " --blockers {params.blockers} --seeds {params.seeds:q} --extras {params.extras:q} --out {output.csv:q}"
+        " > {log:q} 2>&1"
 
 
 rule report:
