@@ -5,6 +5,8 @@ Tables 1-2 and HierarCaps Table 1: every cell filled with their number, none giv
 
 import json
 import math
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -66,4 +68,28 @@ def test_the_metrics_name_the_model_they_measured(extra_run):
         assert record["experiment"] == f"extra_{name}"
         assert record["provenance"]["model"]["source"] == sources[name]
         assert record["provenance"]["model"]["library"] == ("open_clip" if name == "oc" else "transformers")
+
+
+@pytest.mark.parametrize("group, tasks", [("hierarcaps", ["hierarcaps"]), ("retrieval", ["ret_coco", "ret_flickr30k"])])
+def test_hypvl_evaluate_takes_any_model_from_its_source(extra_run, group, tasks):
+    """`hypvl evaluate <group> --source ...`: no spec, no checkpoint; the same numbers as the workflow's row."""
+    tmp, sources = extra_run
+    out = tmp / "by_hand" / group
+    run = subprocess.run([sys.executable, "-m", "hypvl.cli", "evaluate", group, "--source", sources["oc"],
+                          "--geometry", "euclidean", "--configfile", str(tmp / "config.yaml"), "--out-dir", str(out)],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    for task in tasks:
+        ours = json.loads((out / f"{task}.json").read_text())
+        workflow = json.loads((tmp / "results" / "metrics" / "extra_oc" / f"{task}.json").read_text())
+        assert ours["experiment"] == "extra_model" and ours["provenance"]["model"]["source"] == sources["oc"]
+        assert ours["metrics"] == workflow["metrics"]
+
+
+def test_hypvl_evaluate_without_a_model_says_so(tmp_path):
+    run = subprocess.run([sys.executable, "-m", "hypvl.cli", "evaluate", "stats", "--out-dir", str(tmp_path)],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode != 0
+    assert "hypvl evaluate: give --experiment and --checkpoint, or --source (any model)" in run.stderr
+    assert "Traceback" not in run.stderr
 
