@@ -93,3 +93,89 @@ def test_hypvl_evaluate_without_a_model_says_so(tmp_path):
     assert "hypvl evaluate: give --experiment and --checkpoint, or --source (any model)" in run.stderr
     assert "Traceback" not in run.stderr
 
+
+PLUGIN = '''
+"""A Euclidean CLIP whose entailment root is a learned point, not the empty string's embedding."""
+import torch
+from torch import nn
+
+from hypvl.models.build import build_model
+from hypvl.models.clip import CLIP
+from hypvl.models.registry import register_model
+
+
+@register_model("learned_root_clip")
+class LearnedRootCLIP(CLIP):
+    @classmethod
+    def from_recipe(cls, recipe):
+        plain = build_model("clip", recipe["backbone"], recipe["model_cfg"])
+        model = cls(plain.visual, plain.textual, recipe["model_cfg"]["embed_dim"])
+        model.built_from = {key: recipe[key] for key in ("backbone", "model_cfg")}
+        return model
+
+    def __init__(self, visual, textual, embed_dim, temperature=0.07):
+        super().__init__(visual, textual, embed_dim, temperature)
+        self.root = nn.Parameter(torch.zeros(embed_dim))
+
+    def recipe(self):
+        return {"model_class": "learned_root_clip", **self.built_from}
+
+    def entailment_root(self, empty_text):
+        return nn.functional.normalize(self.root.detach(), dim=-1)
+'''
+HIERARCHICAL = {"hierarchy": ["hier_imagenet"], "hierarcaps": ["hierarcaps"], "lexical": ["hyperlex", "breeds"]}
+
+
+def evaluate_all(tmp, model_args, out, configfiles, env=None):
+    """`hypvl evaluate` of every hierarchical group in one process (`::`), on the tiny world of `extra_run`."""
+    options = [arg for path in configfiles for arg in ("--configfile", str(path))]
+    command = [sys.executable, "-m", "hypvl.cli"]
+    for index, group in enumerate(HIERARCHICAL):
+        command += ([] if index == 0 else ["::"]) + ["evaluate", group, *model_args, *options, "--out-dir", str(out)]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=900, env=env)
+    assert run.returncode == 0, run.stderr[-2000:]
+    return {task: json.loads((out / f"{task}.json").read_text())["metrics"]
+            for tasks in HIERARCHICAL.values() for task in tasks}
+
+
+def test_a_plugged_in_model_class_is_evaluated_on_the_hierarchical_tasks_in_its_own_geometry(extra_run):
+    """A model class registered by a plug-in module (config `plugins`), its root learned: every hierarchical task
+    measures radii and entailment from that root, without a change to the task code. Oracle: our plain CLIP with the
+    same weights and that root fixed (`radial_root`, the path radial fine-tunings take) gives the same numbers."""
+    import os
+
+    from torch import nn
+
+    tmp, _ = extra_run
+    (tmp / "plugins").mkdir()
+    (tmp / "plugins" / "learned_root.py").write_text(PLUGIN)
+    (tmp / "plugins.yaml").write_text(yaml.safe_dump({"plugins": ["learned_root"]}))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp / "plugins"), os.environ.get("PYTHONPATH", "")])}
+    sys.path.insert(0, str(tmp / "plugins"))
+    try:
+        from learned_root import LearnedRootCLIP
+    finally:
+        sys.path.remove(str(tmp / "plugins"))
+    torch.manual_seed(1)
+    model = LearnedRootCLIP.from_recipe({"backbone": "vit_s16", "model_cfg": TINY["model"]})
+    with torch.no_grad():
+        model.root.normal_()
+    save_checkpoint(tmp / "learned_root.pt", model, model.recipe(), step=0)
+    plain = build_model("clip", "vit_s16", TINY["model"])
+    plain.load_state_dict({key: value for key, value in model.state_dict().items() if key != "root"})
+    save_checkpoint(tmp / "oracle.pt", plain, {"method": "clip", "backbone": "vit_s16", "overrides": {},
+                                               "model_cfg": TINY["model"]},
+                    step=0, radial_root=nn.functional.normalize(model.root.detach(), dim=-1))
+    config = tmp / "config.yaml"
+    plugged = evaluate_all(tmp, ["--source", f"hypvl:{tmp / 'learned_root.pt'}", "--geometry", "euclidean"],
+                           tmp / "plugged", [config, tmp / "plugins.yaml"], env)
+    oracle = evaluate_all(tmp, ["--experiment", "oracle", "--checkpoint", str(tmp / "oracle.pt")], tmp / "oracle",
+                          [config])
+    assert plugged == oracle
+    save_checkpoint(tmp / "plain.pt", plain, {"method": "clip", "backbone": "vit_s16", "overrides": {},
+                                              "model_cfg": TINY["model"]}, step=0)
+    empty_root = evaluate_all(tmp, ["--source", f"hypvl:{tmp / 'plain.pt'}", "--geometry", "euclidean"],
+                              tmp / "plain", [config])
+    assert empty_root["hier_imagenet"] == plugged["hier_imagenet"]  # the root plays no part there
+    assert empty_root["hyperlex"] != plugged["hyperlex"]  # the empty string's root is not the learned one
+

@@ -26,6 +26,7 @@ def evaluate_group(args) -> None:
     from hypvl.evaluate.results import write_metrics
     from hypvl.io import check_writable
     from hypvl.models.checkpoints import load_checkpoint
+    from hypvl.models.registry import import_plugins
     from hypvl.provenance import checkpoint_record, config_hash
 
     config = config_from_args(args)
@@ -40,6 +41,7 @@ def evaluate_group(args) -> None:
     check_writable(args.out_dir)  # a read-only or full disk is said before the work, not after it
     torch.set_num_threads(args.threads)
     set_loader_workers(config["eval"]["num_workers"])
+    import_plugins(config["plugins"])
     if getattr(args, "source", None) is not None:  # any model, imported in this process as `hypvl import-extra` would
         from hypvl.models.commands import extra_from_args
         from hypvl.models.extra_import import import_extra

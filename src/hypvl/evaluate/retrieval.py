@@ -19,17 +19,9 @@ from hypvl.data.transforms import squeeze
 from hypvl.evaluate.context import EvalContext, TaskResult
 from hypvl.evaluate.features import image_embeddings, text_embeddings
 from hypvl.evaluate.metrics import recall_at_k
-from hypvl.geometry import lorentz
 
 KS = (1, 5, 10)
 QUERY_BLOCK = 1024
-
-
-def ranking_score(model):
-    """(A, D), (B, D) embeddings -> (A, B) scores ordered like `model.similarity`, cheaper to compute."""
-    if model.geometry == "lorentz":
-        return lambda images, texts: lorentz.pairwise_inner(images, texts, model.curvature)
-    return model.similarity
 
 
 @torch.no_grad()
@@ -74,7 +66,7 @@ def evaluate_retrieval(model, tokenizer, items: Sequence[CaptionedImage], image_
     images = image_embeddings(model, lambda i: load_image(items[i].image), len(items),
                               lambda img: squeeze(img, image_size), batch_size, name)
     texts = text_embeddings(model, tokenizer, captions, batch_size, name)
-    return TaskResult(recalls(ranking_score(model), images, texts, owner), len(items))
+    return TaskResult(recalls(model.ranking_score, images, texts, owner), len(items))
 
 
 def run(ctx: EvalContext, task: str) -> TaskResult:

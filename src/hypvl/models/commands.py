@@ -110,8 +110,10 @@ def add_extra_arguments(parser, required: bool = True) -> None:
 def _import_extra(args) -> None:
     from .checkpoints import save_checkpoint
     from .extra_import import import_extra
+    from .registry import import_plugins
 
     config = config_from_args(args)
+    import_plugins(config["plugins"])
     model, recipe = import_extra(extra_from_args(args), config)
     save_checkpoint(Path(args.out), model, recipe, step=0, radial_root=getattr(model, "radial_root", None))
 

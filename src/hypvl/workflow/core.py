@@ -30,9 +30,9 @@ STEP_SECTIONS = {
     "pilot_weights": ("scale", "cpu_code_path", "model", "fetch", "pilot_world"),
     "train": ("scale", "cpu_code_path", "data_dir", "corpora", "model", "train"),
     "finetune": ("scale", "cpu_code_path", "radial_ft"),
-    "evaluate": ("scale", "cpu_code_path", "data_dir", "eval"),
+    "evaluate": ("scale", "cpu_code_path", "data_dir", "eval", "plugins"),
     "import": ("scale", "cpu_code_path", "model", "weights"),
-    "import_extra": ("scale", "cpu_code_path", "data_dir", "model", "fetch"),
+    "import_extra": ("scale", "cpu_code_path", "data_dir", "model", "fetch", "plugins"),
     "standin": ("scale", "cpu_code_path", "data_dir", "corpora", "model", "train", "weights"),
     "coverage": None,  # the whole config: `hypvl coverage` plans as the workflow does
 }
@@ -133,7 +133,8 @@ class Core:
     def step_config(self, step: str) -> str:
         """The shell-quoted JSON of the config sections `step` reads."""
         sections = STEP_SECTIONS[step] or self.config
-        return shlex.quote(json.dumps({k: self.config[k] for k in sections}, sort_keys=True))
+        chosen = [k for k in sections if k != "plugins" or self.config.get(k)]  # none: the jobs of before stay current
+        return shlex.quote(json.dumps({k: self.config[k] for k in chosen}, sort_keys=True))
 
     def step_resources(self, step: str) -> dict:
         """Snakemake resources of the jobs of `step` (config `resources.jobs`): `finetune`, `ground`, `evaluate`,
