@@ -179,3 +179,43 @@ def test_a_plugged_in_model_class_is_evaluated_on_the_hierarchical_tasks_in_its_
     assert empty_root["hier_imagenet"] == plugged["hier_imagenet"]  # the root plays no part there
     assert empty_root["hyperlex"] != plugged["hyperlex"]  # the empty string's root is not the learned one
 
+
+def test_the_export_target_writes_one_csv_and_clip_benchmark_jsons(extra_run):
+    """`results/<scale>/exports/<experiment>/`: the combined CSV and CLIP_benchmark's JSONs, read back against the
+    metric JSONs, with CLIP_benchmark's names (clip_benchmark/cli.py's dump, metrics/zeroshot_*.py) and units
+    (fractions)."""
+    import csv
+
+    tmp, sources = extra_run
+    exports = tmp / "results" / "exports" / "extra_oc"
+    run = snakemake(str(exports / "metrics.csv"), str(exports / "clip_benchmark"), "--cores", "1",
+                    "--configfile", str(tmp / "config.yaml"))
+    assert run.returncode == 0, run.stderr[-3000:]
+    metrics = tmp / "results" / "metrics" / "extra_oc"
+
+    def measured(task):
+        return json.loads((metrics / f"{task}.json").read_text())["metrics"]
+
+    rows = list(csv.DictReader((exports / "metrics.csv").open()))
+    assert list(rows[0]) == ["model", "source", "task", "metric", "value", "unit", "higher_is_better", "scale"]
+    assert {row["model"] for row in rows} == {"extra_oc"} and {row["source"] for row in rows} == {sources["oc"]}
+    got = {(row["task"], row["metric"]): row for row in rows}
+    assert {task for task, _ in got} == {path.stem for path in metrics.glob("*.json")}
+    assert float(got[("zs_imagenet", "top1")]["value"]) == measured("zs_imagenet")["top1"]
+    assert got[("zs_imagenet", "top1")]["unit"] == "percent"
+    assert got[("hierarcaps", "kendall_tau")]["unit"] == "correlation"
+    assert got[("hier_imagenet", "tie")]["higher_is_better"] == "False"
+    results = {path.name: json.loads(path.read_text()) for path in (exports / "clip_benchmark").glob("*.json")}
+    imagenet = results["imagenet1k_extra_oc_zeroshot_classification.json"]
+    assert list(imagenet) == ["dataset", "model", "pretrained", "task", "metrics", "language"]
+    assert (imagenet["dataset"], imagenet["model"], imagenet["task"]) == ("imagenet1k", "extra_oc",
+                                                                          "zeroshot_classification")
+    assert imagenet["metrics"] == {"acc1": measured("zs_imagenet")["top1"] / 100,
+                                   "mean_per_class_recall": measured("zs_imagenet")["mean_per_class_accuracy"] / 100}
+    coco = results["mscoco_captions_extra_oc_zeroshot_retrieval.json"]
+    assert coco["metrics"]["image_retrieval_recall@5"] == measured("ret_coco")["t2i_r5"] / 100
+    assert coco["metrics"]["text_retrieval_recall@1"] == measured("ret_coco")["i2t_r1"] / 100
+    assert all(0 <= value <= 1 for result in results.values() for value in result["metrics"].values())
+    assert "vtab_caltech101_extra_oc_zeroshot_classification.json" in results
+    assert not any(name.startswith("cub_") for name in results)  # CLIP_benchmark has no CUB
+    assert len(results) == 19 + 2  # the zero-shot sets CLIP_benchmark has, and the two retrieval sets

@@ -145,6 +145,47 @@ rule index:
         "hypvl index --reports-dir {params.reports_dir:q} --out {output.md:q} > {log:q} 2>&1"
 
 
+EXPORT = ("hypvl export {input.metrics:q} --scale {params.scale:q} --csv {output.csv:q}"
+          " --clip-benchmark-dir {output.clip_benchmark:q} > {log:q} 2>&1")
+
+
+rule export:
+    # every metric the tables and the regression need (extra models' too), as one CSV (model, task, metric, value,
+    # unit) and as CLIP_benchmark's JSONs for the tasks it also has (hypvl.replication.exports)
+    input:
+        metrics=lambda w: PLAN.reports.export_inputs(),
+    output:
+        csv=f"{RESULTS}/exports/metrics.csv",
+        clip_benchmark=directory(f"{RESULTS}/exports/clip_benchmark"),
+    params:
+        scale=SCALE,
+    log:
+        f"{RESULTS}/logs/export/all.log",
+    conda:
+        ENV
+    shell:
+        EXPORT
+
+
+rule export_model:
+    # the same for one model: results/<scale>/exports/<experiment>/...
+    input:
+        metrics=lambda w: PLAN.reports.export_inputs(w.experiment),
+    output:
+        csv=f"{RESULTS}/exports/{{experiment}}/metrics.csv",
+        clip_benchmark=directory(f"{RESULTS}/exports/{{experiment}}/clip_benchmark"),
+    wildcard_constraints:
+        experiment=PLAN.pattern(PLAN.experiments()),
+    params:
+        scale=SCALE,
+    log:
+        f"{RESULTS}/logs/export/{{experiment}}.log",
+    conda:
+        ENV
+    shell:
+        EXPORT
+
+
 rule regress:
     # every number the tables need, checked against the pinned baseline of this scale (PASS/FAIL at the top;
     # `hypvl regress ... --update` re-pins after a deliberate change)

@@ -44,6 +44,13 @@ def _json_object(option: str, text: str) -> dict:
     return value
 
 
+def _export(args) -> None:
+    """Write the combined metrics CSV and the CLIP_benchmark-format JSONs of the metric JSONs given."""
+    from hypvl.replication.exports import write_exports
+
+    write_exports(args.metrics, args.scale, args.csv, args.clip_benchmark_dir)
+
+
 def _report(args) -> None:
     """Render a table report (markdown + PNG) from its compare CSV."""
     from hypvl.replication.compare import read_compare_csv
@@ -125,6 +132,13 @@ def add_commands(subparsers) -> None:
                          help="JSON {extra__<name>: {experiment, source}}: extra models' rows (config extra_models)")
     compare.add_argument("--out", required=True, help="results/<scale>/tables/<paper>/<table>.csv")
     compare.set_defaults(func=_compare)
+
+    export = subparsers.add_parser("export", help="one CSV of every metric, and CLIP_benchmark's JSONs")
+    export.add_argument("metrics", nargs="+", help="metric JSONs (<metrics_dir>/<experiment>/<task>.json)")
+    export.add_argument("--scale", required=True, help="scale they were measured at")
+    export.add_argument("--csv", required=True, help="results/<scale>/exports/metrics.csv")
+    export.add_argument("--clip-benchmark-dir", required=True, help="results/<scale>/exports/clip_benchmark")
+    export.set_defaults(func=_export)
 
     report = subparsers.add_parser("report", help="render a table report (markdown + PNG plot)")
     report.add_argument("--spec", required=True, help="replication/<paper>.yaml")

@@ -102,6 +102,16 @@ class ReportStage:
                   for group in groups for task in self.plan.groups[group]}
         return sorted(needs | set(metric_files(extras)))
 
+    def export_inputs(self, experiment: str | None = None) -> list[str]:
+        """What the exports read: every metric JSON the tables (their extra models' rows too) and the regression need,
+        or those of one experiment."""
+        files = {path for paper, table in self.plan.tables() for path in self.table_inputs(paper, table)}
+        files |= set(self.metric_files())
+        if experiment is not None:
+            folder = str(self.plan.results / "metrics" / experiment)
+            files = {path for path in files if str(Path(path).parent) == folder}
+        return sorted(files)
+
     def target(self, paper: str, table: str) -> Path:
         """The report of one table: reports/<paper>/<table>.md."""
         return self.folder / paper / f"{table}.md"
