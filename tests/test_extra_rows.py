@@ -218,4 +218,7 @@ def test_the_export_target_writes_one_csv_and_clip_benchmark_jsons(extra_run):
     assert all(0 <= value <= 1 for result in results.values() for value in result["metrics"].values())
     assert "vtab_caltech101_extra_oc_zeroshot_classification.json" in results
     assert not any(name.startswith("cub_") for name in results)  # CLIP_benchmark has no CUB
-    assert len(results) == 19 + 2  # the zero-shot sets CLIP_benchmark has, and the two retrieval sets
+    probe = results["vtab_pets_extra_oc_linear_probe.json"]
+    assert probe["metrics"] == {"lp_mean_per_class_recall": measured("linprobe_pets")["accuracy"] / 100}
+    # the zero-shot sets CLIP_benchmark has (all but CUB), the two retrieval sets, the linear-probe sets (no ImageNet)
+    assert len(results) == 19 + 2 + 18

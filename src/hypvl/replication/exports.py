@@ -67,8 +67,8 @@ def clip_benchmark_result(record: dict) -> dict | None:
     task, metrics = record["task"], record["metrics"]
     if task in RETRIEVAL_DATASETS:
         kind, dataset = "zeroshot_retrieval", RETRIEVAL_DATASETS[task]
-        names = {f"{ours}_r{k}": f"{theirs}_retrieval_recall@{k}" for ours, theirs in (("t2i", "image"), ("i2t", "text"))
-                 for k in (1, 5, 10)}
+        names = {f"{ours}_r{k}": f"{theirs}_retrieval_recall@{k}" for k in (1, 5, 10)
+                 for ours, theirs in (("t2i", "image"), ("i2t", "text"))}
     elif task.startswith("zs_") and task[3:] in CLIP_BENCHMARK_DATASETS:
         kind, dataset, names = "zeroshot_classification", CLIP_BENCHMARK_DATASETS[task[3:]], ZERO_SHOT_METRICS
     elif task.startswith("linprobe_") and task[9:] in CLIP_BENCHMARK_DATASETS:
