@@ -22,7 +22,7 @@ LAYERS = {
     "data": 5,
     "tasks": 6,
     "spec": 7, "grounding": 7,
-    "losses": 8,
+    "losses": 8, "extras": 8,
     "models": 9,
     "train": 10, "evaluate": 10,
     "replication": 11,

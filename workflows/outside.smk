@@ -155,3 +155,31 @@ rule import_standin:
         "hypvl write-standin {params.layout:q} --checkpoint {input.source:q} --out {output.weights:q}"
         " :: import-weights --spec {params.spec:q} --experiment {wildcards.experiment} --weights {output.weights:q}"
         " --config-json {params.cfg} --out {output.checkpoint:q}{params.then} > {log:q} 2>&1"
+
+
+rule import_extra:
+    # config `extra_models`: your model, imported from its source (a file or folder here; a hub id or open_clip release
+    # fetched into data_dir/weights/extra/<name>) and evaluated on `evaluate_with_training`, in one process
+    input:
+        data_ready,
+        PLAN.evaluation.with_training_inputs(),
+        weights=lambda w: PLAN.outside.extra_input(w.experiment),
+    output:
+        checkpoint=f"{RESULTS}/models/{{experiment}}/checkpoint.pt",
+        metrics=PLAN.evaluation.with_training_outputs(),
+    wildcard_constraints:
+        experiment=PLAN.outside.extra_pattern(),
+    params:
+        extra=lambda w: PLAN.outside.extra_args(w.experiment),
+        cfg=PLAN.step_config("import_extra"),
+        then=lambda w, threads: PLAN.evaluation.with_training_commands(w.experiment, threads),
+    threads: THREADS
+    resources:
+        **PLAN.step_resources("import"),
+    log:
+        f"{RESULTS}/logs/import_extra/{{experiment}}.log",
+    conda:
+        ENV
+    shell:
+        "hypvl import-extra {params.extra:q} --config-json {params.cfg} --out {output.checkpoint:q}{params.then}"
+        " > {log:q} 2>&1"

@@ -15,6 +15,7 @@ rule compare:
         scale=SCALE,
         blockers=lambda w: PLAN.reports.blockers_arg(w.paper, w.table),  # why the plan leaves a cell missing
         seeds=lambda w: PLAN.reports.seeds_arg(w.paper, w.table),  # rows averaged over several seeds (config `seeds`)
+        extras=lambda w: PLAN.reports.extras_arg(w.paper, w.table),  # config `extra_models`: rows of their own
     log:
         f"{RESULTS}/logs/compare/{{paper}}/{{table}}.log",
     conda:
@@ -22,7 +23,7 @@ rule compare:
     shell:
         "hypvl compare --spec {input.spec:q} --table {wildcards.table} --expected-dir {params.expected_dir:q}"
         " --metrics-dir {params.metrics_dir:q} --scale {params.scale:q} --blockers {params.blockers}"
-        " --seeds {params.seeds:q} --out {output.csv:q} > {log:q} 2>&1"
+        " --seeds {params.seeds:q} --extras {params.extras:q} --out {output.csv:q} > {log:q} 2>&1"
 
 
 rule compare_row:
@@ -42,6 +43,7 @@ rule compare_row:
         scale=SCALE,
         blockers=lambda w: PLAN.reports.blockers_arg(w.paper, w.table),
         seeds=lambda w: PLAN.reports.seeds_arg(w.paper, w.table),
+        extras=lambda w: PLAN.reports.extras_arg(w.paper, w.table),
     log:
         f"{RESULTS}/logs/compare_row/{{paper}}/{{table}}/{{row}}.log",
     conda:
@@ -49,7 +51,8 @@ rule compare_row:
     shell:
         "hypvl compare --spec {input.spec:q} --table {wildcards.table} --row {wildcards.row}"
         " --expected-dir {params.expected_dir:q} --metrics-dir {params.metrics_dir:q} --scale {params.scale:q}"
-        " --blockers {params.blockers} --seeds {params.seeds:q} --out {output.csv:q} > {log:q} 2>&1"
+        " --blockers {params.blockers} --seeds {params.seeds:q} --extras {params.extras:q} --out {output.csv:q}"
+        " > {log:q} 2>&1"
 
 
 rule report:
@@ -180,6 +183,47 @@ rule index:
     shell:
         "hypvl index --reports-dir {params.reports_dir:q} --tables-dir {params.tables_dir:q} --out {output.md:q}"
         " > {log:q} 2>&1"
+
+
+EXPORT = ("hypvl export {input.metrics:q} --scale {params.scale:q} --csv {output.csv:q}"
+          " --clip-benchmark-dir {output.clip_benchmark:q} > {log:q} 2>&1")
+
+
+rule export:
+    # every metric the tables and the regression need (extra models' too), as one CSV (model, task, metric, value,
+    # unit) and as CLIP_benchmark's JSONs for the tasks it also has (hypvl.replication.exports)
+    input:
+        metrics=lambda w: PLAN.reports.export_inputs(),
+    output:
+        csv=f"{RESULTS}/exports/metrics.csv",
+        clip_benchmark=directory(f"{RESULTS}/exports/clip_benchmark"),
+    params:
+        scale=SCALE,
+    log:
+        f"{RESULTS}/logs/export/all.log",
+    conda:
+        ENV
+    shell:
+        EXPORT
+
+
+rule export_model:
+    # the same for one model: results/<scale>/exports/<experiment>/...
+    input:
+        metrics=lambda w: PLAN.reports.export_inputs(w.experiment),
+    output:
+        csv=f"{RESULTS}/exports/{{experiment}}/metrics.csv",
+        clip_benchmark=directory(f"{RESULTS}/exports/{{experiment}}/clip_benchmark"),
+    wildcard_constraints:
+        experiment=PLAN.pattern(PLAN.experiments()),
+    params:
+        scale=SCALE,
+    log:
+        f"{RESULTS}/logs/export/{{experiment}}.log",
+    conda:
+        ENV
+    shell:
+        EXPORT
 
 
 rule regress:

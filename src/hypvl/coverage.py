@@ -12,6 +12,7 @@ from pathlib import Path
 
 from hypvl.config import add_config_arguments, config_from_args
 from hypvl.errors import InputError
+from hypvl.extras import entry_problem
 from hypvl.replication.coverage import REASONS
 from hypvl.replication.markdown import escape
 from hypvl.replication.markdown import table as markdown_table
@@ -76,6 +77,15 @@ def _external_line(spec, table_name: str) -> list[str]:
     return [f"External: {'; '.join(parts)}."] if parts else []
 
 
+def _extras_line(plan: Plan, spec, table_name: str) -> list[str]:
+    """The rows the extra models (config `extra_models`) have in a table, or why they cannot enter it (one line)."""
+    if not plan.extras:
+        return []
+    rows = ", ".join(f"`{extra.row}`" for extra in plan.extras.values())
+    problem = entry_problem(spec.table(table_name))
+    return [f"Extra models: {rows} cannot enter this table: {problem}." if problem else f"Extra models: rows {rows}."]
+
+
 def render_coverage(plan: Plan, frames: dict, metrics_dir, link_from: Path) -> str:
     """The markdown of reports/coverage.md; table links are relative to the folder `link_from`."""
     from hypvl.replication.report import banner
@@ -102,7 +112,8 @@ def render_coverage(plan: Plan, frames: dict, metrics_dir, link_from: Path) -> s
         for table in spec.tables:
             lines += [f"### {escape(table)}: {escape(spec.table(table).title)}", "",
                       f"{_counts(kinds[(paper, table)])}.", ""]
-            section = [*_missing_section(spec, table, frames[(paper, table)]), *_external_line(spec, table)]
+            section = [*_missing_section(spec, table, frames[(paper, table)]), *_external_line(spec, table),
+                       *_extras_line(plan, spec, table)]
             lines += [*section, ""] if section else []
     return "\n".join(lines)
 

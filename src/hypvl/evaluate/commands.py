@@ -1,4 +1,5 @@
-"""`hypvl evaluate <group>`: load one checkpoint and write one metrics JSON per task of the group."""
+"""`hypvl evaluate <group>`: load one checkpoint, or any model from its source (`--source`, as config `extra_models`
+declares one: no spec, no workflow), and write one metrics JSON per task of the group."""
 
 import importlib
 import time
@@ -7,6 +8,7 @@ from pathlib import Path
 from hypvl.config import add_config_arguments, config_from_args, positive_int, steps_for
 from hypvl.data.catalog import PROMPT_SETS
 from hypvl.errors import InputError
+from hypvl.models.commands import add_extra_arguments
 from hypvl.tasks import GROUP_MODULES, group_tasks
 
 # what a metrics JSON records of the model it measured (`provenance.model`), for `hypvl compare` to check
@@ -24,6 +26,7 @@ def evaluate_group(args) -> None:
     from hypvl.evaluate.results import write_metrics
     from hypvl.io import check_writable
     from hypvl.models.checkpoints import load_checkpoint
+    from hypvl.models.registry import import_plugins
     from hypvl.provenance import checkpoint_record, config_hash
 
     config = config_from_args(args)
@@ -38,14 +41,28 @@ def evaluate_group(args) -> None:
     check_writable(args.out_dir)  # a read-only or full disk is said before the work, not after it
     torch.set_num_threads(args.threads)
     set_loader_workers(config["eval"]["num_workers"])
-    model, recipe = load_checkpoint(args.checkpoint, getattr(args, "model_of", None) or args.experiment)
+    import_plugins(config["plugins"])
+    if getattr(args, "source", None) is not None:  # any model, imported in this process as `hypvl import-extra` would
+        from hypvl.models.commands import extra_from_args
+        from hypvl.models.extra_import import import_extra
+
+        extra = extra_from_args(args)
+        model, recipe = import_extra(extra, config)
+        args.experiment = args.experiment or extra.experiment
+        weights = {"checkpoint_sha256": ";".join(f"{name}={digest}" for name, digest in recipe["weights"]["sha256"]
+                                                 .items())}
+    else:
+        if args.checkpoint is None or args.experiment is None:
+            raise InputError("give --experiment and --checkpoint, or --source (any model)")
+        model, recipe = load_checkpoint(args.checkpoint, getattr(args, "model_of", None) or args.experiment)
+        weights = checkpoint_record(args.checkpoint)
     model = on_device(model, select_device(config["eval"]["device"]))
     ctx = EvalContext(model, model.tokenizer, model.image_size, config, args.prompts)
     digest = config_hash({"recipe": recipe, "eval": config["eval"], "data_dir": config["data_dir"],
                           "prompts": args.prompts})
     run = run_config(config, recipe)
     inputs = {"run_config_hash": config_hash(run), "run_config": run, "steps_for": own_steps_for(recipe),
-              "data_manifest_hash": data_manifest_hash(config["data_dir"]), **checkpoint_record(args.checkpoint),
+              "data_manifest_hash": data_manifest_hash(config["data_dir"]), **weights,
               "model": model_identity(recipe)}
     module = importlib.import_module(GROUP_MODULES[args.group])
     for task in tasks:
@@ -93,8 +110,10 @@ def add_commands(subparsers) -> None:
     for group in GROUP_MODULES:
         parser = groups.add_parser(group, help=f"tasks of the {group!r} group (see hypvl.tasks)")
         add_config_arguments(parser)
-        parser.add_argument("--experiment", required=True, help="experiment id (recorded in the JSONs)")
-        parser.add_argument("--checkpoint", required=True, help="checkpoint.pt")
+        parser.add_argument("--experiment", help="experiment id (recorded in the JSONs; with --source: extra_<name>)")
+        parser.add_argument("--checkpoint", help="checkpoint.pt")
+        add_extra_arguments(parser.add_argument_group("any model, in place of --checkpoint (as config extra_models)"),
+                            required=False)
         parser.add_argument("--model-of", default=None,
                             help="the experiment whose model the checkpoint must hold (default: --experiment; an "
                                  "experiment whose recipe repeats another's is evaluated on that one's model)")
@@ -107,4 +126,4 @@ def add_commands(subparsers) -> None:
                                      "report their count as skipped_images, instead of stopping with an error")
         parser.add_argument("--prompts", choices=PROMPT_SETS, default="meru",
                             help="zero-shot prompt set: MERU's Table 8 or CLIP's (experiment override eval_prompts)")
-        parser.set_defaults(func=evaluate_group)
+        parser.set_defaults(func=evaluate_group, name="model")

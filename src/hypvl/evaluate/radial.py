@@ -12,40 +12,24 @@ import torch
 
 from hypvl.evaluate.features import text_embeddings
 from hypvl.evaluate.metrics import check_finite
-from hypvl.geometry import lorentz, poincare, radial
-
-# a hyperbolic model's `geometry` -> the module of its space (both give dist_to_origin and oxy_angle)
-HYPERBOLIC = {"lorentz": lorentz, "poincare": poincare}
 
 
 def entailment_root(model, tokenizer) -> torch.Tensor | None:
-    """(D,) root of a Euclidean model: the one its radial fine-tuning fixed or learned (`radial_root`, set by
-    `load_checkpoint`) where there is one, else the empty-string text embedding; None (the origin) for hyperbolic
-    models."""
-    if model.geometry in HYPERBOLIC:
-        return None
-    stored = getattr(model, "radial_root", None)
-    if stored is not None:
-        return stored
-    return text_embeddings(model, tokenizer, [""], 1, "empty-string root")[0]
+    """(D,) the root of `model` (`DualEncoder.entailment_root`: a Euclidean model's fixed or learned root, else its
+    empty-string text embedding); None (the origin) for hyperbolic models."""
+    return model.entailment_root(lambda: text_embeddings(model, tokenizer, [""], 1, "empty-string root")[0])
 
 
 def radii(model, embeddings: torch.Tensor, root: torch.Tensor | None) -> torch.Tensor:
-    """(N,) distance of each embedding from the root (Euclidean d_r, or hyperbolic distance to the origin)."""
-    if root is None:
-        out = HYPERBOLIC[model.geometry].dist_to_origin(embeddings, model.curvature)
-    else:
-        out = radial.radius(embeddings, root)
+    """(N,) distance of each embedding from the root, in the model's geometry (`DualEncoder.radius`)."""
+    out = model.radius(embeddings, root)
     check_finite("radii", out)
     return out
 
 
 def exterior_angles(model, general: torch.Tensor, specific: torch.Tensor, root: torch.Tensor | None) -> torch.Tensor:
-    """(N,) Xi_r(general[i], specific[i]) in [0, pi]."""
-    if root is None:
-        out = HYPERBOLIC[model.geometry].oxy_angle(general, specific, model.curvature)
-    else:
-        out = radial.exterior_angle(general, specific, root)
+    """(N,) Xi_r(general[i], specific[i]) in [0, pi], in the model's geometry (`DualEncoder.exterior_angle`)."""
+    out = model.exterior_angle(general, specific, root)
     check_finite("exterior angles", out)
     return out
 

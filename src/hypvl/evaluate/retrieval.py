@@ -20,17 +20,9 @@ from hypvl.data.formats.imagefolder import load_image
 from hypvl.evaluate.context import EvalContext, TaskResult
 from hypvl.evaluate.features import image_embeddings, text_embeddings
 from hypvl.evaluate.metrics import recall_at_k
-from hypvl.geometry import lorentz
 
 KS = (1, 5, 10)
 QUERY_BLOCK = 1024
-
-
-def ranking_score(model):
-    """(A, D), (B, D) embeddings -> (A, B) scores ordered like `model.similarity`, cheaper to compute."""
-    if model.geometry == "lorentz":
-        return lambda images, texts: lorentz.pairwise_inner(images, texts, model.curvature)
-    return model.similarity
 
 
 @torch.no_grad()
@@ -82,7 +74,7 @@ def evaluate_retrieval(model, tokenizer, items: Sequence[CaptionedImage], image_
                        name: str) -> TaskResult:
     """t2i_r{1,5,10} and i2t_r{1,5,10} in percent; n_samples = number of images."""
     images, texts, owner = retrieval_embeddings(model, tokenizer, items, image_size, batch_size, name)
-    return TaskResult(recalls(ranking_score(model), images, texts, owner), len(items))
+    return TaskResult(recalls(model.ranking_score, images, texts, owner), len(items))
 
 
 def run(ctx: EvalContext, task: str) -> TaskResult:

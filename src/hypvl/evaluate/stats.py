@@ -13,16 +13,13 @@ from hypvl.data.transforms import squeeze
 from hypvl.evaluate.context import EvalContext, TaskResult
 from hypvl.evaluate.features import encode_images, text_features
 from hypvl.evaluate.metrics import check_finite
-from hypvl.evaluate.radial import HYPERBOLIC
 from hypvl.evaluate.scene import crop_box
 
 
 def feature_radii(model, feats: torch.Tensor, embed) -> torch.Tensor:
-    """(N,) radius of projected features: distance to the origin after `embed`, or the feature norm (CLIP)."""
-    if model.geometry in HYPERBOLIC:
-        out = HYPERBOLIC[model.geometry].dist_to_origin(embed(feats), model.curvature)
-    else:
-        out = torch.linalg.vector_norm(feats, dim=-1)
+    """(N,) radius of projected features in the model's geometry (`DualEncoder.feature_radius`): distance to the
+    origin after `embed`, or the feature norm (CLIP)."""
+    out = model.feature_radius(feats, embed)
     check_finite("radii", out)
     return out
 

@@ -100,6 +100,10 @@ def build_from_recipe(recipe, source) -> torch.nn.Module:
         from .library import build_library_model
 
         return build_library_model(recipe, str(source))
+    if isinstance(recipe, dict) and "model_class" in recipe:  # a plug-in's (hypvl.models.registry)
+        from .registry import build_registered
+
+        return build_registered(recipe, str(source))
     if not isinstance(recipe, dict) or any(key not in recipe for key in RECIPE_KEYS):
         raise InputError(f"{source}: the checkpoint's recipe must be a mapping with {', '.join(RECIPE_KEYS)} "
                          "(or a library's)")

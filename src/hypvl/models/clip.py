@@ -15,6 +15,7 @@ from PIL import Image
 from torch import nn
 
 from hypvl.data.transforms import squeeze
+from hypvl.geometry import radial
 from hypvl.losses.contrastive import clip_logits, global_contrastive
 
 from .encoders import ImageEncoder, TextEncoder, Tokenizer
@@ -28,7 +29,11 @@ MAX_LOGIT_SCALE = 4.6052
 
 class DualEncoder(nn.Module):
     """The evaluation interface, Euclidean: subclasses give `image_features`, `text_features`,
-    `trunk_features`, `tokenizer`, `image_size`, `text_parameters` and a log-space `logit_scale`."""
+    `trunk_features`, `tokenizer`, `image_size`, `text_parameters` and a log-space `logit_scale`.
+
+    Its geometry is what every evaluation task reads and a model class may redefine (`hypvl.models.registry`):
+    `embed_image`/`embed_text` (features -> embeddings), `similarity` (and `ranking_score`), `entailment_root`,
+    `radius`, `exterior_angle` (the entailment score) and `feature_radius`."""
 
     geometry = "euclidean"
     # the batch fields `features` reads, a row per sample: what a micro-batch of a feature-cached accumulated step
@@ -67,6 +72,31 @@ class DualEncoder(nn.Module):
     def similarity(self, images: torch.Tensor, texts: torch.Tensor) -> torch.Tensor:
         """(B1, D), (B2, D) embeddings -> (B1, B2) scores, higher is more similar (cosine)."""
         return images @ texts.T
+
+    def ranking_score(self, images: torch.Tensor, texts: torch.Tensor) -> torch.Tensor:
+        """(B1, B2) scores ordered as `similarity` is, where they are cheaper to compute (retrieval ranks by them)."""
+        return self.similarity(images, texts)
+
+    def entailment_root(self, empty_text) -> torch.Tensor | None:
+        """(D,) the point radii and entailment scores are measured from (HierarCaps' Radial Embeddings): the root a
+        radial fine-tuning fixed or learned (`radial_root`, set by `load_checkpoint`), else `empty_text()` (the
+        embedding of the empty string); None means the origin."""
+        stored = getattr(self, "radial_root", None)
+        return stored if stored is not None else empty_text()
+
+    def radius(self, embeddings: torch.Tensor, root: torch.Tensor | None) -> torch.Tensor:
+        """(N,) distance of each embedding from the root: d_r(e) = ||e - r||."""
+        return radial.radius(embeddings, root)
+
+    def exterior_angle(self, general: torch.Tensor, specific: torch.Tensor, root: torch.Tensor | None) -> torch.Tensor:
+        """(N,) entailment score Xi_r(general[i], specific[i]) in [0, pi]: small where specific[i] lies near the ray
+        from the root through general[i]."""
+        return radial.exterior_angle(general, specific, root)
+
+    def feature_radius(self, feats: torch.Tensor, embed) -> torch.Tensor:
+        """(N,) the radius statistics' radius of projected features (`embed` lifts them): their norm, as CLIP's
+        embeddings all have norm 1."""
+        return torch.linalg.vector_norm(feats, dim=-1)
 
     def forward(self, batch: dict) -> dict[str, torch.Tensor]:
         """The loss terms of a training batch (`loss`), so that DistributedDataParallel wraps training steps."""

@@ -85,6 +85,39 @@ def _import_weights(args) -> None:
     save_checkpoint(Path(args.out), model, recipe, step=0)
 
 
+def extra_from_args(args):
+    """The ExtraModel an `import-extra` or `evaluate --model` command line declares (`--name`, `--source`,
+    `--geometry`, `--method`, `--backbone`)."""
+    from hypvl.extras import parse_extra
+
+    entry = {"source": args.source, "geometry": args.geometry}
+    entry.update({key: getattr(args, key) for key in ("method", "backbone") if getattr(args, key, None)})
+    return parse_extra(args.name, entry, "hypvl")
+
+
+def add_extra_arguments(parser, required: bool = True) -> None:
+    """The options declaring an extra model on a command line (as config `extra_models` does)."""
+    from hypvl.extras import GEOMETRIES, RELEASED_METHODS
+
+    parser.add_argument("--name", required=required, help="its name (rows extra__<name>, metrics extra_<name>)")
+    parser.add_argument("--source", required=required, help="open_clip:<folder | architecture/pretrained> | "
+                        "transformers:<folder | hub id> | hypvl:<checkpoint.pt> | released-format:<file.pth>")
+    parser.add_argument("--geometry", required=required, choices=GEOMETRIES, help="where its embeddings live")
+    parser.add_argument("--method", choices=list(RELEASED_METHODS), help="released-format: what the file holds")
+    parser.add_argument("--backbone", help="released-format: a key of the config's model.backbones")
+
+
+def _import_extra(args) -> None:
+    from .checkpoints import save_checkpoint
+    from .extra_import import import_extra
+    from .registry import import_plugins
+
+    config = config_from_args(args)
+    import_plugins(config["plugins"])
+    model, recipe = import_extra(extra_from_args(args), config)
+    save_checkpoint(Path(args.out), model, recipe, step=0, radial_root=getattr(model, "radial_root", None))
+
+
 def _write_standin(args) -> None:
     from .checkpoints import check_identity, read_checkpoint
     from .standins import WRITERS, write_released
@@ -109,6 +142,11 @@ def add_commands(subparsers) -> None:
                          help="its weights: the folder fetched (or stood in) for its source, or a file/folder you hold")
     weights.add_argument("--out", required=True, help="results/<scale>/models/<experiment>/checkpoint.pt")
     weights.set_defaults(func=_import_weights)
+    extra = subparsers.add_parser("import-extra", help="turn an extra model (config extra_models) into a checkpoint")
+    add_config_arguments(extra)
+    add_extra_arguments(extra)
+    extra.add_argument("--out", required=True, help="results/<scale>/models/extra_<name>/checkpoint.pt")
+    extra.set_defaults(func=_import_extra)
     standin = subparsers.add_parser("write-standin",
                                     help="write one of our checkpoints in an outside source's on-disk layout (smoke)")
     standin.add_argument("--kind", required=True, choices=["released", "open_clip", "transformers"])

@@ -75,6 +75,27 @@ class MERU(CLIP):
         """Negative Lorentzian distance (B1, B2); ranks like MERU's Lorentzian inner product."""
         return -lorentz.pairwise_dist(images, texts, self.curvature)
 
+    def ranking_score(self, images: torch.Tensor, texts: torch.Tensor) -> torch.Tensor:
+        """The Lorentzian inner product (B1, B2): ranks exactly as -d_L = -acosh(-c<x, y>_L)/sqrt(c), without the
+        acosh."""
+        return lorentz.pairwise_inner(images, texts, self.curvature)
+
+    def entailment_root(self, empty_text) -> None:
+        """The origin of the hyperboloid."""
+        return None
+
+    def radius(self, embeddings: torch.Tensor, root=None) -> torch.Tensor:
+        """(N,) geodesic distance to the origin."""
+        return lorentz.dist_to_origin(embeddings, self.curvature)
+
+    def exterior_angle(self, general: torch.Tensor, specific: torch.Tensor, root=None) -> torch.Tensor:
+        """(N,) the exterior angle of the triangle (O, general[i], specific[i]) at general[i]."""
+        return lorentz.oxy_angle(general, specific, self.curvature)
+
+    def feature_radius(self, feats: torch.Tensor, embed) -> torch.Tensor:
+        """(N,) geodesic distance to the origin of the lifted features."""
+        return self.radius(embed(feats))
+
     def loss_of(self, features: dict[str, torch.Tensor], batch: dict) -> dict[str, torch.Tensor]:
         """MERU's loss terms on the (B, D) image and text embeddings of the batch's pairs."""
         img, txt = features["images"], features["texts"]

@@ -58,6 +58,17 @@ class PoinCLIP(MERU):
         """Negative Poincaré distance (B1, B2)."""
         return -poincare.pairwise_dist(images, texts, self.curvature)
 
+    def ranking_score(self, images: torch.Tensor, texts: torch.Tensor) -> torch.Tensor:
+        return self.similarity(images, texts)
+
+    def radius(self, embeddings: torch.Tensor, root=None) -> torch.Tensor:
+        """(N,) geodesic distance to the origin of the ball."""
+        return poincare.dist_to_origin(embeddings, self.curvature)
+
+    def exterior_angle(self, general: torch.Tensor, specific: torch.Tensor, root=None) -> torch.Tensor:
+        """(N,) the exterior angle of the triangle (O, general[i], specific[i]) at general[i], in the ball."""
+        return poincare.oxy_angle(general, specific, self.curvature)
+
     def loss_of(self, features: dict[str, torch.Tensor], batch: dict) -> dict[str, torch.Tensor]:
         img, txt = features["images"], features["texts"]
         curv = self.curvature

@@ -11,28 +11,44 @@ log = logging.getLogger(__name__)
 
 def _compare(args) -> None:
     """Join a table's printed numbers (or one printed row's) with the metric JSONs; write the compare CSV."""
-    import json
-
     from hypvl.errors import InputError
     from hypvl.replication.compare import compare_table, write_compare_csv
     from hypvl.replication.coverage import Blockers
     from hypvl.spec import load_spec
 
     spec = load_spec(args.spec, args.expected_dir)
-    try:
-        seeds = json.loads(args.seeds)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"--seeds: not valid JSON ({exc})") from None
-    if not isinstance(seeds, dict):
-        raise InputError(f"--seeds: must be a JSON object {{experiment: [seed, ...]}}, not {args.seeds!r}")
+    seeds, extras = (_json_object(name, text) for name, text in (("--seeds", args.seeds), ("--extras", args.extras)))
     blockers = Blockers.from_json(args.blockers) if args.blockers is not None else None
-    frame = compare_table(spec, args.table, args.metrics_dir, args.scale, seeds=seeds, blockers=blockers)
+    frame = compare_table(spec, args.table, args.metrics_dir, args.scale, seeds=seeds, blockers=blockers,
+                          extras=extras)
     if args.row is not None:
-        rows = spec.table(args.table).compared_rows()
+        rows = [*spec.table(args.table).compared_rows(), *extras]
         if args.row not in rows:
             raise InputError(f"{spec.path}: table {args.table} has no row {args.row!r} (rows: {', '.join(rows)})")
         frame = frame[frame["row"] == args.row]
     write_compare_csv(frame, args.out)
+
+
+def _json_object(option: str, text: str) -> dict:
+    """The JSON object an option gives; InputError names the option when it is not one."""
+    import json
+
+    from hypvl.errors import InputError
+
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{option}: not valid JSON ({exc})") from None
+    if not isinstance(value, dict):
+        raise InputError(f"{option}: must be a JSON object, not {text!r}")
+    return value
+
+
+def _export(args) -> None:
+    """Write the combined metrics CSV and the CLIP_benchmark-format JSONs of the metric JSONs given."""
+    from hypvl.replication.exports import write_exports
+
+    write_exports(args.metrics, args.scale, args.csv, args.clip_benchmark_dir)
 
 
 def _report(args) -> None:
@@ -132,8 +148,17 @@ def add_commands(subparsers) -> None:
                               "(what a missing cell says; the workflow passes it)")
     compare.add_argument("--seeds", default="{}",
                          help='JSON {experiment: [seed, ...]}: rows averaged over those seeds\' models (config seeds)')
+    compare.add_argument("--extras", default="{}",
+                         help="JSON {extra__<name>: {experiment, source}}: extra models' rows (config extra_models)")
     compare.add_argument("--out", required=True, help="results/<scale>/tables/<paper>/<table>.csv")
     compare.set_defaults(func=_compare)
+
+    export = subparsers.add_parser("export", help="one CSV of every metric, and CLIP_benchmark's JSONs")
+    export.add_argument("metrics", nargs="+", help="metric JSONs (<metrics_dir>/<experiment>/<task>.json)")
+    export.add_argument("--scale", required=True, help="scale they were measured at")
+    export.add_argument("--csv", required=True, help="results/<scale>/exports/metrics.csv")
+    export.add_argument("--clip-benchmark-dir", required=True, help="results/<scale>/exports/clip_benchmark")
+    export.set_defaults(func=_export)
 
     report = subparsers.add_parser("report", help="render a table report (markdown + PNG plot)")
     report.add_argument("--spec", required=True, help="replication/<paper>.yaml")

@@ -2,6 +2,7 @@
 
 Verdicts, in order of precedence:
   external            the row or column is outside the suite (the spec says why)
+  extra               a row of an extra model (config `extra_models`, hypvl.extras): its number, compared with none
   missing             a metric the cell needs is not measured; `reason` says why (hypvl.replication.coverage)
   no_paper_value      the paper prints no number there (`-`, `dnc`, `n/a`); ours is still shown
   not_comparable      measured at a scale other than `full` (smoke numbers do not estimate the paper's)
@@ -23,14 +24,16 @@ from pathlib import Path
 import pandas as pd
 
 from hypvl.errors import InputError
-from hypvl.expected import load_expected
+from hypvl.expected import Cell, load_expected
+from hypvl.extras import EXTRA_ROW
 from hypvl.io import atomic_write
 from hypvl.replication.consistency import check_joined
 from hypvl.replication.coverage import Blockers, missing_reason
-from hypvl.spec import Column, Mean, PaperSpec, measures, seed_variant
+from hypvl.spec import Column, Experiment, Mean, PaperSpec, measures, seed_variant
 from hypvl.tasks import metric_problem
 
-VERDICTS = ("within", "outside", "within_seed_spread", "not_comparable", "no_paper_value", "missing", "external")
+VERDICTS = ("within", "outside", "within_seed_spread", "not_comparable", "no_paper_value", "missing", "external",
+            "extra")
 FULL_SCALE = "full"
 SEED_SPREAD = 2.0  # standard deviations of the seeds
 PROVENANCE_KEYS = ("config_hash", "run_config_hash", "git_commit", "git_dirty", "packages", "data_manifest_hash",
@@ -139,14 +142,16 @@ def _check_seeds(spec: PaperSpec, table_name: str, seeds: dict) -> None:
 
 
 def compare_table(spec: PaperSpec, table_name: str, metrics_dir, scale: str, *, seeds: dict | None = None,
-                  blockers: Blockers | None = None) -> pd.DataFrame:
+                  blockers: Blockers | None = None, extras: dict | None = None) -> pd.DataFrame:
     """One line per printed cell (rows, then columns, in printed order), then one per cell of each released
     checkpoint's row (`<row>__released`, against the row's printed numbers); see COLUMNS and VERDICTS.
 
     paper/ours/delta are NaN where absent; delta = ours - paper. `seeds` ({experiment: [seed, ...]}) makes a
     row the mean over those seeds' models (`hypvl train --seed`), each needed in full for the cell. `blockers`:
     the experiments and tasks the plan does not produce, which give a missing cell its reason (none given: a
-    missing cell is not run yet, or lacks data where its task ran without writing the metric).
+    missing cell is not run yet, or lacks data where its task ran without writing the metric). `extras`: {row:
+    {experiment, source, ...}} of the extra models entering the table, each a last row of its own, its cells read as
+    the columns say and given verdict `extra` (or missing), never a paper number.
     """
     table = spec.table(table_name)
     expected = load_expected(table.expected_path)
@@ -154,6 +159,8 @@ def compare_table(spec: PaperSpec, table_name: str, metrics_dir, scale: str, *, 
     _check_seeds(spec, table_name, seeds)
     blockers = blockers or Blockers()
     cache, provenances = {}, {}
+    extra_rows = _check_extras(spec, extras or {})
+    extra_experiments = {extra.id: extra for extra in extra_rows.values()}
 
     def measured(run: str, declared: str, measure):
         """(value, provenance) of `run` (a model of experiment `declared`); None where the task has not run; False
@@ -164,16 +171,18 @@ def compare_table(spec: PaperSpec, table_name: str, metrics_dir, scale: str, *, 
                       ) if path.is_file() else None
             cache[(path, measure.metric)] = result
             if result:
-                provenances[path] = (result[1], spec.experiments[declared])
+                provenances[path] = (result[1], spec.experiments.get(declared) or extra_experiments[declared])
         return cache[(path, measure.metric)]
 
+    rows = {row: (printed, None) for row, (printed, _) in table.compared_rows().items()}
+    rows.update({row: (None, extra) for row, extra in extra_rows.items()})
     lines = []
-    for row, (printed, _) in table.compared_rows().items():
+    for row, (printed, extra) in rows.items():
         for column in table.columns:
-            experiment, mapped = table.cell(row, column)
+            experiment, mapped = table.cell(row, column) if extra is None else (extra.id, table.columns[column])
             runs = ([seed_variant(spec.experiments[experiment], seed) for seed in seeds.get(experiment, [])]
                     or [experiment]) if isinstance(experiment, str) else []
-            cell = expected.cells[(printed, column)]
+            cell = expected.cells[(printed, column)] if extra is None else _NO_CELL
             line = {
                 "row": row, "column": column, "experiment": experiment if isinstance(experiment, str) else "",
                 "task": "", "metric": "", "tolerance": table.tolerance_for(column),
@@ -200,6 +209,8 @@ def compare_table(spec: PaperSpec, table_name: str, metrics_dir, scale: str, *, 
                     lacking = any(result is False for run in results for result in run.values())
                     line["reason"] = missing_reason(experiment, mapped.tasks, blockers, lacking)
                 line["verdict"] = _verdict(cell.value, line["ours"], scale, line["tolerance"], line["spread"])
+                if extra is not None and line["ours"] is not None:
+                    line["verdict"] = "extra"
             lines.append(line)
     check_joined(provenances)
     frame = pd.DataFrame(lines, columns=list(COLUMNS))
@@ -207,6 +218,23 @@ def compare_table(spec: PaperSpec, table_name: str, metrics_dir, scale: str, *, 
         frame[name] = frame[name].astype(float)
     frame["n_seeds"] = frame["n_seeds"].astype("Int64")
     return frame
+
+
+_NO_CELL = Cell("", None, "", False, False, None)  # an extra model's cell: no printed number
+
+
+def _check_extras(spec: PaperSpec, extras: dict) -> dict[str, Experiment]:
+    """{row: the Experiment of an extra model} of `--extras`; InputError names what is wrong."""
+    checked = {}
+    for row, extra in extras.items():
+        if (not row.startswith(EXTRA_ROW) or not isinstance(extra, dict)
+                or not all(isinstance(extra.get(key), str) for key in ("experiment", "source"))):
+            raise InputError(f"--extras: {row!r} must be {EXTRA_ROW}<name> -> {{experiment, source}}, not {extra!r}")
+        if extra["experiment"] in spec.experiments:
+            raise InputError(f"--extras: {extra['experiment']!r} is an experiment of {spec.path}, not an extra model")
+        checked[row] = Experiment(id=extra["experiment"], method="", backbone="", data="", boxes=False,
+                                  source=extra["source"], seed=0)
+    return checked
 
 
 def write_compare_csv(frame: pd.DataFrame, path) -> None:

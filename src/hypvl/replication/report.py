@@ -8,11 +8,13 @@ import pandas as pd
 
 from hypvl.errors import InputError
 from hypvl.expected import ExpectedTable, load_expected
+from hypvl.extras import EXTRA_ROW
 from hypvl.io import atomic_write
 from hypvl.replication.compare import (
     FULL_SCALE,
     VERDICTS,
     frame_scale,
+    joined,
     split_joined,
 )
 from hypvl.replication.coverage import REASONS
@@ -34,6 +36,7 @@ MARKERS = {  # verdict -> its mark in the tables (none the papers print: they us
     "no_paper_value": "n/p",
     "missing": "?",
     "external": "ext.",
+    "extra": "–",
 }
 OUTSIDE_MARKERS = {"better": "▲", "worse": "▼", "off": "◆"}  # an outside cell's standing -> its mark
 LEGEND = {
@@ -46,7 +49,9 @@ LEGEND = {
     "no_paper_value": "no number printed in the paper",
     "missing": "no number of ours; the cell says why: " + ", ".join(REASONS),
     "external": "outside the suite (reason under Rows/Columns)",
+    "extra": "an extra model's number (config `extra_models`), compared with none",
 }
+EXTRA_MARK = " (extra model)"
 
 
 def banner(scale: str) -> str:
@@ -71,18 +76,25 @@ def outside_mark(spec: PaperSpec, experiment, scale: str, also: str = "") -> str
     return f" ({', '.join(marks)})" if marks else ""
 
 
-def marked_rows(spec: PaperSpec, table_name: str, scale: str) -> dict[str, tuple[str, str]]:
+def extra_rows(frame: pd.DataFrame) -> list[str]:
+    """The rows of extra models in a compare frame (`extra__<name>`, after the printed ones)."""
+    return [row for row in dict.fromkeys(frame["row"]) if row.startswith(EXTRA_ROW)]
+
+
+def marked_rows(spec: PaperSpec, table_name: str, scale: str, extras=()) -> dict[str, tuple[str | None, str]]:
     """Compared row id (released checkpoints' and other readings' rows too) -> (the printed row it reports, its
-    `outside_mark`)."""
+    `outside_mark`); each row of `extras` -> (None, EXTRA_MARK)."""
     table = spec.table(table_name)
-    return {row: (printed, outside_mark(spec, experiment, scale, table.beside(row)))
-            for row, (printed, experiment) in table.compared_rows().items()}
+    marked = {row: (printed, outside_mark(spec, experiment, scale, table.beside(row)))
+              for row, (printed, experiment) in table.compared_rows().items()}
+    return {**marked, **{row: (None, EXTRA_MARK) for row in extras}}
 
 
-def compared_labels(spec: PaperSpec, table_name: str, expected: ExpectedTable, scale: str) -> dict[str, str]:
-    """Compared row id -> its printed label with its mark."""
+def compared_labels(spec: PaperSpec, table_name: str, expected: ExpectedTable, scale: str, extras=()) -> dict[str, str]:
+    """Compared row id -> its printed label with its mark (an extra model's: its name)."""
     printed = row_labels(expected)
-    return {row: printed[source] + mark for row, (source, mark) in marked_rows(spec, table_name, scale).items()}
+    return {row: (printed[source] if source else row.removeprefix(EXTRA_ROW)) + mark
+            for row, (source, mark) in marked_rows(spec, table_name, scale, extras).items()}
 
 
 def _decimals(expected: ExpectedTable) -> dict[str, int]:
@@ -149,7 +161,8 @@ def _grid(expected: ExpectedTable, cell_text, rows: dict[str, tuple[str, str]] |
     header += [escape(column) for column in expected.columns]
     body = []
     for row, (printed, mark) in (rows or {row: (row, "") for row in expected.rows}).items():
-        labels = [expected.labels[printed][name] for name in label_columns] or [printed]
+        labels = ([expected.labels[printed][name] for name in label_columns] or [printed] if printed
+                  else [""] * (len(label_columns) - 1) + [row.removeprefix(EXTRA_ROW)])
         labels[-1] += mark
         body.append([escape(label) for label in labels] + [cell_text(row, column) for column in expected.columns])
     return markdown_table(header, body)
@@ -199,6 +212,10 @@ def _mapping_sections(spec: PaperSpec, table_name: str, frame: pd.DataFrame, lab
             scored = "".join(f", `{task}` read as `{other}`" for task, other in renames.items())
             curve = f"[curves]({curves[target]})" if target in curves else ""
             body.append([f"`{row}`", escape(labels[row]), f"`{target}`{scored}", hashes or "–", curve, note])
+    for row in extra_rows(frame):
+        experiment = joined(frame.loc[frame["row"] == row, "experiment"])
+        hashes = " ".join(f"`{code}`" for code in split_joined(frame.loc[frame["row"] == row, "config_hash"]))
+        body.append([f"`{row}`", escape(labels[row]), f"`{experiment}`", hashes or "–", "", "extra model"])
     lines += markdown_table(["row", "printed", "experiment", "config hashes", "training", "note"], body)
     lines += ["", "## Columns", ""]
     body = []
@@ -222,7 +239,7 @@ def _mapping_sections(spec: PaperSpec, table_name: str, frame: pd.DataFrame, lab
 def _check_frame(frame: pd.DataFrame, spec: PaperSpec, table_name: str, source) -> None:
     """Raise InputError naming `source` unless the compare frame covers exactly the spec's cells."""
     table = spec.table(table_name)
-    wanted = [(row, column) for row in table.compared_rows() for column in table.columns]
+    wanted = [(row, column) for row in [*table.compared_rows(), *extra_rows(frame)] for column in table.columns]
     have = list(zip(frame["row"], frame["column"]))
     if have != wanted:
         raise InputError(f"{source}: cells do not match {spec.path} table {table_name!r}; rerun compare")
@@ -255,8 +272,8 @@ def report_markdown(spec: PaperSpec, table_name: str, frame: pd.DataFrame, plot_
     nothing to draw, a note says so); `curves`: experiment -> its training curves' path relative to the report."""
     table = spec.table(table_name)
     expected = load_expected(table.expected_path)
-    compared = marked_rows(spec, table_name, frame_scale(frame))
-    labels = compared_labels(spec, table_name, expected, frame_scale(frame))
+    compared = marked_rows(spec, table_name, frame_scale(frame), extra_rows(frame))
+    labels = compared_labels(spec, table_name, expected, frame_scale(frame), extra_rows(frame))
     decimals = _decimals(expected)
     lines_by_cell = {(line.row, line.column): line for line in standings(frame, spec, table_name).itertuples(index=False)}
 
@@ -310,7 +327,8 @@ def write_report(spec: PaperSpec, table_name: str, frame: pd.DataFrame, out, als
     out = Path(out)
     plot_path = out.with_suffix(".png")
     table = spec.table(table_name)
-    labels = compared_labels(spec, table_name, load_expected(table.expected_path), frame_scale(frame))
+    labels = compared_labels(spec, table_name, load_expected(table.expected_path), frame_scale(frame),
+                             extra_rows(frame))
     title = f"{spec.paper} {table_name}: {table.title} — {frame_scale(frame)} scale"
     figure = table_figure(spec, table_name, standings(frame, spec, table_name), labels, title)
     save_png(figure or note_figure(f"{title}\nno cell has both the paper's number and ours"), plot_path)

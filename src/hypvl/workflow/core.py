@@ -13,6 +13,7 @@ import shlex
 from pathlib import Path
 
 from hypvl.errors import InputError
+from hypvl.extras import ExtraModel, extra_models
 from hypvl.models.methods import EVAL_OVERRIDES, METHOD_NAMES
 from hypvl.models.sources import OutsideWeights, outside_weights
 from hypvl.replication.coverage import NEEDS_DATA, NEEDS_WEIGHTS, NOT_BUILT
@@ -29,8 +30,9 @@ STEP_SECTIONS = {
     "pilot_weights": ("scale", "cpu_code_path", "model", "fetch", "pilot_world"),
     "train": ("scale", "cpu_code_path", "data_dir", "corpora", "model", "train"),
     "finetune": ("scale", "cpu_code_path", "radial_ft"),
-    "evaluate": ("scale", "cpu_code_path", "data_dir", "eval"),
+    "evaluate": ("scale", "cpu_code_path", "data_dir", "eval", "plugins"),
     "import": ("scale", "cpu_code_path", "model", "weights"),
+    "import_extra": ("scale", "cpu_code_path", "data_dir", "model", "fetch", "plugins"),
     "standin": ("scale", "cpu_code_path", "data_dir", "corpora", "model", "train", "weights"),
     "coverage": None,  # the whole config: `hypvl coverage` plans as the workflow does
 }
@@ -54,8 +56,13 @@ class Core:
         self._variants: dict[str, Experiment] = {}  # seed variant id -> the experiment trained with that seed
         self.weights = config.get("weights", NO_WEIGHTS)
         self.standins = self.weights["standins"]  # None where the real weights are fetched
+        self.extras: dict[str, ExtraModel] = {extra.experiment: extra for extra in extra_models(config).values()}
+        for exp, extra in self.extras.items():
+            if exp in self._spec_of:
+                raise InputError(f"config: extra_models.{extra.name}: its id {exp!r} is an experiment of "
+                                 f"{self._spec_of[exp].path}; rename it")
         self._outside = {exp: outside_weights(self.experiment(exp).source, self.weights["library"])
-                         for exp in self.experiments() if self.experiment(exp).source != "train"}
+                         for exp in sorted(self._spec_of) if self.experiment(exp).source != "train"}
         self._counterpart = self._released_counterparts()
         for source, path in self.weights["local"].items():
             if not Path(path).exists():
@@ -126,7 +133,8 @@ class Core:
     def step_config(self, step: str) -> str:
         """The shell-quoted JSON of the config sections `step` reads."""
         sections = STEP_SECTIONS[step] or self.config
-        return shlex.quote(json.dumps({k: self.config[k] for k in sections}, sort_keys=True))
+        chosen = [k for k in sections if k != "plugins" or self.config.get(k)]  # none: the jobs of before stay current
+        return shlex.quote(json.dumps({k: self.config[k] for k in chosen}, sort_keys=True))
 
     def step_resources(self, step: str) -> dict:
         """Snakemake resources of the jobs of `step` (config `resources.jobs`): `finetune`, `ground`, `evaluate`,
@@ -142,6 +150,8 @@ class Core:
         """The declared Experiment called `experiment` (or the seed variant of one)."""
         if experiment in self._variants:
             return self._variants[experiment]
+        if experiment in self.extras:
+            return self.extras[experiment].declared()
         return self._spec(experiment).experiments[experiment]
 
     def _spec(self, experiment: str):
@@ -150,8 +160,8 @@ class Core:
         return self._spec_of[experiment]
 
     def experiments(self) -> list[str]:
-        """Every declared experiment id and seed variant, sorted."""
-        return sorted(self._spec_of)
+        """Every declared experiment id, seed variant and extra model, sorted."""
+        return sorted([*self._spec_of, *self.extras])
 
     def runnable(self, experiment: str) -> bool:
         """True when the suite trains `experiment` itself (source `train`), with a method it implements,
@@ -159,6 +169,8 @@ class Core:
         (an override nothing reads, e.g. an embedding width, would train some other model); or when its
         weights come from outside and can be obtained (`obtainable`). A radial_ft experiment is runnable when its
         training set is configured (`eval.datasets`) and its base is."""
+        if experiment in self.extras:  # a file or folder here, or fetched where nothing is stood in
+            return self.extras[experiment].local or self.standins is None
         declared = self.experiment(experiment)
         if declared.source != "train":
             return self.obtainable(experiment)
@@ -298,7 +310,7 @@ class Core:
 
     def imports(self, experiment: str) -> bool:
         """True when the import rule makes the model of `experiment` (weights from outside that can be obtained)."""
-        return experiment in self._outside and self.runnable(experiment)
+        return (experiment in self._outside or experiment in self.extras) and self.runnable(experiment)
 
     def trained_pattern(self, trained: bool = True) -> str:
         """The experiment ids whose model a job that also evaluates it on `evaluate_with_training` makes (the train,

@@ -58,6 +58,22 @@ class OutsideStage:
             return str(self.plan.results / "standins" / experiment / "weights")
         return str(self.data.root / "weights" / self.plan.outside_weights(experiment).folder)
 
+    def extra_pattern(self) -> str:
+        """The experiment ids of the extra models the import_extra rule brings in (config `extra_models`)."""
+        return self.plan.pattern(exp for exp in self.plan.extras if self.plan.imports(exp))
+
+    def extra_input(self, experiment: str) -> list[str]:
+        """What importing extra model `experiment` reads here: its file or folder (none for a hub id or an open_clip
+        release, which the job fetches)."""
+        extra = self.plan.extras[experiment]
+        return [extra.location] if extra.local else []
+
+    def extra_args(self, experiment: str) -> list[str]:
+        """The `hypvl import-extra` arguments declaring extra model `experiment`."""
+        extra = self.plan.extras[experiment]
+        args = ["--name", extra.name, "--source", extra.source, "--geometry", extra.geometry]
+        return args + (["--method", extra.method, "--backbone", extra.backbone] if extra.method else [])
+
     def weights_folders(self) -> dict[str, str]:
         """Weights folder -> the first (by id) runnable outside experiment reading it, for the folders the fetch
         rule makes (none at a scale with stand-ins)."""

@@ -11,6 +11,7 @@ import json
 import shlex
 from pathlib import Path
 
+from hypvl.extras import EXTRA_EXPERIMENT, EXTRA_ROW, entry_problem, extra_needs
 from hypvl.replication.coverage import NEEDS_DATA, Blockers
 from hypvl.spec import row_needs, seed_variant, table_needs
 from hypvl.workflow.core import Core
@@ -31,9 +32,17 @@ class ReportStage:
         return {(seed_variant(plan.experiment(exp), seed), task) for exp, task in needs
                 for seed in plan.seeds.get(exp, (plan.experiment(exp).seed,))} | set(needs)
 
+    def _extra_needs(self, paper: str, table: str, experiments=None) -> set[tuple[str, str]]:
+        """What the rows of the extra models (config `extra_models`; `experiments`: some of them) in a table read."""
+        table_spec = self.plan.specs[paper].table(table)
+        return {need for exp in (self.plan.extras if experiments is None else experiments)
+                for need in extra_needs(table_spec, exp)}
+
     def table_inputs(self, paper: str, table: str) -> list[str]:
-        """Metric JSONs a table needs that the suite can compute; the rest are reported as missing."""
-        return self.evaluation.metric_files(self._with_variants(table_needs(self.plan.specs[paper], table)))
+        """Metric JSONs a table needs (its extra models' rows too) that the suite can compute; the rest are reported
+        as missing."""
+        needs = self._with_variants(table_needs(self.plan.specs[paper], table)) | self._extra_needs(paper, table)
+        return self.evaluation.metric_files(needs)
 
     def row_inputs(self, paper: str, table: str, row: str) -> list[str]:
         """Metric JSONs one printed row (or a printed row's released checkpoint, `<row>__released`) needs that
@@ -42,6 +51,9 @@ class ReportStage:
         ValueError names the table's rows when `row` is not one of them.
         """
         table_spec = self.plan.specs[paper].table(table)
+        extra = EXTRA_EXPERIMENT + row.removeprefix(EXTRA_ROW) if row.startswith(EXTRA_ROW) else None
+        if extra in self.plan.extras and entry_problem(table_spec) is None:
+            return self.evaluation.metric_files(self._extra_needs(paper, table, [extra]))
         rows = table_spec.compared_rows()
         if row not in rows:
             raise ValueError(f"{paper} {table} has no row {row!r} (rows: {', '.join(rows)})")
@@ -67,7 +79,7 @@ class ReportStage:
 
     def blockers(self, paper: str, table: str) -> Blockers:
         """The experiments and tasks of a table the plan produces no metric for, with the reason."""
-        needs = table_needs(self.plan.specs[paper], table)
+        needs = table_needs(self.plan.specs[paper], table) | self._extra_needs(paper, table)
         experiments, tasks = {exp for exp, _ in needs}, {task for _, task in needs}
         blocked = {exp: self.plan.blocker(exp) for exp in sorted(experiments)}
         return Blockers({exp: reason for exp, reason in blocked.items() if reason},
@@ -76,6 +88,14 @@ class ReportStage:
     def blockers_arg(self, paper: str, table: str) -> str:
         """`hypvl compare`'s shell-quoted `--blockers` JSON for a table."""
         return shlex.quote(self.blockers(paper, table).to_json())
+
+    def extras_arg(self, paper: str, table: str) -> str:
+        """`hypvl compare`'s `--extras` JSON for a table: {row: {experiment, source, geometry}} of the extra models
+        that enter it (none where it cannot be entered, `hypvl.extras.entry_problem`)."""
+        if entry_problem(self.plan.specs[paper].table(table)) is not None:
+            return "{}"
+        return json.dumps({extra.row: {"experiment": exp, "source": extra.source, "geometry": extra.geometry}
+                           for exp, extra in sorted(self.plan.extras.items())}, sort_keys=True)
 
     def seeds_arg(self, paper: str, table: str) -> str:
         """JSON {experiment: seeds} of the table's rows that average several seeds (`hypvl compare --seeds`)."""
@@ -99,6 +119,16 @@ class ReportStage:
         extras = {(experiment, task) for experiment, groups in self.plan.config.get("regression_extras", {}).items()
                   for group in groups for task in self.plan.groups[group]}
         return sorted(needs | set(metric_files(extras)))
+
+    def export_inputs(self, experiment: str | None = None) -> list[str]:
+        """What the exports read: every metric JSON the tables (their extra models' rows too) and the regression need,
+        or those of one experiment."""
+        files = {path for paper, table in self.plan.tables() for path in self.table_inputs(paper, table)}
+        files |= set(self.metric_files())
+        if experiment is not None:
+            folder = str(self.plan.results / "metrics" / experiment)
+            files = {path for path in files if str(Path(path).parent) == folder}
+        return sorted(files)
 
     def target(self, paper: str, table: str) -> Path:
         """The report of one table: reports/<paper>/<table>.md."""
