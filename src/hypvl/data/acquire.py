@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 
 CHECKSUM_RECORD = "SHA256SUMS"
 HUB_RECORD = "HUB_COMMITS"  # "<commit>  <repo>" per Hub snapshot whose manifest revision is not a commit
+RECORDS = (CHECKSUM_RECORD, HUB_RECORD)  # what a fetch leaves in a folder beside the files it fetched
 
 
 class ManualStepRequired(InputError):
