@@ -34,6 +34,8 @@ def write_pilot_world(config: dict) -> dict:
     written = {"classification": classification.write_classification_sets(world, config["eval"]["classification_split"]),
                "grit": [str(p) for p in corpora.write_grit(world)],
                "redcaps": [str(p) for p in corpora.write_redcaps(world)],
+               "cc3m": [str(p) for p in corpora.write_cc3m(world)],
+               "yfcc15m": [str(p) for p in corpora.write_yfcc15m(world)],
                "evaluation": evalsets.write_evaluation_sets(world)}
     write_manifest(Path(config["fetch"]["sources"]), world.sources, world.served)
     summary = {"settings": world.settings.as_dict(), "written": written, "served": sorted(world.served),
@@ -44,9 +46,9 @@ def write_pilot_world(config: dict) -> dict:
 
 def _pilot_world(args) -> None:
     summary = write_pilot_world(config_from_args(args))
-    log.info("pilot world: %d classification sets, corpora grit and redcaps, evaluation sets %s, %d files served "
-             "(%.1f s)", len(summary["written"]["classification"]), ", ".join(summary["written"]["evaluation"]),
-             len(summary["served"]), summary["seconds"])
+    log.info("pilot world: %d classification sets, corpora grit, redcaps, cc3m and yfcc15m, evaluation sets %s, "
+             "%d files served (%.1f s)", len(summary["written"]["classification"]),
+             ", ".join(summary["written"]["evaluation"]), len(summary["served"]), summary["seconds"])
 
 
 def add_commands(subparsers) -> None:

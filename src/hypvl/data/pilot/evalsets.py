@@ -10,7 +10,11 @@ scratch folder and packed as its host serves it:
 - HierarCaps: the repository's `data/` CSVs served; the prepare step leaves `assets/test_imgs/`;
 - WordNet: HyCoCLIP's `imagenet_isa.txt`, is-a edges over the 1000 ImageNet wnids;
 - HyperLex: `hyperlex-data.zip` (`hyperlex-data/hyperlex-all.txt`);
-- BREEDS: the three hierarchy files over the ImageNet wnids; the prepare step leaves a superclass split JSON.
+- BREEDS: the three hierarchy files over the ImageNet wnids; the prepare step leaves a superclass split JSON;
+- VL-CheckList: GitHub's source archive of the repository (`VL-CheckList-<commit>/corpus/`, `data/`) and Visual
+  Genome's `images.zip` (`VG_100K/`) and `images2.zip` (`VG_100K_2/`);
+- ARO VG-Attribution: `visual_genome_attribution.json` at its Drive URL; the prepare step (gdown, unzip) leaves
+  `images/`.
 """
 
 import gzip
@@ -49,7 +53,7 @@ def write_coco(world: PilotWorld) -> dict:
     files = world.entry("coco_val2017")["files"]
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
-        captions, instances = root / "annotations" / "captions_val2017.json", root / "annotations" / "instances_val2017.json"
+        captions, instances = (root / "annotations" / f"{kind}_val2017.json" for kind in ("captions", "instances"))
         counts = evalsets.write_coco(world.settings.world(), captions, instances)
         body = json.loads(instances.read_text())
         body["categories"] = sorted(body["categories"] + [{"id": i, "name": name, "supercategory": sup}
@@ -161,8 +165,38 @@ def write_breeds(world: PilotWorld) -> dict:
     return {"classes": len(leaves), "superclasses": len(split)}
 
 
+VLC_COMMIT = "6f8d6a3" + "0" * 33  # the full commit GitHub names the archive's top folder after (made up past 6f8d6a3)
+
+
+def write_vl_checklist(world: PilotWorld) -> dict:
+    """VL-CheckList's source archive and Visual Genome's two image zips in the mirror."""
+    files = world.entry("vl_checklist")["files"]
+    with tempfile.TemporaryDirectory() as scratch:
+        root = Path(scratch)
+        counts = evalsets.write_vlchecklist_sets(world.settings.world(), root)
+        top = f"VL-CheckList-{VLC_COMMIT}/"
+        world.serve(files[0]["url"], zip_bytes({**_files(root / "corpus", top + "corpus/"),
+                                                **_files(root / "data", top + "data/"),
+                                                top + "README.md": b"# VL-CheckList\n"}))
+        world.serve(files[1]["url"], zip_bytes(_files(root / "vg")))  # VG_100K/
+        world.serve(files[2]["url"], zip_bytes({}))  # VG_100K_2/: no item of the pilot's lies there
+    return counts
+
+
+def write_vg_attribution(world: PilotWorld) -> dict:
+    """ARO's VG-Attribution JSON in the mirror and the images its prepare step leaves in `images/`."""
+    with tempfile.TemporaryDirectory() as scratch:
+        path = Path(scratch) / "visual_genome_attribution.json"
+        counts = evalsets.write_vg_attribution_set(world.settings.world(), path)
+        world.serve(world.entry("vg_attribution")["files"][0]["url"], path.read_bytes())
+        for name, data in _files(path.parent / "images").items():
+            world.leave("vg_attribution", f"images/{name}", data)
+    return counts
+
+
 WRITERS = {"coco_val2017": write_coco, "flickr30k": write_flickr30k, "hierarcaps": write_hierarcaps,
-           "wordnet_isa": write_wordnet, "hyperlex": write_hyperlex, "breeds": write_breeds}
+           "wordnet_isa": write_wordnet, "hyperlex": write_hyperlex, "breeds": write_breeds,
+           "vl_checklist": write_vl_checklist, "vg_attribution": write_vg_attribution}
 
 
 def write_evaluation_sets(world: PilotWorld) -> dict:
