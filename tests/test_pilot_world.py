@@ -133,9 +133,10 @@ def test_every_path_the_readers_need_is_where_acquisition_and_the_prepare_steps_
     assert len(read_flickr30k(path["flickr30k"], split="test")) == 3
     assert len(read_hierarcaps_test(path["hierarcaps_test"])) == 3 and len(read_hierarcaps_train(
         path["hierarcaps_train"])) == 3
-    assert read_hyperlex(path["hyperlex"]) and len(read_wordnet_isa(path["imagenet_isa"])) == 1100
+    assert read_hyperlex(path["hyperlex"]) and len(read_wordnet_isa(path["imagenet_isa"])) == 1500
     hierarchy = read_breeds_hierarchy(path["breeds"])
-    assert len(hierarchy.classes) == 1000 and read_breeds_split(path["breeds"] / "entity2.json", hierarchy)
+    split = read_breeds_split(path["breeds"] / "entity2.json", hierarchy)
+    assert len(hierarchy.classes) == 1000 and [(s.source, s.target) for s in split] == [((0,), (1,)), ((2,), (3,))]
     corpora = sorted((path["vlchecklist"] / "corpus").rglob("*.yaml"))  # the archive's top folder dropped
     assert len(corpora) == 13 and all(len(read_vlchecklist_corpus(corpus)[1]) == 1 for corpus in corpora)
     assert len(read_vg_attribution(path["vg_attribution"])) == 10  # a picture per pair of the 5 patterns

@@ -106,7 +106,7 @@ def write_hierarcaps(world: PilotWorld) -> dict:
     return counts
 
 
-def imagenet_hierarchy(group: int = 10) -> tuple[list[str], list[IsaEdge], dict[str, str]]:
+def imagenet_hierarchy(group: int = 2) -> tuple[list[str], list[IsaEdge], dict[str, str]]:
     """(leaf wnids, is-a edges, node names) of a made-up hierarchy over the 1000 ImageNet wnids: each `group`
     consecutive classes under a parent node, every parent under one root. Node ids are wnid-shaped (`n9...`), which
     no ImageNet class uses."""
@@ -144,8 +144,8 @@ def write_hyperlex(world: PilotWorld) -> dict:
 
 def write_breeds(world: PilotWorld) -> dict:
     """BREEDS' three hierarchy files in the mirror (over the ImageNet classes), and a superclass split the prepare
-    step leaves beside them (`entity<k>.json`: each pilot class group a superclass, classes alternating source and
-    target)."""
+    step leaves beside them (`entity2.json`: the first two class groups, the classes the pilot draws images of, each a
+    superclass of one source and one target class)."""
     leaves, edges, names = imagenet_hierarchy()
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
