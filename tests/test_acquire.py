@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import urllib.error
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -134,6 +135,26 @@ def test_archive_is_unpacked_once(tmp_path, sources):
     extracted.unlink()
     fetch("archive", tmp_path, opener=FixtureOpener(), sources=sources)
     assert not extracted.exists()  # the marker says it was unpacked already
+
+
+def test_an_archive_can_be_unpacked_without_its_one_top_folder(tmp_path):
+    """GitHub's source archives hold `<repo>-<commit>/`; `unpack_strip_top` puts the repository's files in the folder
+    itself, and refuses an archive with more than one entry at its top."""
+    from hypvl.data.unpack import unpack
+
+    def archive(path, names):
+        with zipfile.ZipFile(path, "w") as handle:
+            for name in names:
+                handle.writestr(name, name)
+        return path
+
+    unpack(archive(tmp_path / "repo.zip", ["repo-0123abc/corpus/a.yaml", "repo-0123abc/data/b.json"]),
+           tmp_path / "one", strip_top=True)
+    assert sorted(p.relative_to(tmp_path / "one").as_posix() for p in (tmp_path / "one").rglob("*") if p.is_file()) \
+        == ["corpus/a.yaml", "data/b.json"]
+    with pytest.raises(InputError, match="holds 2 entries at its top"):
+        unpack(archive(tmp_path / "two.zip", ["a/x", "b/y"]), tmp_path / "two", strip_top=True)
+    assert not (tmp_path / "two").exists() or not any((tmp_path / "two").iterdir())
 
 
 COMMIT = "fedcba9876543210fedcba9876543210fedcba98"

@@ -3,7 +3,8 @@ HyCoCLIP) runs end to end on the paper-scale path: the pilot world written into 
 reads acquired from it through the real acquisition code, GRIT grounded, the model trained at full size through
 torchrun with DataLoader workers over streamed shards, evaluated on the 20 zero-shot sets in their acquired layouts
 (14 CLIP_benchmark webdatasets, 6 image folders) in a job of its own, and compared. A change that breaks that path
-fails here."""
+fails here. The same model's HyCoCLIP Table 2 row then reads COCO val2017, Flickr30K's Karpathy test split and the
+WordNet is-a file in the layouts their acquisitions and prepare steps leave."""
 
 import json
 import re
@@ -21,6 +22,7 @@ from hypvl.models.checkpoints import read_checkpoint
 
 PILOT = ["workflows/config/full.yaml", "workflows/config/pilot.yaml"]
 ROW = ("hycoclip", "table1", "grit_vits_hycoclip")
+TABLE2_ROW = ("hycoclip", "table2", "vits_hycoclip")  # the same model: retrieval and hierarchical metrics
 EXPERIMENT = "hyco_hycoclip_vits_grit"
 
 
@@ -80,3 +82,21 @@ def test_every_zero_shot_set_was_read_in_its_acquired_layout_and_compared(pilot_
     row = pd.read_csv(target)
     assert len(row) == 16 and set(row["verdict"]) == {"not_comparable"} and set(row["scale"]) == {"pilot"}
     assert Path(tmp / "data" / "eval" / "classification" / "cifar10" / "SHA256SUMS").is_file()  # recorded on fetch
+
+
+def test_the_same_models_retrieval_and_hierarchy_row_reads_coco_flickr30k_and_wordnet_as_acquired(pilot_row):
+    tmp, _, _ = pilot_row
+    config = load_config([REPO / path for path in PILOT])
+    target = tmp / "results" / "rows" / TABLE2_ROW[0] / TABLE2_ROW[1] / f"{TABLE2_ROW[2]}.csv"
+    run = snakemake(str(target), "--cores", "2", "--configfile", *PILOT, str(tmp / "paths.yaml"))
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert job_counts(run.stdout + run.stderr) == {"acquire": 3, "evaluate_retrieval": 1, "evaluate_hierarchy": 1,
+                                                   "compare_row": 1}  # coco_val2017, flickr30k, wordnet_isa
+    images = config["pilot_world"]["retrieval_images"]
+    assert images <= 10
+    for task in ("ret_coco", "ret_flickr30k"):
+        metrics = json.loads((tmp / "results" / "metrics" / EXPERIMENT / f"{task}.json").read_text())
+        assert metrics["n_samples"] == images and metrics["scale"] == "pilot"
+        assert metrics["metrics"]["t2i_r10"] == 100.0  # 10 >= the gallery's 8 images: every caption finds its own
+    row = pd.read_csv(target)
+    assert len(row) == 13 and set(row["verdict"]) == {"not_comparable"} and row["ours"].notna().all()

@@ -1,6 +1,7 @@
 """The pilot world (hypvl.data.pilot): written in the layouts paper-scale acquisition leaves, fetched from its mirror
 through the real acquisition code, and read by the paper-scale readers."""
 
+import importlib
 from pathlib import Path
 
 import pytest
@@ -10,17 +11,32 @@ from hypvl.config import load_config
 from hypvl.data.acquire import fetch
 from hypvl.data.manifest import SOURCES_PATH, load_sources
 from hypvl.data.catalog import dataset_names, load_dataset_info
+from hypvl.data.formats.breeds import read_breeds_hierarchy, read_breeds_split
+from hypvl.data.formats.cc3m import iter_cc3m
+from hypvl.data.formats.coco_captions import read_coco_captions
+from hypvl.data.formats.coco_instances import read_coco_instances, zero_shot_split
+from hypvl.data.formats.flickr30k import read_flickr30k
+from hypvl.data.formats.hierarcaps import read_hierarcaps_test, read_hierarcaps_train
+from hypvl.data.formats.hyperlex import read_hyperlex
+from hypvl.data.formats.wordnet_isa import read_wordnet_isa
 from hypvl.data.formats.classification_split import read_classification_split
 from hypvl.data.formats.clip_benchmark_wds import read_classnames
 from hypvl.data.formats.grit import iter_grit
 from hypvl.data.formats.redcaps import iter_redcaps
+from hypvl.data.formats.vg_attribution import read_vg_attribution
+from hypvl.data.formats.vlchecklist import read_vlchecklist_corpus
+from hypvl.data.formats.yfcc import read_yfcc
 from hypvl.data.mirror import Mirror
 from hypvl.data.pilot.commands import write_pilot_world
+from hypvl.data.pilot.evalsets import WRITERS
 from hypvl.data.pilot.manifest import PILOT_SOURCE
+from hypvl.tasks import IMAGE_FOLDERS
+from hypvl.workflow import Plan
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = [ROOT / "workflows/config/full.yaml", ROOT / "workflows/config/pilot.yaml"]
-CORPORA = ("grit", "redcaps")
+CORPORA = ("grit", "redcaps", "cc3m", "yfcc15m")
+EVALUATION = tuple(WRITERS)  # coco_val2017, flickr30k, hierarcaps, wordnet_isa, hyperlex, breeds
 
 
 @pytest.fixture(scope="module")
@@ -31,10 +47,11 @@ def pilot(tmp_path_factory):
     config["data_dir"] = str(root / "data")
     config["fetch"] = {"mirror": str(root / "mirror"), "sources": str(root / "mirror" / "sources.yaml"),
                        "weights": None}
-    config["pilot_world"].update(classes=3, images_per_class=2, grit_samples=5, redcaps_samples=3, shard_size=2)
+    config["pilot_world"].update(classes=3, images_per_class=2, grit_samples=5, redcaps_samples=3, cc3m_samples=3,
+                                 yfcc15m_samples=3, shard_size=2, retrieval_images=3, scene_items=1)
     summary = write_pilot_world(config)
     sources = load_sources(config["fetch"]["sources"])
-    for name in [*dataset_names(), *CORPORA]:
+    for name in [*dataset_names(), *CORPORA, *EVALUATION]:
         fetch(name, Path(config["data_dir"]) / config["acquire"][name], sources=sources,
               mirror=Mirror.at(config["fetch"]["mirror"]))
     return config, summary
@@ -61,10 +78,16 @@ def test_every_classification_set_is_read_in_its_catalog_layout(pilot):
 
 def test_the_raw_corpora_are_read_where_the_prepare_steps_leave_them(pilot):
     config, _ = pilot
-    grit = list(iter_grit(Path(config["data_dir"]) / config["grounding"]["raw"]["grit"]["path"]))
-    redcaps = list(iter_redcaps(Path(config["data_dir"]) / config["grounding"]["raw"]["redcaps"]["path"]))
+    raw = {corpus: Path(config["data_dir"]) / entry["path"] for corpus, entry in config["grounding"]["raw"].items()}
+    grit, redcaps = list(iter_grit(raw["grit"])), list(iter_redcaps(raw["redcaps"]))
     assert len(grit) == 5 and all(sample.noun_chunks for sample in grit)
     assert len(redcaps) == 3 and all(sample.subreddit for sample in redcaps)
+    cc3m, hierarcaps = list(iter_cc3m(raw["cc3m"])), read_hierarcaps_train(
+        Path(config["data_dir"]) / config["eval"]["datasets"]["hierarcaps_train"])
+    assert len(cc3m) == 3 + 3  # the corpus, and the HierarCaps training rows' pictures found by their captions
+    assert {pair.positive[-1] for pair in hierarcaps} <= {sample.caption for sample in cc3m}
+    assert Path(config["data_dir"]) / config["eval"]["datasets"]["hierarcaps_train_images"] == raw["cc3m"]
+    assert len(read_yfcc(raw["yfcc15m"])) == 3
     assert (dest(config, "grit") / "metadata" / "grit-20m" / "coyo_0_snappy.parquet").is_file()
     assert (dest(config, "redcaps") / "annotations").is_dir()
 
@@ -90,3 +113,40 @@ def test_the_pilot_manifest_is_the_real_one_but_for_the_digests_of_its_stand_ins
             {k: v for k, v in entry.items() if k not in ("files", "expected")}
     assert changed >= 6  # ImageNet's two archives, CUB, SUN397 (2), CLEVR, RedCaps: published digests replaced
     yaml.safe_load(Path(config["fetch"]["sources"]).read_text())
+
+
+def test_every_path_the_readers_need_is_where_acquisition_and_the_prepare_steps_leave_it(pilot):
+    """What each acquire job checks (`--ready`: the files of config `eval.datasets` and the image folders their
+    readers default to) is there once the pilot world's datasets are fetched, and the readers read it."""
+    config, _ = pilot
+    plan = Plan(config)
+    for name in EVALUATION:
+        ready = plan.data.acquisition_ready(name)
+        assert ready and all(Path(path).exists() for path in ready), (name, ready)
+    assert str(dest(config, "flickr30k") / "flickr30k_images") in plan.data.acquisition_ready("flickr30k")
+    assert str(dest(config, "hierarcaps") / "assets" / "test_imgs") in plan.data.acquisition_ready("hierarcaps")
+    path = {key: Path(config["data_dir"]) / relative for key, relative in config["eval"]["datasets"].items()}
+    captions, instances = read_coco_captions(path["coco_captions"]), read_coco_instances(path["coco_instances"])
+    assert len(captions) == len(instances.images) == 3 and all(len(item.captions) == 5 for item in captions)
+    assert len(instances.categories) == 80 and len(zero_shot_split(instances, path["coco_instances"])[1]) == 17
+    assert all(item.image.parent == dest(config, "coco_val2017") / "val2017" for item in captions)
+    assert len(read_flickr30k(path["flickr30k"], split="test")) == 3
+    assert len(read_hierarcaps_test(path["hierarcaps_test"])) == 3 and len(read_hierarcaps_train(
+        path["hierarcaps_train"])) == 3
+    assert read_hyperlex(path["hyperlex"]) and len(read_wordnet_isa(path["imagenet_isa"])) == 1500
+    hierarchy = read_breeds_hierarchy(path["breeds"])
+    split = read_breeds_split(path["breeds"] / "entity2.json", hierarchy)
+    assert len(hierarchy.classes) == 1000 and [(s.source, s.target) for s in split] == [((0,), (1,)), ((2,), (3,))]
+    corpora = sorted((path["vlchecklist"] / "corpus").rglob("*.yaml"))  # the archive's top folder dropped
+    assert len(corpora) == 13 and all(len(read_vlchecklist_corpus(corpus)[1]) == 1 for corpus in corpora)
+    assert len(read_vg_attribution(path["vg_attribution"])) == 10  # a picture per pair of the 5 patterns
+
+
+def test_the_image_folders_acquisition_checks_are_the_readers_defaults(tmp_path):
+    formats = {"coco_captions": "coco_captions", "coco_instances": "coco_instances", "flickr30k": "flickr30k",
+               "hierarcaps_test": "hierarcaps", "vg_attribution": "vg_attribution"}
+    assert formats.keys() == IMAGE_FOLDERS.keys()
+    for key, folder in IMAGE_FOLDERS.items():
+        module = importlib.import_module(f"hypvl.data.formats.{formats[key]}")
+        data = tmp_path / "a" / "b" / "file"
+        assert module.default_image_root(data).resolve() == (data.parent / folder).resolve(), key

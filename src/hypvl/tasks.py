@@ -85,6 +85,11 @@ GROUP_DATA = {
     "linprobe": ("probe",),
     "stats": ("coco_captions", "coco_instances"),
 }
+# `eval.datasets` key -> the folder its reader takes the images from, relative to the file's folder (each format's
+# `default_image_root`): acquisition checks it with the file, so that a prepare step not yet done (Flickr30K's image
+# zip, HierarCaps' test images) is named by the acquire job, not found missing by an evaluation
+IMAGE_FOLDERS = {"coco_captions": "../val2017", "coco_instances": "../val2017", "flickr30k": "flickr30k_images",
+                 "hierarcaps_test": "../assets/test_imgs", "vg_attribution": "images"}
 RETRIEVAL_SETS = ("coco", "flickr30k")
 # HierarCaps App. C.7 (Table 7): BREEDS scored by one two-slot prompt per label pair, the specific label in the first
 # slot; task `breeds_prompt_<key>` each, all in group `breeds_prompts` (only Table 7 asks for them)

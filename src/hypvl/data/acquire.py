@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 
 CHECKSUM_RECORD = "SHA256SUMS"
 HUB_RECORD = "HUB_COMMITS"  # "<commit>  <repo>" per Hub snapshot whose manifest revision is not a commit
+RECORDS = (CHECKSUM_RECORD, HUB_RECORD)  # what a fetch leaves in a folder beside the files it fetched
 
 
 class ManualStepRequired(InputError):
@@ -175,7 +176,8 @@ def fetch(name, dest, opener=None, sources=None, retries=2, hub_download=None, h
             (_write_record if item.get("md5") else _record_checksum)(dest, relative, digest)
         _say_how_verified(path, item, relative in recorded, dest)
         if item.get("unpack"):
-            unpack(path, dest / item.get("unpack_to", "."), item.get("unpack_max_bytes"))
+            unpack(path, dest / item.get("unpack_to", "."), item.get("unpack_max_bytes"),
+                   item.get("unpack_strip_top", False))
         paths.append(path)
     if "hf_snapshot" in entry:
         snapshot = {**entry["hf_snapshot"], "revision": _hub_commit(entry["hf_snapshot"], dest, hub_resolve)}

@@ -1,7 +1,7 @@
 """The acquisition manifest `sources.yaml` (and the weights manifest, which follows its schema): loaded and checked.
 
 Each dataset lists HTTPS files (`files`: url, path, sha256 or null, optional md5, checksum_source with any digest,
-optional unpack/unpack_to/unpack_max_bytes), a Hugging Face Hub snapshot (`hf_snapshot`: repo, revision, path,
+optional unpack/unpack_to/unpack_max_bytes/unpack_strip_top), a Hugging Face Hub snapshot (`hf_snapshot`: repo, revision, path,
 allow_patterns, repo_type; a revision that is a commit names its revision_source), or is `manual: true` with
 instructions and the files the human step must leave (`expected`). Every path stays inside the destination folder;
 every URL is https.
@@ -58,6 +58,8 @@ def _check_entry(entry, where):
         limit = item.get("unpack_max_bytes")
         if limit is not None and not (isinstance(limit, int) and not isinstance(limit, bool) and limit > 0):
             raise InputError(f"{where}: file {i} unpack_max_bytes {limit!r} must be a positive whole number of bytes")
+        if not isinstance(item.get("unpack_strip_top", False), bool):
+            raise InputError(f"{where}: file {i} unpack_strip_top must be true or false")
     snapshot = entry.get("hf_snapshot")
     if snapshot is not None and not (isinstance(snapshot, dict) and
                                      {"repo", "revision", "path"} <= snapshot.keys()):

@@ -4,7 +4,9 @@ An archive is unpacked only when its members add up to at most a limit (the mani
 UNPACK_RATIO times the archive's size) and fit the disk; it is unpacked into a folder beside the target and moved
 into place once whole, so a failed unpacking (a zip bomb, a truncated archive, a full disk) leaves nothing of it
 behind, and a file already there is never overwritten by a different one. zipfile and tarfile (its "data" filter)
-keep every member inside the folder.
+keep every member inside the folder. An archive whose members all sit in one top folder (GitHub's source archives:
+`<repo>-<commit>/`) may be unpacked without it (`strip_top`), so that the repository's files land in the dataset's
+folder itself.
 """
 
 import filecmp
@@ -32,10 +34,11 @@ def _unpacked_size(archive: Path) -> int:
         return sum(member.size for member in handle.getmembers() if member.isfile())
 
 
-def unpack(archive: Path, target: Path, limit: int | None = None) -> None:
+def unpack(archive: Path, target: Path, limit: int | None = None, strip_top: bool = False) -> None:
     """Extract `archive` into `target` once (a `.<archive>.unpacked` marker records it): only when its members add
     up to at most `limit` bytes (default: UNPACK_RATIO times the archive, at least UNPACK_FLOOR) and fit the disk;
-    into a folder beside, moved into `target` once whole. A failure leaves nothing of it behind."""
+    into a folder beside, moved into `target` once whole (`strip_top`: the contents of its one top folder). A failure
+    leaves nothing of it behind."""
     marker = archive.with_name(f".{archive.name}.unpacked")
     if marker.exists():
         return
@@ -59,12 +62,21 @@ def unpack(archive: Path, target: Path, limit: int | None = None) -> None:
         else:
             with tarfile.open(archive) as handle:
                 handle.extractall(staging, filter="data")
-        _move_into(staging, target, archive)
+        _move_into(_top_folder(staging, archive) if strip_top else staging, target, archive)
     except (zipfile.BadZipFile, tarfile.TarError, OSError, EOFError, zlib.error) as error:
         raise InputError(f"{archive}: cannot unpack: {error}; nothing of it was kept") from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)  # made above: only this archive's files
     marker.touch()
+
+
+def _top_folder(staging: Path, archive: Path) -> Path:
+    """The one folder `archive` unpacked into `staging`; InputError when its members are not all inside one."""
+    entries = list(staging.iterdir())
+    if len(entries) != 1 or not entries[0].is_dir():
+        raise InputError(f"{archive}: the manifest unpacks it without its top folder, but it holds "
+                         f"{len(entries)} entries at its top ({', '.join(sorted(e.name for e in entries)[:3])})")
+    return entries[0]
 
 
 def _move_into(staging: Path, target: Path, archive: Path) -> None:

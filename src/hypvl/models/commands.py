@@ -15,7 +15,7 @@ def weights_record(outside, path: Path, standin: bool) -> dict:
     """What the checkpoint records of the weights it was made from: where, each file's sha256, whether each
     was verified against a published digest, and whether they are a smoke stand-in. A file whose digest
     differs from the manifest's or from the first-fetch record (SHA256SUMS) is refused."""
-    from hypvl.data.acquire import CHECKSUM_RECORD, ChecksumMismatch, read_checksum_record
+    from hypvl.data.acquire import CHECKSUM_RECORD, RECORDS, ChecksumMismatch, read_checksum_record
     from hypvl.models.sources import weights_manifest
     from hypvl.provenance import file_digest
 
@@ -25,7 +25,7 @@ def weights_record(outside, path: Path, standin: bool) -> dict:
         if unknown:
             raise InputError(f"{outside.source}: {path} holds files the manifest does not list for {outside.entry}: "
                              f"{', '.join(unknown)} (expected: {', '.join(outside.files)})")
-        files = sorted(p for p in path.rglob("*") if p.is_file() and p.name != CHECKSUM_RECORD
+        files = sorted(p for p in path.rglob("*") if p.is_file() and p.name not in RECORDS
                        and not any(part.startswith(".") for part in p.relative_to(path).parts))
     else:
         files = [path]

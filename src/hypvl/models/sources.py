@@ -12,7 +12,7 @@ from functools import cache
 from pathlib import Path
 
 
-from hypvl.data.acquire import CHECKSUM_RECORD
+from hypvl.data.acquire import RECORDS
 from hypvl.data.manifest import load_sources
 from hypvl.errors import InputError
 from hypvl.yaml_text import safe_load
@@ -49,10 +49,10 @@ class OutsideWeights:
     checkpoint: str | None = None
 
     def unrecognised(self, folder: Path) -> list[str]:
-        """The files under `folder` (hidden ones and the checksum record aside) the entry does not list."""
+        """The files under `folder` (hidden ones and the records of its fetch aside) the entry does not list."""
         found = [path.relative_to(folder).as_posix() for path in Path(folder).rglob("*")
                  if path.is_file() and not any(part.startswith(".") for part in path.relative_to(folder).parts)]
-        return sorted(name for name in found if name != CHECKSUM_RECORD
+        return sorted(name for name in found if name not in RECORDS
                       and not any(fnmatch.fnmatchcase(name, pattern) for pattern in self.files))
 
 

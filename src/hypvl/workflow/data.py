@@ -11,10 +11,11 @@ paper scale the acquisitions whose folders hold what it reads.
 """
 
 import itertools
+import os
 from pathlib import Path
 
 from hypvl.errors import InputError
-from hypvl.tasks import GROUP_DATA, linear_probe_datasets, zero_shot_datasets
+from hypvl.tasks import GROUP_DATA, IMAGE_FOLDERS, linear_probe_datasets, zero_shot_datasets
 from hypvl.workflow.core import Core
 
 PROBE_FOLDERS = ("classification_dir", "probe_source_dir", "linear_probe_dir")  # eval keys: apart from each other
@@ -91,7 +92,8 @@ class DataStage:
 
     def group_data(self, group: str) -> list[str]:
         """The paper-scale data evaluation group `group` reads (hypvl.tasks.GROUP_DATA), as paths in this config:
-        classification splits as `<classification_dir>/<set>/<split>` folders."""
+        classification splits as `<classification_dir>/<set>/<split>` folders, a file whose reader takes its images
+        from a folder beside it with that folder (hypvl.tasks.IMAGE_FOLDERS)."""
         evaluation = self.config["eval"]
         sets, split = self.root / evaluation["classification_dir"], evaluation["classification_split"]
         paths = []
@@ -103,8 +105,11 @@ class DataStage:
             elif item.startswith("classification/"):
                 paths.append(sets / item.removeprefix("classification/") / split)
             elif item in evaluation["datasets"]:
-                paths.append(self.root / evaluation["datasets"][item])
-        return [str(path) for path in paths]
+                path = self.root / evaluation["datasets"][item]
+                paths.append(path)
+                if item in IMAGE_FOLDERS:
+                    paths.append(Path(os.path.normpath(path.parent / IMAGE_FOLDERS[item])))
+        return list(dict.fromkeys(str(path) for path in paths))
 
     def trained_corpus(self, experiment: str) -> str | None:
         """The grounded corpus `experiment` trains on, or None (weights from outside, or data that is not a

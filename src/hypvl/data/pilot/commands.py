@@ -19,7 +19,7 @@ def write_pilot_world(config: dict) -> dict:
     from hypvl.data.manifest import load_sources
     from hypvl.data.mirror import Mirror
 
-    from . import classification, corpora
+    from . import classification, corpora, evalsets
     from .manifest import write_manifest
     from .world import PilotSettings, PilotWorld
 
@@ -33,7 +33,10 @@ def write_pilot_world(config: dict) -> dict:
     start = time.perf_counter()
     written = {"classification": classification.write_classification_sets(world, config["eval"]["classification_split"]),
                "grit": [str(p) for p in corpora.write_grit(world)],
-               "redcaps": [str(p) for p in corpora.write_redcaps(world)]}
+               "redcaps": [str(p) for p in corpora.write_redcaps(world)],
+               "cc3m": [str(p) for p in corpora.write_cc3m(world)],
+               "yfcc15m": [str(p) for p in corpora.write_yfcc15m(world)],
+               "evaluation": evalsets.write_evaluation_sets(world)}
     write_manifest(Path(config["fetch"]["sources"]), world.sources, world.served)
     summary = {"settings": world.settings.as_dict(), "written": written, "served": sorted(world.served),
                "seconds": round(time.perf_counter() - start, 1)}
@@ -43,8 +46,9 @@ def write_pilot_world(config: dict) -> dict:
 
 def _pilot_world(args) -> None:
     summary = write_pilot_world(config_from_args(args))
-    log.info("pilot world: %d classification sets, corpora grit and redcaps, %d files served (%.1f s)",
-             len(summary["written"]["classification"]), len(summary["served"]), summary["seconds"])
+    log.info("pilot world: %d classification sets, corpora grit, redcaps, cc3m and yfcc15m, evaluation sets %s, "
+             "%d files served (%.1f s)", len(summary["written"]["classification"]),
+             ", ".join(summary["written"]["evaluation"]), len(summary["served"]), summary["seconds"])
 
 
 def add_commands(subparsers) -> None:

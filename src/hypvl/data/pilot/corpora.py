@@ -6,15 +6,25 @@ as the smoke world draws them, at the pilot's sizes):
   `<key>.jpg`, `.txt` and `.json` holding the metadata and img2dataset's own fields, `NNNNN.parquet`,
   `NNNNN_stats.json`);
 - RedCaps: the annotations zip (`annotations/<subreddit>_<year>.json`) served, and the TARs the redcaps-downloader
-  leaves (`<key>.jpg` + `<key>.json` with caption and subreddit, MERU's layout) at the folder's top.
+  leaves (`<key>.jpg` + `<key>.json` with caption and subreddit, MERU's layout) at the folder's top;
+- CC3M: the training and validation TSVs (`caption<TAB>url`, no header) served, and img2dataset's webdataset output of
+  the training TSV in `images/`, which holds the HierarCaps training rows' pictures too (HierarCaps finds them in
+  CC3M by their captions);
+- YFCC15M: CLIP's subset list (`yfcc100m_subset_data.tsv.bz2`) served, and what its prepare step leaves: the list
+  unpacked, the YFCC100M metadata of its photos (`yfcc100m_dataset`) and the photos under `images/<hash>` paths.
 """
 
+import bz2
 import io
 import json
+import tempfile
 from pathlib import Path
 
+from hypvl.data.formats.cc3m import iter_cc3m
 from hypvl.data.formats.shards import json_bytes, write_tar_samples
-from hypvl.data.synthetic.corpora import CorpusItem, corpus_item, grit_sample
+from hypvl.data.formats.yfcc import SUBSET
+from hypvl.data.synthetic.corpora import CorpusItem, corpus_item, grit_sample, write_corpus
+from hypvl.data.synthetic.evalsets import write_hierarcaps_sets
 from hypvl.io import atomic_write, write_json
 
 from .world import PilotWorld, zip_bytes
@@ -98,3 +108,35 @@ def write_redcaps(world: PilotWorld) -> list[Path]:
             for item in items[start:start + size]))
         shards.append(path)
     return shards
+
+
+def write_cc3m(world: PilotWorld) -> list[Path]:
+    """CC3M's TSVs in the mirror and img2dataset's output of the training TSV in the cc3m folder (the corpus's
+    samples, then the HierarCaps training rows' pictures under their tier-4 captions); returns the shards."""
+    samples = [(item.caption, item.image) for item in _items(world, "cc3m", world.settings.cc3m_samples)]
+    with tempfile.TemporaryDirectory() as scratch:
+        root = Path(scratch)
+        write_hierarcaps_sets(world.settings.world(), root / "data" / "test.csv", root / "data" / "train.csv",
+                              root / "train_images")
+        samples += [(sample.caption, sample.image) for sample in iter_cc3m(root / "train_images")]
+    rows = [{"url": f"https://pilot.invalid/cc3m/{index}.jpg", "caption": caption}
+            for index, (caption, _) in enumerate(samples)]
+    tsv = "".join(f"{row['caption']}\t{row['url']}\n" for row in rows).encode()
+    files = world.entry("cc3m")["files"]
+    world.serve(files[0]["url"], tsv)
+    world.serve(files[1]["url"], tsv.split(b"\n", 1)[0] + b"\n")
+    return write_img2dataset(world.dest("cc3m") / IMG2DATASET_FOLDER, rows, [image for _, image in samples],
+                             world.settings.shard_size)
+
+
+def write_yfcc15m(world: PilotWorld) -> list[Path]:
+    """CLIP's YFCC15M subset list in the mirror, and what the prepare step leaves in the yfcc15m folder; returns
+    the photos."""
+    with tempfile.TemporaryDirectory() as scratch:
+        root = Path(scratch)
+        write_corpus(world.settings.world(), "yfcc15m", root, world.settings.yfcc15m_samples)
+        world.serve(world.entry("yfcc15m")["files"][0]["url"], bz2.compress((root / SUBSET).read_bytes()))
+        files = sorted(path for path in root.rglob("*") if path.is_file())
+        for path in files:
+            world.leave("yfcc15m", path.relative_to(root).as_posix(), path.read_bytes())
+    return [world.dest("yfcc15m") / path.relative_to(root) for path in files if path.suffix == ".jpg"]

@@ -20,7 +20,9 @@ from hypvl.io import atomic_write
 class PilotSettings:
     """Sizes of the pilot world (config `pilot_world`): per classification set, the classes given images (the
     evaluation's `eval.max_classes`) and the images of each; per training corpus, its samples; and the side of a
-    drawn picture. Evaluation sets beyond classification take the smoke world's drawing at these sizes."""
+    drawn picture. Evaluation sets beyond classification take the smoke world's drawing at these sizes (HierarCaps'
+    test and train rows: `retrieval_images` each; `scene_items` per VL-CheckList corpus file and per ARO attribute
+    pair)."""
 
     seed: int = 0
     classes: int = 4
@@ -31,6 +33,7 @@ class PilotSettings:
     cc3m_samples: int = 48
     yfcc15m_samples: int = 48
     retrieval_images: int = 8
+    scene_items: int = 2
     shard_size: int = 32
 
     def world(self) -> WorldSettings:
@@ -38,6 +41,8 @@ class PilotSettings:
         return WorldSettings(seed=self.seed, image_size=self.image_size, grit_samples=self.grit_samples,
                              redcaps_samples=self.redcaps_samples, cc3m_samples=self.cc3m_samples,
                              yfcc15m_samples=self.yfcc15m_samples, retrieval_images=self.retrieval_images,
+                             hierarcaps_test=self.retrieval_images, hierarcaps_train=self.retrieval_images,
+                             vlchecklist_per_group=self.scene_items, vg_attribution_per_pair=self.scene_items,
                              shard_size=self.shard_size)
 
     def as_dict(self) -> dict:
