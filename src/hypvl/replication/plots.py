@@ -2,9 +2,9 @@
 
 import math
 
-import matplotlib
+from hypvl.errors import require
 
-matplotlib.use("Agg")
+require("matplotlib", "report").use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
