@@ -2,6 +2,7 @@
 Snakefile's folder, `--project`, or found), the folders the suite writes are the working directory's; the workflow
 as a Snakemake `module` of another one. Dry runs only (seconds)."""
 
+import json
 import os
 import re
 import subprocess
@@ -9,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from conftest import REPO
 
 from hypvl.config import PROJECT_ENV, find_project, load_config
@@ -96,3 +98,36 @@ def test_relative_input_folders_are_the_projects_and_outputs_stay_the_working_di
     assert config["results_dir"] == "results/smoke"
     with pytest.raises(InputError, match="not a hypvl project"):
         load_config(project=tmp_path)
+
+
+def conda_pip_lines(env_file: Path) -> list[str]:
+    """The pip section of a conda environment file: what conda writes into the requirements file it installs."""
+    document = yaml.safe_load(env_file.read_text())
+    return next(entry["pip"] for entry in document["dependencies"] if isinstance(entry, dict))
+
+
+def test_the_rules_conda_environment_installs_the_project_from_its_own_path(tmp_path):
+    """No conda can be installed here (conda-forge is out of reach), so conda's step is done as conda does it: the
+    pip lines written to a requirements file beside Snakemake's copy of the environment file (.snakemake/conda/),
+    pip run there with the environment the workflow sets ($HYPVL_PROJECT); pip resolves (dry run, no index) the
+    constraints file and the editable project with the workflow's extras, from the checkout."""
+    env_file = re.search(r'^ENV = "(.+?)"', (REPO / "workflows" / "common.smk").read_text(), re.M).group(1)
+    lines = conda_pip_lines(REPO / "workflows" / env_file)
+    copy = tmp_path / ".snakemake" / "conda"
+    copy.mkdir(parents=True)
+    (copy / "condaenv.requirements.txt").write_text("\n".join(lines) + "\n")
+    env = {**os.environ, PROJECT_ENV: str(REPO)}
+    result = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps", "--no-index",
+                             "--no-build-isolation", "--quiet", "--report", "report.json", "-r",
+                             "condaenv.requirements.txt"], cwd=copy, env=env, capture_output=True, text=True,
+                            timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    (install,) = json.loads((copy / "report.json").read_text())["install"]
+    assert install["metadata"]["name"] == "hypvl"
+    assert install["download_info"]["url"] == REPO.as_uri() and install["download_info"]["dir_info"]["editable"]
+    assert install["requested_extras"] == ["workflow"]
+    no_project = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps", "--no-index",
+                                 "-r", "condaenv.requirements.txt"], cwd=copy,
+                                env={k: v for k, v in os.environ.items() if k != PROJECT_ENV}, capture_output=True,
+                                text=True, timeout=600)
+    assert no_project.returncode != 0  # without the workflow's variable the file names no project
