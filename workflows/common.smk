@@ -3,6 +3,7 @@
 # the folders, and the software each step runs (the `hypvl` command of this package).
 import os
 import re
+import shlex
 import sys
 from pathlib import Path
 
@@ -15,7 +16,20 @@ DATA = config["data_dir"]
 RESULTS = config["results_dir"]
 REPORTS = config["reports_dir"]
 THREADS = config["threads_per_job"]
-ENV = "../environment.yml"  # conda users: the one environment every rule runs in
+ENV = "envs/hypvl.yaml"  # the one conda environment every rule runs in (`--sdm conda`), the project at its own path
+
+# In a container (`--sdm apptainer`, the Snakefile's `container:`) the jobs read this checkout's specs, printed tables and
+# baselines at their paths here: the checkout is bound into the container at the same path.
+def _bind_checkout():
+    from snakemake_interface_executor_plugins.settings import DeploymentMethod
+
+    settings = workflow.deployment_settings
+    bind = f"--bind {shlex.quote(PROJECT)}"
+    if DeploymentMethod.APPTAINER in settings.deployment_method and bind not in settings.apptainer_args:
+        settings.apptainer_args = f"{settings.apptainer_args} {bind}".strip()
+
+
+_bind_checkout()
 
 # A file dated in the future (a clock set wrong) would fail every later job made from it (Snakemake refuses an output
 # older than its input): the suite's outputs (and the smoke world, which it writes too) are redated to now, said, and
@@ -37,8 +51,8 @@ def data_ready(wildcards):
 # Warm start (config `warm_start`, hypvl.warm): a run that executes jobs on this machine starts one `hypvl serve` that
 # imports torch and the model code once; every `hypvl` job is forked from it (each finds it through
 # $HYPVL_WARM_SOCKET) instead of paying that start-up itself. <results>/logs/warm_server.log lists the jobs it
-# served. It ends with the run (and on its own once Snakemake has gone). Jobs in a conda environment or on other
-# machines start as before.
+# served. It ends with the run (and on its own once Snakemake has gone). Jobs in a conda environment, in a container
+# (`--sdm apptainer`) or on other machines start as before.
 WARM_SERVERS = []
 
 
@@ -47,8 +61,9 @@ def start_warm_server():
 
     from hypvl.warm import SOCKET_ENV
 
-    in_conda = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
-    if not config["warm_start"] or not workflow.local_exec or in_conda:
+    # a job in a conda environment or a container runs other software than this process: never forked from it
+    isolated = {DeploymentMethod.CONDA, DeploymentMethod.APPTAINER} & set(workflow.deployment_settings.deployment_method)
+    if not config["warm_start"] or not workflow.local_exec or isolated:
         return
     import subprocess
     import tempfile

