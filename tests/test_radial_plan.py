@@ -95,7 +95,8 @@ def test_paper_scale_plans_each_fine_tuning_from_its_pretrained_model_with_the_p
     # Table 1's five alignments, Table 3's nine ablations and Table 5's four EC margins of CLIP^B, and the other
     # readings' four (CLIP^B_FT with the paper's L_reg, three EC margins as App. C.5 prints them)
     assert len(commands) == 22
-    models, csv = tmp_path / "results" / "models", tmp_path / "data" / "eval" / "hierarcaps" / "hierarcaps_train.csv.gz"
+    models = tmp_path / "results" / "models"
+    csv = tmp_path / "data" / "eval" / "hierarcaps" / "data" / "hierarcaps_train.csv.gz"  # where acquisition puts it
     for experiment, command in commands.items():
         base = "hcaps_clip_b" if experiment.startswith("hcaps_clip_b_ft") else experiment.removesuffix("_ft")
         assert f"--base-checkpoint {models / base / 'checkpoint.pt'} --train-csv {csv} " in command  # as acquired
