@@ -18,6 +18,7 @@ from test_eval_helpers import SIZE, context, random_image, run_group
 
 from hypvl.data.probe_splits import build_probe_splits
 from hypvl.data.catalog import load_dataset_info
+from hypvl.data.formats.classification_split import read_classification_split
 from hypvl.data.synthetic.classification import write_classification_set
 from hypvl.data.synthetic.classification_sets import ALL_CLASSIFICATION_SETS
 from hypvl.data.synthetic.probe_sources import write_probe_sources
@@ -79,6 +80,22 @@ def test_probe_and_test_folders_with_other_classes_are_an_error(tmp_path):
                       [(label, random_image(torch.Generator().manual_seed(label))) for label in range(4)])
     with pytest.raises(InputError, match=r"classification/cifar10/test: its 4 classes differ from the 3 of "):
         linprobe.run(context("clip", tmp_path), "linprobe_cifar10")
+
+
+def test_class_folders_agree_by_the_class_they_name(tmp_path):
+    """Numbered class folders name their label (the probe step's `0007` and a prepare step's `7` agree); named ones
+    must match by name."""
+    def split(name, folders):
+        images = [(label, random_image(torch.Generator().manual_seed(label))) for label in range(len(folders))]
+        write_imagefolder(tmp_path / name, "s", list(folders), images)
+        for label, folder in enumerate(folders):
+            (tmp_path / name / "s" / f"{label:04d}").rename(tmp_path / name / "s" / folder)
+        return read_classification_split(tmp_path / name, "s")
+
+    padded, plain = split("padded", ["0000", "0001", "0002"]), split("plain", ["0", "1", "2"])
+    linprobe.check_labels_agree([padded, plain])
+    with pytest.raises(InputError, match=r"named2/s: its 3 classes differ from the 3 of .*named1/s"):
+        linprobe.check_labels_agree([split("named1", ["cat", "dog", "eel"]), split("named2", ["cat", "dog", "fox"])])
 
 
 def test_evaluate_linprobe_runs_on_the_probe_step_output(tmp_path):

@@ -30,6 +30,8 @@ from hypvl.data.mirror import Mirror
 from hypvl.data.pilot.commands import write_pilot_world
 from hypvl.data.pilot.evalsets import WRITERS
 from hypvl.data.pilot.manifest import PILOT_SOURCE
+from hypvl.data.probe_splits import build_probe_splits
+from hypvl.evaluate.linprobe import check_labels_agree
 from hypvl.tasks import IMAGE_FOLDERS
 from hypvl.workflow import Plan
 
@@ -74,6 +76,31 @@ def test_every_classification_set_is_read_in_its_catalog_layout(pilot):
         elif name == "imagenet":  # WordNet ids, in label order
             assert dataset.class_dirs == tuple(sorted(dataset.class_dirs)) and dataset.class_dirs[0] == "n01440764"
         assert sorted(labels) == [label for label in range(min(3, info.num_classes)) for _ in range(2)], name
+
+
+def test_the_linear_probe_is_cut_from_sources_in_the_real_layouts_with_the_pilots_options(pilot, tmp_path):
+    """Every linear-probe set's sources lie where the user places them, in the layout the real ones come in; the
+    probe_splits job's options (scaled-down sources, the pilot's class cap) cut train and val holding each of the
+    evaluated classes, with the class folders of the set's test split as the linear probe reads it."""
+    config, summary = pilot
+    options = Plan(config).data.probe_splits_options()
+    assert options == ["--scaled-source", "--max-classes", "4"]
+    cap = 3  # the fixture's world gives 3 classes images
+    probed = [name for name in dataset_names() if load_dataset_info(name).linear_probe is not None]
+    assert sorted(summary["written"]["probe_sources"]) == probed and len(probed) == 19
+    for name in probed:
+        info = load_dataset_info(name)
+        source = Path(config["data_dir"]) / config["eval"]["probe_source_dir"] / name
+        train_split = info.linear_probe[0].split
+        assert read_classification_split(source, train_split).layout == info.layout, name
+        sizes = build_probe_splits(info, source, tmp_path / name, scaled=True, max_classes=cap)
+        test = read_classification_split(dest(config, name), config["eval"]["classification_split"]).first_classes(cap)
+        cuts = [read_classification_split(tmp_path / name, split) for split in ("train", "val")]
+        check_labels_agree([*cuts, test])  # what the linear probe checks
+        for split, cut in zip(("train", "val"), cuts):
+            assert cut.num_classes == min(cap, info.num_classes), (name, split)
+            assert set(cut.labels) == set(range(cut.num_classes)) and sizes[split] == len(cut), (name, split)
+        assert sizes["train"] >= 2 * min(cap, info.num_classes), name  # images_per_class in the train slice
 
 
 def test_the_raw_corpora_are_read_where_the_prepare_steps_leave_them(pilot):

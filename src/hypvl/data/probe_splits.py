@@ -12,7 +12,8 @@ source split is a scaled-down stand-in and record counts are taken as fractions 
 result is an image folder per split (`hypvl.data.formats.imagefolder`, labels kept), written beside `dest` and
 moved into place once complete (`hypvl.io.atomic_directory`: a `dest` holding anything this step did not write, e.g.
 the folder of every probe set, is refused, never replaced). Every split must hold every class, since image-folder
-labels follow the class folders.
+labels follow the class folders. With `max_classes` (config `eval.max_classes`, the pilot's class cap) each slice
+keeps the records of the first `max_classes` classes only, and only those must all be there.
 """
 
 from collections.abc import Sequence
@@ -29,9 +30,10 @@ BUILDABLE = (*PROBE_SPLITS, "test")
 
 
 def build_probe_splits(info: DatasetInfo, source: Path, dest: Path, splits: Sequence[str] = PROBE_SPLITS,
-                       scaled: bool = False) -> dict[str, int]:
+                       scaled: bool = False, max_classes: int | None = None) -> dict[str, int]:
     """Write `dest/<split>` for each of `splits` (train, val, test) from `source` by `info`'s slices, the
-    source taken as a scaled-down stand-in with `scaled`; returns the image count per split."""
+    source taken as a scaled-down stand-in with `scaled`, each split capped at its first `max_classes` classes;
+    returns the image count per split."""
     source, dest = Path(source), Path(dest)
     unknown = sorted(set(splits) - set(BUILDABLE))
     if unknown:
@@ -39,11 +41,11 @@ def build_probe_splits(info: DatasetInfo, source: Path, dest: Path, splits: Sequ
     slices = info.probe_splits
     extents = count_extents([slices[split] for split in PROBE_SPLITS], f"{info.path}: linear_probe") if scaled else {}
     with atomic_directory(dest) as folder:  # an existing dest holding anything it did not write is refused first
-        return _write_splits(info, {split: slices[split] for split in splits}, source, folder, extents)
+        return _write_splits(info, {split: slices[split] for split in splits}, source, folder, extents, max_classes)
 
 
 def _write_splits(info: DatasetInfo, slices: dict[str, SplitSlice], source: Path, out: Path,
-                  extents: dict[str, int]) -> dict[str, int]:
+                  extents: dict[str, int], max_classes: int | None) -> dict[str, int]:
     """Write `out/<split>` for each split of `slices` from its slice of `source`; returns the image count per split."""
     sources = {}
     sizes = {}
@@ -56,8 +58,9 @@ def _write_splits(info: DatasetInfo, slices: dict[str, SplitSlice], source: Path
                              f"order, so {info.name}'s {split} slice {spec} needs the split in CLIP_benchmark's "
                              "webdataset layout or its images named <record>.<ext>")
         where = f"{source / spec.split} ({info.name} {split}: {spec})"
-        chosen = spec.indices(len(records), where, extents.get(spec.split))
-        names = list(records.class_names or info.class_names)
+        names = list(records.class_names or info.class_names)[:max_classes]
+        chosen = [i for i in spec.indices(len(records), where, extents.get(spec.split))
+                  if records.labels[i] < len(names)]
         missing = sorted(set(range(len(names))) - {records.labels[i] for i in chosen})
         if missing:
             raise InputError(f"{source / spec.split}: {info.name} {split} split {spec} holds no image of "
@@ -69,7 +72,8 @@ def _write_splits(info: DatasetInfo, slices: dict[str, SplitSlice], source: Path
 
 def _run(args) -> None:
     """`hypvl probe-splits NAME --source DIR --dest DIR`: print the image count of each split written."""
-    sizes = build_probe_splits(load_dataset_info(args.name), args.source, args.dest, args.splits, args.scaled_source)
+    sizes = build_probe_splits(load_dataset_info(args.name), args.source, args.dest, args.splits, args.scaled_source,
+                               args.max_classes)
     for split, count in sizes.items():
         print(f"{split}\t{count}")
 
@@ -86,4 +90,6 @@ def add_commands(subparsers) -> None:
     parser.add_argument("--scaled-source", action="store_true",
                         help="the source is a scaled-down stand-in (the smoke world): record counts become "
                              "fractions of what the linear-probe slices read (hypvl.data.splits)")
+    parser.add_argument("--max-classes", type=int, metavar="N",
+                        help="keep the records of the first N classes only (config eval.max_classes)")
     parser.set_defaults(func=_run)

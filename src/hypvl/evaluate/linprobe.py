@@ -27,6 +27,25 @@ def split_features(ctx: EvalContext, dataset: ClassificationSplit, name: str):
     return feats, torch.tensor(dataset.labels)
 
 
+def _folder_classes(dataset: ClassificationSplit) -> tuple | None:
+    """The classes an image folder's class folders name in label order (a numbered folder by its number, so `7` and
+    `0007` agree); None for a webdataset, whose labels are its records' own."""
+    dirs = dataset.class_dirs
+    return None if dirs is None else tuple(int(name) if name.isdecimal() else name for name in dirs)
+
+
+def check_labels_agree(splits: list[ClassificationSplit]) -> None:
+    """Refuse splits whose labels would not mean the same classes as the first's: a different class count, or class
+    folders naming other classes (compared where both splits are image folders)."""
+    first = splits[0]
+    for dataset in splits[1:]:
+        folders = _folder_classes(dataset), _folder_classes(first)
+        if dataset.num_classes != first.num_classes or (None not in folders and folders[0] != folders[1]):
+            raise InputError(f"{dataset.folder}: its {dataset.num_classes} classes differ from the "
+                             f"{first.num_classes} of {first.folder} (in count or class folders), so their "
+                             "labels would not agree")
+
+
 def run(ctx: EvalContext, task: str) -> TaskResult:
     """Task `linprobe_<dataset>`."""
     name = task.removeprefix("linprobe_")
@@ -35,12 +54,7 @@ def run(ctx: EvalContext, task: str) -> TaskResult:
                (ctx.classification_root(name), ctx.config["eval"]["classification_split"])]
     splits = [read_classification_split(root, split).first_classes(ctx.config["eval"].get("max_classes"))
               for root, split in sources]
-    for dataset in splits[1:]:  # class folders are compared where both splits have them (not in a webdataset)
-        same_folders = None in (dataset.class_dirs, splits[0].class_dirs) or dataset.class_dirs == splits[0].class_dirs
-        if dataset.num_classes != splits[0].num_classes or not same_folders:
-            raise InputError(f"{dataset.folder}: its {dataset.num_classes} classes differ from the "
-                             f"{splits[0].num_classes} of {probe / TRAIN_SPLIT} (in count or class folders), so their "
-                             "labels would not agree")
+    check_labels_agree(splits)
     train, val, test = (split_features(ctx, dataset, name) for dataset in splits)
     result = linear_probe_c_search(train, val, test)
     return TaskResult({"accuracy": result.test_accuracy, "val_accuracy": result.val_accuracy,

@@ -148,19 +148,23 @@ class DataStage:
 
     def probe_source_inputs(self, name: str) -> list[str]:
         """What cutting set `name`'s probe splits needs: at smoke scale its sources (the smoke world's); at paper scale
-        the acquisitions whose folders hold them (config `acquire`), if any: sources the user placed by hand are
-        checked by the job, which names a missing split, so that a run without them still plans."""
+        the acquisitions whose folders hold them (config `acquire`), if any, and the pilot world where there is one
+        (it writes them): sources the user placed by hand are checked by the job, which names a missing split, so that
+        a run without them still plans."""
         source = self.probe_source(name)
-        return [source] if self.plan.scale == "smoke" else self.acquisitions([source])
+        return [source] if self.plan.scale == "smoke" else [*self.acquisitions([source]), *self.pilot_world()]
 
     def probe_folder(self, name: str) -> str:
         """The folder of linear-probe set `name`'s train and val splits (`hypvl probe-splits`)."""
         return str(self.root / self.config["eval"]["linear_probe_dir"] / name)
 
     def probe_splits_options(self) -> list[str]:
-        """`hypvl probe-splits` options beyond name, source and dest: at smoke scale the sources are the smoke world's
-        scaled-down stand-ins."""
-        return ["--scaled-source"] if self.plan.scale == "smoke" else []
+        """`hypvl probe-splits` options beyond name, source and dest: sources that are scaled-down stand-ins (config
+        `eval.probe_sources_scaled`: the smoke and pilot worlds'), and the class cap of config `eval.max_classes`."""
+        evaluation = self.config["eval"]
+        cap = evaluation.get("max_classes")
+        return [*(["--scaled-source"] if evaluation["probe_sources_scaled"] else []),
+                *(["--max-classes", str(cap)] if cap else [])]
 
     def probe_inputs(self, groups) -> list[str]:
         """The linear-probe splits (rule probe_splits) the `linprobe_<set>` tasks of the task `groups` read."""

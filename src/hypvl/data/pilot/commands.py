@@ -19,7 +19,7 @@ def write_pilot_world(config: dict) -> dict:
     from hypvl.data.manifest import load_sources
     from hypvl.data.mirror import Mirror
 
-    from . import classification, corpora, evalsets
+    from . import classification, corpora, evalsets, probe_sources
     from .manifest import write_manifest
     from .world import PilotSettings, PilotWorld
 
@@ -32,6 +32,7 @@ def write_pilot_world(config: dict) -> dict:
                        config["acquire"], load_sources())
     start = time.perf_counter()
     written = {"classification": classification.write_classification_sets(world, config["eval"]["classification_split"]),
+               "probe_sources": probe_sources.write_probe_sources(world, config["eval"]["probe_source_dir"]),
                "grit": [str(p) for p in corpora.write_grit(world)],
                "redcaps": [str(p) for p in corpora.write_redcaps(world)],
                "cc3m": [str(p) for p in corpora.write_cc3m(world)],
