@@ -420,6 +420,16 @@ def test_steps_for_sets_the_grid_models_steps_in_their_cost_and_their_train_jobs
     assert other == before
 
 
+def test_a_fine_tuning_reads_the_telemetry_of_train_and_nothing_else_of_it():
+    """The finetune job reports as training does (train.telemetry), so a change to another train setting (steps,
+    batch) leaves the fine-tuned models current."""
+    plan = Plan(load_config())
+    passed = json.loads(shlex.split(plan.step_config("finetune"))[0])
+    assert passed["train"] == {"telemetry": plan.config["train"]["telemetry"]}
+    assert passed["radial_ft"] == plan.config["radial_ft"] and "model" not in passed
+    assert load_config(config_json=json.dumps(passed))["train"]["telemetry"] == plan.config["train"]["telemetry"]
+
+
 def test_every_steps_for_entry_matches_an_experiment_and_paper_scale_undoes_them():
     config, full = load_config(), load_config([REPO / "workflows" / "config" / "full.yaml"])
     experiments = {exp: e for spec in load_all_specs(REPO / "replication", REPO / "expected").values()

@@ -25,6 +25,7 @@ from hypvl.train.trainer import train
 
 MODEL_CFG = load_config()["model"]
 CFG = {"epochs": 1, "lr_scale": 1e4, "weight_decay": 0.01, "device": "cpu"}  # LR 1e-3: every step moves
+QUIET = {"log_every": 0, "tensorboard": False, "wandb": None}  # train.telemetry: train_log.csv only
 ANIMALS = ("dog", "cat", "owl", "horse", "eagle")
 ROWS = [HierarCapsPair(("an animal", f"a {noun}", f"a small {noun}", f"a small striped {noun} on the beach"),
                        ("a vehicle", f"a {other}", f"a large {noun}", f"a small plain {noun} in the snow"))
@@ -40,13 +41,14 @@ def base_checkpoint(tmp_path, method: str = "clip"):
     return path
 
 
-def align(tmp_path, base, seed=0, out="out", **overrides):
-    """finetune() of a radial_ft experiment with `overrides` on ROWS (batches of 2); returns the saved blob."""
+def align(tmp_path, base, seed=0, out="out", telemetry=QUIET, **overrides):
+    """finetune() of a radial_ft experiment with `overrides` on ROWS (batches of 2), reporting as `telemetry`
+    (config train.telemetry) says; returns the saved blob."""
     csv = tmp_path / "train.csv"
     write_hierarcaps_train(csv, ROWS)
     experiment = {"id": "ft", "method": "radial_ft", "seed": seed,
                   "overrides": {"base": "base", "batch_size": 2, **overrides}}
-    finetune(experiment, base, csv, CFG, tmp_path / out, progress=False)
+    finetune(experiment, base, csv, CFG, tmp_path / out, telemetry, progress=False)
     return torch.load(tmp_path / out / "checkpoint.pt", weights_only=True)
 
 
@@ -113,7 +115,7 @@ def test_the_clip_objective_trains_the_text_tower_on_the_rows_with_an_image(tmp_
     csv = tmp_path / "train.csv"
     write_hierarcaps_train(csv, ROWS)
     experiment = {"id": "ft", "method": "radial_ft", "overrides": {"base": "base", "batch_size": 2, "objective": "clip"}}
-    summary = finetune(experiment, base, csv, CFG, tmp_path / "out", progress=False, images=shards)
+    summary = finetune(experiment, base, csv, CFG, tmp_path / "out", QUIET, progress=False, images=shards)
     assert summary["items"] == 4 and summary["rows_without_image"] == 1 and summary["schedule"]["steps"] == 2
     assert summary["final"]["contrastive"] > 0 and "re_mean" not in summary["final"]
     after = torch.load(tmp_path / "out" / "checkpoint.pt", weights_only=True)["model"]
@@ -121,7 +123,7 @@ def test_the_clip_objective_trains_the_text_tower_on_the_rows_with_an_image(tmp_
     assert {key for key in after if not torch.equal(after[key], before[key])} == text_names(model)
     write_cc3m(shards / "00000.tar", [CC3MSample("other", samples[0].image, "a caption of no row")])
     with pytest.raises(InputError, match=r"cc3m: no caption there is the last positive level of a HierarCaps"):
-        finetune(experiment, base, csv, CFG, tmp_path / "none", progress=False, images=shards)
+        finetune(experiment, base, csv, CFG, tmp_path / "none", QUIET, progress=False, images=shards)
 
 
 def test_meru_exposes_its_text_scale_and_a_hyperbolic_base_is_refused(tmp_path):

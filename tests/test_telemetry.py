@@ -25,6 +25,7 @@ from hypvl.train.trainer import train
 
 from conftest import REPO
 from test_models import TINY
+from test_radial_finetune import align, base_checkpoint
 from test_training import TRAIN_CFG, _shards
 
 EXP = {"id": "t", "method": "meru", "backbone": "vit_s16", "seed": 0}
@@ -181,3 +182,18 @@ def test_a_backend_configured_but_not_installed_is_one_line_naming_the_key(monke
                                          rf"installed: pip install {key}, or set train\.telemetry\.{key} to "):
         check_telemetry(settings)
     check_telemetry({**settings, "tensorboard": False, "wandb": None})  # nothing asked, nothing needed
+
+
+def test_a_fine_tuning_reports_its_own_loss_terms(tmp_path):
+    """`hypvl finetune` (HierarCaps' alignment) reports as training does: its rows (re_mean, re_minimax, regulariser)
+    in train_log.csv and every one of them in TensorBoard."""
+    align(tmp_path, base_checkpoint(tmp_path), telemetry=WATCHED, lambda_reg=0.5)
+    rows = _rows(tmp_path / "out")
+    assert [int(row["step"]) for row in rows] == [0, 1, 2]  # 5 rows in batches of 2
+    logged = {key for key in rows[0] if key != "step" and rows[0][key] != ""}
+    assert logged == {"loss", "re_mean", "re_minimax", "regulariser", "lr"}
+    scalars = _scalars(tmp_path / "out")
+    tags = {key: TAGS.get(key, f"loss/{key}") for key in logged}
+    assert set(scalars) == set(tags.values()) | {IMAGES_PER_S}
+    for key, tag in tags.items():
+        assert scalars[tag] == [(step, pytest.approx(float(row[key]), rel=1e-6)) for step, row in enumerate(rows)]

@@ -125,7 +125,7 @@ def _finetune(args) -> None:
     except InputError as exc:
         raise InputError(f"{args.spec}: {exc}") from None
     summary = finetune(experiment, args.base_checkpoint, args.train_csv, config["radial_ft"], Path(args.out),
-                       progress=not args.quiet, images=args.train_images)
+                       config["train"]["telemetry"], progress=not args.quiet, images=args.train_images)
     log.info("%s: %d steps (%d epochs of %d rows) in %s s, final loss %.4f", experiment["id"],
              summary["schedule"]["steps"], summary["schedule"]["epochs"], summary["items"], summary["seconds"],
              summary["final"]["loss"])

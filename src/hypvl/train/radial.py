@@ -17,26 +17,24 @@ mode (no batch-norm statistics move), and the pretrained reference of L_reg stay
 """
 
 import copy
-import csv
 import math
 import time
 from pathlib import Path
 
 import torch
-from tqdm import tqdm
-
 from hypvl.data.formats.hierarcaps import read_hierarcaps_train, train_images
 from hypvl.data.formats.images import decode_image
 from hypvl.data.transforms import resize_center_crop, to_tensor_batch
 from hypvl.devices import select_device
 from hypvl.errors import InputError
-from hypvl.io import atomic_write, write_json
+from hypvl.io import write_json
 from hypvl.losses.contrastive import symmetric_contrastive
 from hypvl.losses.radial import ec_terms, mined_loss, re_terms, regulariser
 from hypvl.models.checkpoints import build_from_recipe, load_checkpoint, save_checkpoint
 
 from .radial_recipe import RadialRecipe, radial_recipe, radial_schedule
 from .recipe import RADIAL_METHOD
+from .telemetry import Telemetry
 
 EMBED_BATCH = 256  # texts or images per forward pass when embedding the whole train set
 LOG_FIELDS = ("step", "loss", "re_mean", "re_minimax", "contrastive", "regulariser", "lr")
@@ -153,11 +151,11 @@ def load_base(recipe: RadialRecipe, base_checkpoint: Path, seed: int, device: to
 
 
 def finetune(experiment: dict, base_checkpoint: Path, train_csv: Path, radial_cfg: dict, out_dir: Path,
-             progress: bool = True, images: Path | None = None) -> dict:
+             telemetry: dict, progress: bool = True, images: Path | None = None) -> dict:
     """Align the model of `base_checkpoint` as `experiment` ({id, method, seed, overrides}) on the HierarCaps train
-    rows of `train_csv` (the CLIP objective: those with an image in the CC3M shards `images`); write checkpoint.pt
-    (the base's recipe, so the same architecture rebuilds), train_log.csv and train_summary.json into `out_dir`.
-    Returns the summary."""
+    rows of `train_csv` (the CLIP objective: those with an image in the CC3M shards `images`), reporting as config
+    `train.telemetry` (`telemetry`) says; write checkpoint.pt (the base's recipe, so the same architecture rebuilds),
+    train_log.csv (a row per step as it goes) and train_summary.json into `out_dir`. Returns the summary."""
     recipe = radial_recipe(experiment)
     epochs, lr = radial_schedule(recipe, radial_cfg)
     seed = experiment.get("seed", 0)
@@ -181,35 +179,32 @@ def finetune(experiment: dict, base_checkpoint: Path, train_csv: Path, radial_cf
     torch.manual_seed(seed)  # dropout's draws
     per_epoch = math.ceil(len(pairs) / recipe.batch_size)
     order = torch.Generator().manual_seed(seed)
-    start, rows = time.perf_counter(), []
-    bar = tqdm(total=epochs * per_epoch, desc=experiment["id"], disable=not progress, mininterval=2.0)
-    for _ in range(epochs):
-        permutation = torch.randperm(len(pairs), generator=order).tolist()
-        for first in range(0, len(pairs), recipe.batch_size):
-            chosen = permutation[first:first + recipe.batch_size]
-            batch = [pairs[i] for i in chosen]
-            if recipe.objective == "clip":
-                terms = batch_losses(recipe, model, frozen, batch, device, images=row_images[chosen], generator=order)
-            else:
-                terms = batch_losses(recipe, model, frozen, batch, device, root=root())
-            optimizer.zero_grad(set_to_none=True)
-            terms["loss"].backward()
-            optimizer.step()
-            rows.append({"step": len(rows), "lr": lr, **{name: value.item() for name, value in terms.items()}})
-            bar.update()
-    bar.close()
+    start, rows, out_dir = time.perf_counter(), [], Path(out_dir)
+    with Telemetry(out_dir, telemetry, experiment["id"], epochs * per_epoch, recipe.batch_size, device,
+                   config={"experiment": experiment, "epochs": epochs, "lr": lr}, progress=progress,
+                   fields=LOG_FIELDS) as report:
+        for _ in range(epochs):
+            permutation = torch.randperm(len(pairs), generator=order).tolist()
+            for first in range(0, len(pairs), recipe.batch_size):
+                chosen = permutation[first:first + recipe.batch_size]
+                batch = [pairs[i] for i in chosen]
+                if recipe.objective == "clip":
+                    terms = batch_losses(recipe, model, frozen, batch, device, images=row_images[chosen],
+                                         generator=order)
+                else:
+                    terms = batch_losses(recipe, model, frozen, batch, device, root=root())
+                optimizer.zero_grad(set_to_none=True)
+                terms["loss"].backward()
+                optimizer.step()
+                rows.append({"step": len(rows), "lr": lr, **{name: value.item() for name, value in terms.items()}})
+                report.record(rows[-1])
     model.eval()
-    out_dir = Path(out_dir)
     fine_tuning = {"method": RADIAL_METHOD, "overrides": experiment.get("overrides") or {},
                    "base_experiment": base_recipe.get("experiment")}
     with torch.no_grad():
         stored = root().cpu() if recipe.stores_root else None
     save_checkpoint(out_dir / "checkpoint.pt", model.cpu(),
                     {**base_recipe, "experiment": experiment["id"], "fine_tuning": fine_tuning}, len(rows), stored)
-    with atomic_write(out_dir / "train_log.csv") as handle:
-        writer = csv.DictWriter(handle, LOG_FIELDS, restval="")  # empty: a term this run does not have
-        writer.writeheader()
-        writer.writerows(rows)
     summary = {"experiment": experiment["id"], "base_checkpoint": str(base_checkpoint), "items": len(pairs),
                "rows_without_image": listed - len(pairs),
                "schedule": {"epochs": epochs, "steps": len(rows), "batch_size": recipe.batch_size, "lr": lr},

@@ -31,7 +31,7 @@ from hypvl.io import atomic_write
 LOG_NAME = "train_log.csv"
 TENSORBOARD_DIR = "tensorboard"
 LOG_FIELDS = ("step", "loss", "contrastive", "entailment", "syntax", "lr", "curvature", "temperature")
-# log field -> its scalar's name in TensorBoard and W&B; and the measured ones
+# log field -> its scalar's name in TensorBoard and W&B (another loss term: loss/<field>); and the measured ones
 TAGS = {"loss": "loss/total", "contrastive": "loss/contrastive", "entailment": "loss/entailment",
         "syntax": "loss/syntax", "lr": "lr", "curvature": "model/curvature", "temperature": "model/temperature"}
 IMAGES_PER_S, GPU_MEMORY = "speed/images_per_s", "memory/gpu_peak_gib"
@@ -56,18 +56,20 @@ def check_telemetry(settings: dict) -> None:
 class Telemetry:
     """The reporting of one run on one process (a context: closed at the end of the run, or when it fails). `start`
     is the run's first step here, `rows` the log rows of the steps before it, `before` their seconds; `config` is
-    what W&B records of the run. On other processes than the main one (`main`), nothing is reported."""
+    what W&B records of the run, `fields` the columns of a log row. On other processes than the main one (`main`),
+    nothing is reported."""
 
     def __init__(self, out_dir: Path, settings: dict, name: str, steps: int, batch_size: int, device: torch.device,
                  start: int = 0, rows: list | None = None, before: float = 0.0, config: dict | None = None,
-                 progress: bool = True, main: bool = True):
+                 progress: bool = True, main: bool = True, fields: tuple[str, ...] = LOG_FIELDS):
         self.batch_size, self.device = batch_size, torch.device(device)
+        self.tags = {field: TAGS.get(field, f"loss/{field}") for field in fields if field != "step"}
         self.sinks = []
         if not main:
             return
         if settings["wandb"] is not None:  # first: the one that may fail to start
             self.sinks.append(WandB(settings["wandb"], Path(out_dir), name, config or {}))
-        self.sinks.append(CsvLog(Path(out_dir) / LOG_NAME, rows or []))
+        self.sinks.append(CsvLog(Path(out_dir) / LOG_NAME, rows or [], fields))
         if settings["tensorboard"]:
             self.sinks.append(TensorBoard(Path(out_dir) / TENSORBOARD_DIR, start))
         if progress and sys.stderr.isatty():
@@ -88,7 +90,7 @@ class Telemetry:
         if not self.sinks:
             return
         now = time.perf_counter()
-        scalars = {TAGS[key]: value for key, value in row.items() if key in TAGS and value is not None}
+        scalars = {self.tags[key]: value for key, value in row.items() if key in self.tags and value is not None}
         scalars[IMAGES_PER_S] = self.batch_size / max(now - self.last, 1e-9)
         if self.device.type == "cuda":
             scalars[GPU_MEMORY] = torch.cuda.max_memory_allocated(self.device) / 2**30
@@ -101,13 +103,13 @@ class CsvLog:
     """train_log.csv: the header and `rows` (the steps before this start) written anew, then a row appended and
     flushed per step (an empty cell: a term the method does not have)."""
 
-    def __init__(self, path: Path, rows: list):
+    def __init__(self, path: Path, rows: list, fields: tuple[str, ...]):
         with atomic_write(path, newline="") as handle:
-            writer = csv.DictWriter(handle, LOG_FIELDS, restval="")
+            writer = csv.DictWriter(handle, fields, restval="")
             writer.writeheader()
             writer.writerows(rows)
         self.handle = open(path, "a", newline="")  # noqa: SIM115 (closed by close())
-        self.writer = csv.DictWriter(self.handle, LOG_FIELDS, restval="")
+        self.writer = csv.DictWriter(self.handle, fields, restval="")
 
     def record(self, row: dict, scalars: dict) -> None:
         self.writer.writerow(row)

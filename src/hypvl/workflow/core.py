@@ -22,14 +22,14 @@ from hypvl.tasks import group_tasks
 from hypvl.train.recipe import RADIAL_METHOD, supported_overrides, train_section_for
 from hypvl.workflow import patterns
 
-# config sections each step reads (a rule passes only these, so unrelated edits do not rerun it)
+# config sections each step reads (a rule passes only these, so unrelated edits do not rerun it); `a.b`: key b of a
 STEP_SECTIONS = {
     "synthesize": ("smoke_world",),
     "ground": ("data_dir", "spacy_model", "corpora", "grounding", "fetch"),
     "pilot_world": ("data_dir", "acquire", "fetch", "pilot_world", "eval"),
     "pilot_weights": ("scale", "cpu_code_path", "model", "fetch", "pilot_world"),
     "train": ("scale", "cpu_code_path", "data_dir", "corpora", "model", "train"),
-    "finetune": ("scale", "cpu_code_path", "radial_ft"),
+    "finetune": ("scale", "cpu_code_path", "radial_ft", "train.telemetry"),
     "evaluate": ("scale", "cpu_code_path", "data_dir", "eval", "plugins"),
     "import": ("scale", "cpu_code_path", "model", "weights"),
     "import_extra": ("scale", "cpu_code_path", "data_dir", "model", "fetch", "plugins"),
@@ -134,7 +134,14 @@ class Core:
         """The shell-quoted JSON of the config sections `step` reads."""
         sections = STEP_SECTIONS[step] or self.config
         chosen = [k for k in sections if k != "plugins" or self.config.get(k)]  # none: the jobs of before stay current
-        return shlex.quote(json.dumps({k: self.config[k] for k in chosen}, sort_keys=True))
+        passed: dict = {}
+        for key in chosen:
+            section, _, entry = key.partition(".")
+            if entry:
+                passed.setdefault(section, {})[entry] = self.config[section][entry]
+            else:
+                passed[section] = self.config[section]
+        return shlex.quote(json.dumps(passed, sort_keys=True))
 
     def step_resources(self, step: str) -> dict:
         """Snakemake resources of the jobs of `step` (config `resources.jobs`): `finetune`, `ground`, `evaluate`,
