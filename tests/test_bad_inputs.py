@@ -26,7 +26,7 @@ from hypvl.config import DEFAULT_CONFIG
 from hypvl.data.formats.shards import iter_tar_samples
 from hypvl.models.build import build_model
 from hypvl.models.checkpoints import save_checkpoint
-from hypvl.spec import load_spec
+from hypvl.spec.load import load_spec
 
 # --------------------------------------------------------------------------- commands
 

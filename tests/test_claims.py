@@ -12,7 +12,7 @@ from hypvl.replication.claims.evaluator import Cells, audit_paper, evaluate, pap
 from hypvl.replication.claims.language import load_claims
 from hypvl.replication.claims.render import category, render_claims, write_claims_report
 from hypvl.replication.compare import COLUMNS, write_compare_csv
-from hypvl.spec import load_all_specs, load_spec
+from hypvl.spec.load import load_all_specs, load_spec
 
 from conftest import REPO
 

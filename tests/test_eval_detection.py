@@ -14,7 +14,7 @@ from hypvl.data.formats.coco_instances import (BANSAL_BASE_CATEGORIES, BANSAL_NO
 from hypvl.data.formats.imagefolder import load_image
 from hypvl.data.transforms import squeeze
 from hypvl.evaluate import detection
-from hypvl.evaluate.metrics import NonFiniteEmbeddingError
+from hypvl.evaluate.metrics.checks import NonFiniteEmbeddingError
 
 from test_eval_helpers import SIZE, context, embed_one_by_one, nan_images, random_image
 

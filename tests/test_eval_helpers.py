@@ -15,7 +15,7 @@ from hypvl.data.transforms import resize_center_crop, squeeze, to_tensor_batch
 from hypvl.evaluate.context import EvalContext
 from hypvl.errors import InputError
 from hypvl.evaluate.features import image_embeddings, set_loader_workers, trunk_features
-from hypvl.evaluate.metrics import NonFiniteEmbeddingError
+from hypvl.evaluate.metrics.checks import NonFiniteEmbeddingError
 from hypvl.models.encoders import Tokenizer
 
 SIZE = TINY["image_size"]

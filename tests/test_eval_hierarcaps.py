@@ -11,7 +11,7 @@ from hypvl.data.formats.hierarcaps import HierarCapsItem, write_hierarcaps_test
 from hypvl.data.formats.imagefolder import load_image
 from hypvl.data.transforms import resize_center_crop
 from hypvl.evaluate import hierarcaps
-from hypvl.evaluate.metrics import NonFiniteEmbeddingError
+from hypvl.evaluate.metrics.checks import NonFiniteEmbeddingError
 
 from test_eval_helpers import SIZE, context, embed_one_by_one, embed_texts_one_by_one, nan_images, random_image
 

@@ -10,7 +10,7 @@ from hypvl.data.formats.wordnet_isa import IsaEdge, write_wordnet_isa
 from hypvl.data.transforms import resize_center_crop
 from hypvl.errors import InputError
 from hypvl.evaluate import hierarchical
-from hypvl.evaluate.metrics import NonFiniteEmbeddingError
+from hypvl.evaluate.metrics.checks import NonFiniteEmbeddingError
 
 from test_eval_helpers import SIZE, context, embed_one_by_one, nan_images, random_image
 

@@ -12,7 +12,7 @@ from sklearn.metrics import balanced_accuracy_score
 from hypvl.data.formats.imagefolder import load_image, read_imagefolder, write_imagefolder
 from hypvl.data.transforms import resize_center_crop, to_tensor_batch
 from hypvl.evaluate import linprobe
-from hypvl.evaluate.metrics import NonFiniteEmbeddingError
+from hypvl.evaluate.metrics.checks import NonFiniteEmbeddingError
 
 from test_eval_helpers import SIZE, context, random_image, run_group
 

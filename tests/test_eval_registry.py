@@ -10,7 +10,7 @@ from scipy.stats import spearmanr
 
 from hypvl.errors import InputError
 from hypvl.evaluate import commands
-from hypvl.evaluate.metrics import spearman_rho
+from hypvl.evaluate.metrics.hierarcaps import spearman_rho
 from hypvl.tasks import GROUP_MODULES, all_tasks, group_tasks, task_group
 
 

@@ -18,7 +18,7 @@ from hypvl.data.formats.flickr30k import write_flickr30k
 from hypvl.data.formats.imagefolder import load_image
 from hypvl.data.transforms import squeeze
 from hypvl.evaluate import retrieval
-from hypvl.evaluate.metrics import NonFiniteEmbeddingError
+from hypvl.evaluate.metrics.checks import NonFiniteEmbeddingError
 from hypvl.tasks import all_tasks
 
 WORDS = ["dog", "cat", "red car", "tree", "boat", "sky", "two birds", "a lamp", "bread", "snow", "a hat", "rain"]

@@ -15,7 +15,7 @@ from hypvl.data.synthetic.settings import WorldSettings
 from hypvl.data.transforms import resize_center_crop
 from hypvl.errors import InputError
 from hypvl.evaluate import scene
-from hypvl.evaluate.metrics import NonFiniteEmbeddingError
+from hypvl.evaluate.metrics.checks import NonFiniteEmbeddingError
 
 from test_eval_helpers import SIZE, context, embed_one_by_one, embed_texts_one_by_one, nan_images, random_image
 

@@ -10,7 +10,7 @@ from hypvl.data.formats.common import CaptionedImage
 from hypvl.data.formats.imagefolder import load_image
 from hypvl.data.transforms import squeeze, to_tensor_batch
 from hypvl.evaluate import stats
-from hypvl.evaluate.metrics import NonFiniteEmbeddingError
+from hypvl.evaluate.metrics.checks import NonFiniteEmbeddingError
 
 from test_eval_helpers import SIZE, context, nan_images, random_image
 

@@ -13,7 +13,7 @@ from hypvl.extras import entry_problem, extra_models, parse_extra
 from hypvl.replication.compare import compare_table, read_compare_csv, write_compare_csv
 from hypvl.replication.coverage import NOT_RUN, Blockers
 from hypvl.replication.report import report_markdown
-from hypvl.spec import load_spec
+from hypvl.spec.load import load_spec
 
 MINE = {"zs_cifar10": {"top1": 61.25}, "hierarcaps": {"kendall_tau": 0.5}}  # no zs_cifar100: acc_b, avg missing
 EXTRAS = {"extra__mine": {"experiment": "extra_mine", "source": "open_clip:/models/mine", "geometry": "euclidean"}}
@@ -84,7 +84,7 @@ def test_extras_naming_a_spec_experiment_are_refused(workspace):  # noqa: F811
 
 def test_a_table_laid_out_the_other_way_cannot_be_entered():
     config = load_config()
-    from hypvl.spec import load_all_specs
+    from hypvl.spec.load import load_all_specs
 
     specs = load_all_specs(config["replication_dir"], config["expected_dir"])
     assert entry_problem(specs["hierarcaps"].table("table7")) == (

@@ -89,9 +89,14 @@ def test_an_upward_import_is_caught(tmp_path, monkeypatch):
     assert [line.split(": ", 1)[1] for line in upward_imports()] == ["data (layer 5) imports train (layer 10)"]
 
 
-# the plan and each of its stage modules (hypvl.workflow), and what planning reads
-PLANNING = ["hypvl.workflow", *(f"hypvl.workflow.{path.stem}" for path in sorted((SRC / "workflow").glob("*.py"))
-                                if path.stem != "__init__"), "hypvl.tasks", "hypvl.config", "hypvl.spec"]
+def modules(package: str) -> list[str]:
+    """`hypvl.<package>` and each of its modules."""
+    return [f"hypvl.{package}", *(f"hypvl.{package}.{path.stem}" for path in sorted((SRC / package).glob("*.py"))
+                                  if path.stem != "__init__")]
+
+
+# the plan and each of its stage modules (hypvl.workflow), and what planning reads (the specs, each module)
+PLANNING = [*modules("workflow"), "hypvl.tasks", "hypvl.config", *modules("spec")]
 
 
 @pytest.mark.parametrize("module", PLANNING)

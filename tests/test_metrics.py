@@ -16,27 +16,24 @@ from sklearn.metrics import accuracy_score, balanced_accuracy_score, recall_scor
 
 from hypvl.errors import InputError
 from hypvl.evaluate.hierarchy import IsAHierarchy
-from hypvl.evaluate.metrics import (
-    NonFiniteEmbeddingError,
-    all_class_detections,
-    check_finite,
-    coco_box_ap,
+from hypvl.evaluate.metrics.checks import NonFiniteEmbeddingError, check_finite
+from hypvl.evaluate.metrics.classification import linear_probe_c_search, mean_per_class_accuracy, top1_accuracy
+from hypvl.evaluate.metrics.compositional import itc_accuracy, vg_attribution_macro_accuracy
+from hypvl.evaluate.metrics.detection import all_class_detections, coco_box_ap
+from hypvl.evaluate.metrics.hierarcaps import (
     hierarcaps_precision_recall,
     hierarcaps_retrieved,
+    kendall_tau_d,
+    spearman_rho,
+)
+from hypvl.evaluate.metrics.hierarchical import (
     hierarchical_jaccard,
     hierarchical_precision,
     hierarchical_recall,
-    itc_accuracy,
-    kendall_tau_d,
     lca_error,
-    linear_probe_c_search,
-    mean_per_class_accuracy,
-    recall_at_k,
-    spearman_rho,
-    top1_accuracy,
     tree_induced_error,
-    vg_attribution_macro_accuracy,
 )
+from hypvl.evaluate.metrics.retrieval import recall_at_k
 
 
 @pytest.fixture

@@ -19,7 +19,8 @@ from hypvl.config import DEFAULT_CONFIG, load_config
 from hypvl.data.synthetic.probe_sources import probe_source_sets
 from hypvl.errors import InputError
 from hypvl.models.methods import METHOD_NAMES, MODEL_OVERRIDES
-from hypvl.spec import Column, load_all_specs
+from hypvl.spec.load import load_all_specs
+from hypvl.spec.terms import Column
 from hypvl.tasks import task_group
 from hypvl.train.recipe import resolve_schedule, steps_for, train_section_for
 from hypvl.workflow import Plan

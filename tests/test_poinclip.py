@@ -33,7 +33,8 @@ from hypvl.losses.poinclip import (
     poinclip_entailment,
 )
 from hypvl.replication.compare import compare_table
-from hypvl.spec import Mean, Measure, load_all_specs, load_spec
+from hypvl.spec.load import load_all_specs, load_spec
+from hypvl.spec.terms import Mean, Measure
 from hypvl.train.trainer import train
 from hypvl.workflow import Plan
 

@@ -19,7 +19,7 @@ from hypvl.errors import InputError
 from hypvl.models.build import build_model
 from hypvl.models.checkpoints import save_checkpoint
 from hypvl.provenance import config_differences, config_hash, git_state
-from hypvl.spec import load_spec
+from hypvl.spec.load import load_spec
 from hypvl.train.commands import experiment_from_spec
 
 DEFAULT = yaml.safe_load(DEFAULT_CONFIG.read_text())

@@ -14,7 +14,7 @@ from test_plan import EXPECTED, TOY_SPEC
 
 from hypvl.config import load_config
 from hypvl.errors import InputError
-from hypvl.spec import load_spec
+from hypvl.spec.load import load_spec
 from hypvl.train.radial_recipe import radial_recipe, radial_schedule
 from hypvl.workflow import Plan
 

@@ -23,7 +23,9 @@ from hypvl.replication.commands import add_commands
 from hypvl.replication.compare import compare_table, read_compare_csv, write_compare_csv
 from hypvl.replication.coverage import Blockers
 from hypvl.replication.report import PILOT_BANNER, SMOKE_BANNER, write_report
-from hypvl.spec import External, load_all_specs, load_spec, table_needs
+from hypvl.spec.load import load_all_specs, load_spec
+from hypvl.spec.paper import table_needs
+from hypvl.spec.tables import External
 
 FIXTURE = Path(__file__).parent / "data" / "replication"
 

@@ -17,7 +17,7 @@ from hypvl.replication.curves import draw_curves, read_log
 from hypvl.replication.figures import table_figure
 from hypvl.replication.report import compared_labels, write_report
 from hypvl.replication.standing import standings
-from hypvl.spec import load_spec
+from hypvl.spec.load import load_spec
 
 
 def spec_of(paper: str):

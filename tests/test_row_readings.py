@@ -8,7 +8,8 @@ from test_replication import OURS, PAPER, edit_spec, workspace, write_metrics  #
 from hypvl.errors import InputError
 from hypvl.replication.compare import compare_table
 from hypvl.replication.report import report_markdown
-from hypvl.spec import load_spec, table_needs
+from hypvl.spec.load import load_spec
+from hypvl.spec.paper import table_needs
 
 
 def with_readings(document, readings=None, reading="as_printed"):

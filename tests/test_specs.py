@@ -5,7 +5,9 @@ import pytest
 from hypvl.losses.contrastive import HCC_TERMS
 from hypvl.losses.entailment import HCE_TERMS
 from hypvl.expected import load_expected
-from hypvl.spec import Column, External, load_all_specs, measures
+from hypvl.spec.load import load_all_specs
+from hypvl.spec.tables import External
+from hypvl.spec.terms import Column, measures
 
 from conftest import REPO
 

@@ -11,7 +11,7 @@ from hypvl.data.formats.grounded import GroundedRecord, write_grounded_shards
 from hypvl.data.formats.images import encode_image
 from hypvl.data.transforms import resize_center_crop
 from hypvl.errors import InputError
-from hypvl.spec import load_spec
+from hypvl.spec.load import load_spec
 from hypvl.train.optim import param_groups, warmup_cosine
 from hypvl.train.recipe import check_recipe, resolve_schedule, subreddit_prefix
 from hypvl.train.trainer import train

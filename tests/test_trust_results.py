@@ -36,7 +36,7 @@ from hypvl.io import OUTPUTS, redate_future, write_json
 from hypvl.models.checkpoints import save_checkpoint
 from hypvl.models.library import import_library_model
 from hypvl.replication.compare import compare_table
-from hypvl.spec import load_spec
+from hypvl.spec.load import load_spec
 from hypvl.train.recipe import recorded_train_section
 
 # --------------------------------------------------------------------------- nothing the suite did not write

@@ -27,7 +27,7 @@ from hypvl.models.build import build_model
 from hypvl.models.checkpoints import load_checkpoint, read_checkpoint, save_checkpoint
 from hypvl.models.sources import outside_weights, weights_manifest
 from hypvl.models.standins import write_released
-from hypvl.spec import load_all_specs
+from hypvl.spec.load import load_all_specs
 
 PAYLOAD = (REPO / "tests" / "data" / "acquire" / "payload.txt").read_bytes()
 URL = "https://fixtures.invalid/payload.txt"

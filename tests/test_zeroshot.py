@@ -12,7 +12,7 @@ from test_models import _model
 from hypvl.data.formats.imagefolder import write_imagefolder
 from hypvl.data.transforms import resize_center_crop, to_tensor_batch
 from hypvl.errors import InputError
-from hypvl.evaluate.metrics import NonFiniteEmbeddingError
+from hypvl.evaluate.metrics.checks import NonFiniteEmbeddingError
 from hypvl.evaluate.results import write_metrics
 from hypvl.evaluate.zeroshot import evaluate_zero_shot
 from hypvl.models.encoders import Tokenizer

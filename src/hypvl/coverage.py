@@ -16,7 +16,7 @@ from hypvl.extras import entry_problem
 from hypvl.replication.coverage import REASONS
 from hypvl.replication.markdown import escape
 from hypvl.replication.markdown import table as markdown_table
-from hypvl.spec import External
+from hypvl.spec.tables import External
 from hypvl.workflow import Plan
 
 COUNTED = ("computed", "external", *REASONS)  # the columns of the overview

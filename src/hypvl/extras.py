@@ -19,7 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hypvl.errors import InputError
-from hypvl.spec import Column, Experiment, TableSpec
+from hypvl.spec.paper import Experiment
+from hypvl.spec.tables import TableSpec
+from hypvl.spec.terms import Column
 
 KINDS = ("open_clip", "transformers", "hypvl", "released-format")
 GEOMETRIES = ("euclidean", "lorentz", "poincare")

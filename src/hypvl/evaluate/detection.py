@@ -23,7 +23,7 @@ from hypvl.data.transforms import squeeze
 from hypvl.errors import InputError
 from hypvl.evaluate.context import EvalContext, TaskResult
 from hypvl.evaluate.features import image_embeddings
-from hypvl.evaluate.metrics import all_class_detections, coco_box_ap
+from hypvl.evaluate.metrics.detection import all_class_detections, coco_box_ap
 from hypvl.evaluate.scene import crop_box
 from hypvl.evaluate.zeroshot import class_embeddings
 

@@ -19,7 +19,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from hypvl.data.transforms import to_tensor_batch, to_uint8_batch, to_unit_float
 from hypvl.errors import InputError
-from hypvl.evaluate.metrics import check_finite
+from hypvl.evaluate.metrics.checks import check_finite
 
 
 LOADER_THREADS = min(4, os.cpu_count() or 1)

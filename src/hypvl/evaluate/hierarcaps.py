@@ -22,7 +22,7 @@ from hypvl.data.transforms import resize_center_crop
 from hypvl.errors import InputError
 from hypvl.evaluate.context import EvalContext, TaskResult
 from hypvl.evaluate.features import image_embeddings, text_embeddings
-from hypvl.evaluate.metrics import hierarcaps_precision_recall, kendall_tau_d
+from hypvl.evaluate.metrics.hierarcaps import hierarcaps_precision_recall, kendall_tau_d
 from hypvl.evaluate.radial import entailment_root, radii
 
 STEPS = 50

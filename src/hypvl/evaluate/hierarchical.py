@@ -13,8 +13,13 @@ from hypvl.data.formats.wordnet_isa import WNID, read_wordnet_isa
 from hypvl.errors import InputError
 from hypvl.evaluate.context import EvalContext, TaskResult
 from hypvl.evaluate.hierarchy import IsAHierarchy
-from hypvl.evaluate.metrics import (hierarchical_jaccard, hierarchical_precision, hierarchical_recall, lca_error,
-                                    tree_induced_error)
+from hypvl.evaluate.metrics.hierarchical import (
+    hierarchical_jaccard,
+    hierarchical_precision,
+    hierarchical_recall,
+    lca_error,
+    tree_induced_error,
+)
 from hypvl.evaluate.zeroshot import dataset_scores
 
 WORDS_FILE = "words.txt"

@@ -39,7 +39,8 @@ from hypvl.data.transforms import resize_center_crop
 from hypvl.errors import InputError
 from hypvl.evaluate.context import EvalContext, TaskResult
 from hypvl.evaluate.features import image_embeddings, text_embeddings
-from hypvl.evaluate.metrics import check_finite, spearman_rho
+from hypvl.evaluate.metrics.checks import check_finite
+from hypvl.evaluate.metrics.hierarcaps import spearman_rho
 from hypvl.evaluate.radial import entailment_root, exterior_angles, pairwise_exterior_angles, radii
 from hypvl.evaluate.zeroshot import class_embeddings
 from hypvl.tasks import BREEDS_SINGLE_PROMPTS

@@ -13,7 +13,7 @@ from hypvl.data.transforms import resize_center_crop
 from hypvl.errors import InputError
 from hypvl.evaluate.context import EvalContext, TaskResult
 from hypvl.evaluate.features import trunk_features
-from hypvl.evaluate.metrics import linear_probe_c_search
+from hypvl.evaluate.metrics.classification import linear_probe_c_search
 
 TRAIN_SPLIT, VAL_SPLIT = "train", "val"
 

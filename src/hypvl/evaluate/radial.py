@@ -11,7 +11,7 @@ root through e.
 import torch
 
 from hypvl.evaluate.features import text_embeddings
-from hypvl.evaluate.metrics import check_finite
+from hypvl.evaluate.metrics.checks import check_finite
 
 
 def entailment_root(model, tokenizer) -> torch.Tensor | None:

@@ -19,7 +19,7 @@ from hypvl.data.formats.common import CaptionedImage
 from hypvl.data.formats.imagefolder import load_image
 from hypvl.evaluate.context import EvalContext, TaskResult
 from hypvl.evaluate.features import image_embeddings, text_embeddings
-from hypvl.evaluate.metrics import recall_at_k
+from hypvl.evaluate.metrics.retrieval import recall_at_k
 
 KS = (1, 5, 10)
 QUERY_BLOCK = 1024

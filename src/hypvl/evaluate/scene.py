@@ -32,7 +32,8 @@ from hypvl.data.transforms import resize_center_crop
 from hypvl.errors import InputError
 from hypvl.evaluate.context import EvalContext, TaskResult
 from hypvl.evaluate.features import image_embeddings, text_embeddings
-from hypvl.evaluate.metrics import check_finite, itc_accuracy, vg_attribution_macro_accuracy
+from hypvl.evaluate.metrics.checks import check_finite
+from hypvl.evaluate.metrics.compositional import itc_accuracy, vg_attribution_macro_accuracy
 
 log = logging.getLogger(__name__)
 ITEMS_PER_CORPUS = 1000

@@ -15,7 +15,8 @@ from hypvl.data.transforms import resize_center_crop
 from hypvl.errors import InputError
 from hypvl.evaluate.context import EvalContext, TaskResult
 from hypvl.evaluate.features import image_embeddings, text_features
-from hypvl.evaluate.metrics import check_finite, mean_per_class_accuracy, top1_accuracy
+from hypvl.evaluate.metrics.checks import check_finite
+from hypvl.evaluate.metrics.classification import mean_per_class_accuracy, top1_accuracy
 
 
 @dataclass(frozen=True)

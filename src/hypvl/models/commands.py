@@ -47,7 +47,7 @@ def weights_record(outside, path: Path, standin: bool) -> dict:
 
 
 def _import_weights(args) -> None:
-    from hypvl.spec import load_spec
+    from hypvl.spec.load import load_spec
 
     from .checkpoints import save_checkpoint
     from .library import import_library_model

@@ -151,7 +151,7 @@ def write_open_clip(folder: Path, hub_id: str, seed: int) -> None:
 
 
 def _pilot_weights(args) -> None:
-    from hypvl.spec import load_spec
+    from hypvl.spec.load import load_spec
 
     config = config_from_args(args)
     mirror = Mirror.at(config["fetch"]["mirror"])

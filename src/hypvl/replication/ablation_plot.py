@@ -18,7 +18,7 @@ import pandas as pd  # noqa: E402
 
 from hypvl.expected import ExpectedTable  # noqa: E402
 from hypvl.replication.plots import cell_colour  # noqa: E402
-from hypvl.spec import Ablation  # noqa: E402
+from hypvl.spec.tables import Ablation  # noqa: E402
 
 COMPARABLE = ("within", "within_seed_spread", "better", "worse", "off")
 _REFERENCE_COLOURS = ("0.35", "tab:brown", "tab:pink", "tab:olive")

@@ -14,7 +14,7 @@ def _compare(args) -> None:
     from hypvl.errors import InputError
     from hypvl.replication.compare import compare_table, write_compare_csv
     from hypvl.replication.coverage import Blockers
-    from hypvl.spec import load_spec
+    from hypvl.spec.load import load_spec
 
     spec = load_spec(args.spec, args.expected_dir)
     seeds, extras = (_json_object(name, text) for name, text in (("--seeds", args.seeds), ("--extras", args.extras)))
@@ -55,7 +55,7 @@ def _report(args) -> None:
     """Render a table report (markdown + PNG) from its compare CSV."""
     from hypvl.replication.compare import read_compare_csv
     from hypvl.replication.report import write_report
-    from hypvl.spec import load_spec
+    from hypvl.spec.load import load_spec
 
     from hypvl.errors import InputError
 
@@ -92,7 +92,7 @@ def _index(args) -> None:
 def _claims(args) -> None:
     """Audit every claim of every spec on the papers' numbers and ours; write reports/claims.md."""
     from hypvl.replication.claims.render import write_claims_report
-    from hypvl.spec import load_all_specs
+    from hypvl.spec.load import load_all_specs
 
     specs = load_all_specs(args.replication_dir, args.expected_dir)
     write_claims_report(specs, args.tables_dir, args.scale, args.out)

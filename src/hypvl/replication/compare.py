@@ -29,7 +29,8 @@ from hypvl.extras import EXTRA_ROW
 from hypvl.io import atomic_write
 from hypvl.replication.consistency import check_joined
 from hypvl.replication.coverage import Blockers, missing_reason
-from hypvl.spec import Column, Experiment, Mean, PaperSpec, measures, seed_variant
+from hypvl.spec.paper import Experiment, PaperSpec, seed_variant
+from hypvl.spec.terms import Column, Mean, measures
 from hypvl.tasks import metric_problem
 
 VERDICTS = ("within", "outside", "within_seed_spread", "not_comparable", "no_paper_value", "missing", "external",

@@ -11,7 +11,7 @@ from pathlib import Path
 from hypvl.config import steps_for
 from hypvl.errors import InputError
 from hypvl.provenance import config_differences, file_digest
-from hypvl.spec import Experiment
+from hypvl.spec.paper import Experiment
 
 
 def check_joined(measured: dict[Path, tuple[dict, Experiment]]) -> None:

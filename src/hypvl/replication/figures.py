@@ -6,7 +6,7 @@ import pandas as pd
 from hypvl.expected import load_expected
 from hypvl.replication.ablation_plot import draw_ablation
 from hypvl.replication.plots import draw_verdicts, plt, save_png
-from hypvl.spec import PaperSpec
+from hypvl.spec.paper import PaperSpec
 
 __all__ = ["note_figure", "save_png", "table_figure"]
 

@@ -25,7 +25,7 @@ from hypvl.errors import InputError
 from hypvl.io import atomic_write
 from hypvl.replication.compare import metric_value, read_metrics_record
 from hypvl.replication.markdown import table as markdown_table
-from hypvl.spec import SEED_MARK
+from hypvl.spec.paper import SEED_MARK
 from hypvl.tasks import GROUP_MODULES, task_group
 from hypvl.yaml_text import safe_load
 

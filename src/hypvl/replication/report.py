@@ -22,7 +22,9 @@ from hypvl.replication.markdown import escape
 from hypvl.replication.markdown import table as markdown_table
 from hypvl.replication.provenance_section import provenance_section
 from hypvl.replication.standing import standings
-from hypvl.spec import Column, External, PaperSpec, common_metric, term_label
+from hypvl.spec.paper import PaperSpec
+from hypvl.spec.tables import External
+from hypvl.spec.terms import Column, common_metric, term_label
 
 SMOKE_BANNER = "SMOKE SCALE: synthetic world, tiny models; numbers are not comparable to the paper"
 PILOT_BANNER = ("PILOT SCALE: the paper-scale path (full-size encoders, the acquired layouts) on a tiny world for a few "

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from hypvl.spec import Column, PaperSpec, measures
+from hypvl.spec.paper import PaperSpec
+from hypvl.spec.terms import Column, measures
 from hypvl.tasks import declared_tasks
 
 # standing -> what it says (the order of the plots' and reports' legends)

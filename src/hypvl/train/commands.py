@@ -14,7 +14,8 @@ MAX_SEED = 2**32 - 1
 def experiment_from_spec(spec_path, experiment_id: str, seed: int | None = None) -> dict:
     """The experiment `experiment_id` of the spec at `spec_path`, as the trainer takes it; it must be trained.
     Another `seed` than the declared one trains its seed variant (`<id>__seed<N>`, config `seeds`)."""
-    from hypvl.spec import load_spec, seed_variant
+    from hypvl.spec.load import load_spec
+    from hypvl.spec.paper import seed_variant
 
     spec = load_spec(spec_path)
     if experiment_id not in spec.experiments:
@@ -35,7 +36,7 @@ def standin_experiment(spec_path, experiment_id: str, config: dict) -> tuple[dic
     whose architecture no model of ours converts into): CLIP's contrastive loss on the corpus and at the size
     config `weights.standins` give. Returns it and the architecture (transformers' model type)."""
     from hypvl.models.sources import outside_weights
-    from hypvl.spec import load_spec
+    from hypvl.spec.load import load_spec
 
     standins = config["weights"]["standins"]
     if standins is None:

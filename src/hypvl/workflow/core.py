@@ -17,7 +17,8 @@ from hypvl.extras import ExtraModel, extra_models
 from hypvl.models.methods import EVAL_OVERRIDES, METHOD_NAMES
 from hypvl.models.sources import OutsideWeights, outside_weights
 from hypvl.replication.coverage import NEEDS_DATA, NEEDS_WEIGHTS, NOT_BUILT
-from hypvl.spec import SEED_MARK, Experiment, load_all_specs, seed_variant
+from hypvl.spec.load import load_all_specs
+from hypvl.spec.paper import SEED_MARK, Experiment, seed_variant
 from hypvl.tasks import group_tasks
 from hypvl.train.recipe import RADIAL_METHOD, supported_overrides, train_section_for
 from hypvl.workflow import patterns

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from hypvl.extras import EXTRA_EXPERIMENT, EXTRA_ROW, entry_problem, extra_needs
 from hypvl.replication.coverage import NEEDS_DATA, Blockers
-from hypvl.spec import row_needs, seed_variant, table_needs
+from hypvl.spec.paper import seed_variant, table_needs
+from hypvl.spec.tables import row_needs
 from hypvl.workflow.core import Core
 from hypvl.workflow.evaluation import EvaluationStage
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from hypvl.expected import load_expected
 from hypvl.replication.claims.language import OPS, Claim, load_claims, table_layout
 from hypvl.replication.compare import read_compare_csv
-from hypvl.spec import PaperSpec
+from hypvl.spec.paper import PaperSpec
 
 EQUAL_SLACK = 1e-6  # printed numbers: 51.8 - 37.3 == 14.5 up to float error
 

@@ -30,10 +30,9 @@ and column a predicate names is one the paper prints. Evaluating them is `claims
 import operator
 from dataclasses import dataclass
 
-import jsonschema
-
 from hypvl.errors import InputError
-from hypvl.spec import PaperSpec, _describe, _key_path, _read_yaml
+from hypvl.spec.document import read_yaml, schema_problems
+from hypvl.spec.paper import PaperSpec
 
 OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le, "==": None, "!=": None}
 PREDICATES = ("compare", "count_best", "count_pairs", "in_range", "max_abs_difference", "all_of", "any_of")
@@ -195,12 +194,10 @@ def load_claims(spec: PaperSpec) -> list[Claim]:
 
     InputError names the spec file and the claim's key.
     """
-    document = _read_yaml(spec.path).get("claims") or {}
-    validator = jsonschema.Draft202012Validator(CLAIMS_SCHEMA)
-    problems = sorted(_describe(error) for error in validator.iter_errors(document))
+    document = read_yaml(spec.path).get("claims") or {}
+    problems = schema_problems(CLAIMS_SCHEMA, document, "claims.")
     if problems:
-        lines = [f"claims.{_key_path(where)}: {message}" for where, message in problems]
-        raise InputError(f"{spec.path}: invalid claims:\n  " + "\n  ".join(lines))
+        raise InputError(f"{spec.path}: invalid claims:\n  " + "\n  ".join(problems))
     rows, columns = table_layout(spec)
     claims = []
     for claim_id, entry in document.items():

@@ -10,7 +10,7 @@ from hypvl.replication.compare import read_compare_csv
 from hypvl.replication.markdown import escape
 from hypvl.replication.markdown import table as markdown_table
 from hypvl.replication.provenance_section import provenance_section
-from hypvl.spec import PaperSpec
+from hypvl.spec.paper import PaperSpec
 
 
 def _md(text: str) -> str:
