@@ -13,6 +13,12 @@ _SCALE = {"type": "number", "exclusiveMinimum": 0}
 # a column that reads one model whatever the row (tables whose columns name models, e.g. HierarCaps Table 7)
 _EXPERIMENT = {"type": "string", "pattern": _SLUG}
 
+
+def _named(entry: dict) -> dict:
+    """At least one entry `entry`, each under a slug."""
+    return {"type": "object", "minProperties": 1, "propertyNames": {"pattern": _SLUG}, "additionalProperties": entry}
+
+
 SPEC_SCHEMA = {
     "type": "object",
     "additionalProperties": False,
@@ -22,11 +28,7 @@ SPEC_SCHEMA = {
         "name": {"type": "string", "minLength": 1},  # the paper's short name in reports (default: `paper`)
         "title": {"type": "string", "minLength": 1},
         "claims": {},  # validated by the claims audit
-        "experiments": {
-            "type": "object",
-            "minProperties": 1,
-            "propertyNames": {"pattern": _SLUG},
-            "additionalProperties": {
+        "experiments": _named({
                 "type": "object",
                 "additionalProperties": False,
                 "required": ["method", "backbone", "data", "source"],
@@ -40,13 +42,8 @@ SPEC_SCHEMA = {
                     "overrides": {"type": "object"},
                     "note": {"type": "string"},
                 },
-            },
-        },
-        "tables": {
-            "type": "object",
-            "minProperties": 1,
-            "propertyNames": {"pattern": _SLUG},
-            "additionalProperties": {
+            }),
+        "tables": _named({
                 "type": "object",
                 "additionalProperties": False,
                 "required": ["title", "expected", "tolerance", "rows", "columns"],
@@ -156,8 +153,7 @@ SPEC_SCHEMA = {
                         },
                     },
                 },
-            },
-        },
+            }),
     },
     "$defs": {
         # what a mean averages: task ids (of the enclosing `metric`), {task, metric} or nested means
