@@ -9,6 +9,7 @@ from pathlib import Path
 import networkx as nx
 import numpy as np
 import pytest
+from conftest import REPO
 from pycocotools.coco import COCO
 
 from hypvl.config import load_config
@@ -284,6 +285,14 @@ def test_hierarcaps_chains_entail_from_general_to_specific(tiny):
     assert DATASETS["hierarcaps_train_images"] == RAW["cc3m"]  # in the CC3M corpus, as paper-scale acquisition
     images = train_images(pairs, tiny / DATASETS["hierarcaps_train_images"])  # cross-referenced by tier-4 caption
     assert all(image is not None and decode_image(image, "row").size == (TINY.image_size,) * 2 for image in images)
+
+
+def test_every_evaluation_set_and_the_cc3m_corpus_lie_where_paper_scale_acquisition_leaves_them():
+    """One on-disk layout per dataset: the smoke config's paths are full.yaml's, so the smoke world exercises the
+    paper-scale readers (HierarCaps' train images: the CC3M corpus at both scales)."""
+    full = load_config([REPO / "workflows" / "config" / "full.yaml"])
+    assert DATASETS == full["eval"]["datasets"]
+    assert RAW["cc3m"] == full["grounding"]["raw"]["cc3m"]["path"] == DATASETS["hierarcaps_train_images"]
 
 
 def test_wordnet_isa_and_hyperlex(tiny):
