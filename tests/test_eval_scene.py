@@ -10,7 +10,7 @@ import torch
 from hypvl.data.formats.imagefolder import load_image
 from hypvl.data.formats.vg_attribution import AttributionItem, write_vg_attribution
 from hypvl.data.formats.vlchecklist import CheckListItem, write_corpus, write_vlchecklist
-from hypvl.data.synthetic.evalsets import write_vlchecklist_sets
+from hypvl.data.synthetic.vlchecklist_sets import write_vlchecklist_sets
 from hypvl.data.synthetic.settings import WorldSettings
 from hypvl.data.transforms import resize_center_crop
 from hypvl.errors import InputError

@@ -46,17 +46,19 @@ def test_a_fine_tuning_starts_from_the_model_its_base_names_by_id_or_by_source(t
                           for rule in ("finetune", "train"))
     assert finetuned == {"toy_ft", "toy_ft_origin", "toy_ft_released"} and "toy_clip" in trained
     assert not finetuned & trained and re.fullmatch(plan.trained_pattern(), "toy_ft")
-    data = str(Path(plan.config["data_dir"]) / "eval" / "hierarcaps")
-    assert plan.training.finetune_data("toy_ft") == {"--train-csv": f"{data}/hierarcaps_train.csv"}
+    data = str(Path(plan.config["data_dir"]) / "eval" / "hierarcaps" / "data")
+    assert plan.training.finetune_data("toy_ft") == {"--train-csv": f"{data}/hierarcaps_train.csv.gz"}
 
 
 def test_a_clip_objective_fine_tuning_also_reads_the_train_images(tmp_path):
     plan = toy_plan(tmp_path, {"toy_ft": radial("toy_clip", objective="clip")})
-    data = Path(plan.config["data_dir"]) / "eval" / "hierarcaps"
-    images = str(data / "hierarcaps_train_images.tar")
-    assert plan.training.finetune_data("toy_ft")["--train-images"] == images
-    # the smoke world writes both files (synthesize_evaluation): the job waits for them
-    assert plan.training.finetune_inputs("toy_ft")[-2:] == [str(data / "hierarcaps_train.csv"), images]
+    data = Path(plan.config["data_dir"])
+    images = data / "train" / "cc3m" / "images"  # in the CC3M corpus, as at paper scale
+    assert plan.training.finetune_data("toy_ft")["--train-images"] == str(images)
+    # the smoke world writes the CSV (synthesize_evaluation) and the CC3M corpus (synthesize_corpus, which leaves
+    # corpus.json): the job waits for both
+    assert plan.training.finetune_inputs("toy_ft")[-2:] == [
+        str(data / "eval" / "hierarcaps" / "data" / "hierarcaps_train.csv.gz"), str(images / "corpus.json")]
 
 
 def test_a_base_that_names_nothing_is_refused_naming_the_spec(tmp_path):

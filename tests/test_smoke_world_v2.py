@@ -9,6 +9,7 @@ from pathlib import Path
 import networkx as nx
 import numpy as np
 import pytest
+from conftest import REPO
 from pycocotools.coco import COCO
 
 from hypvl.config import load_config
@@ -29,7 +30,7 @@ from hypvl.data.formats.yfcc import read_yfcc
 from hypvl.data.formats.vg_attribution import read_vg_attribution
 from hypvl.data.formats.vlchecklist import read_vlchecklist_corpus
 from hypvl.data.formats.wordnet_isa import read_wordnet_isa
-from hypvl.data.synthetic import evalsets, render, world
+from hypvl.data.synthetic import render, vlchecklist_sets, world
 from hypvl.data.synthetic.build import build_world
 from hypvl.data.synthetic.captions import SUBREDDITS
 from hypvl.data.synthetic.classification_sets import ALL_CLASSIFICATION_SETS, CLASSIFICATION_SETS, MERU_EXTRA_SETS
@@ -97,12 +98,15 @@ def test_raw_corpora_read_back_with_world_boxes(tiny):
     redcaps = read_redcaps(tiny / RAW["redcaps"])
     assert len(redcaps) == TINY.redcaps_samples
     assert {s.subreddit for s in redcaps} <= set(SUBREDDITS.values())
-    assert len(read_cc3m(tiny / RAW["cc3m"])) == TINY.cc3m_samples
+    cc3m = read_cc3m(tiny / RAW["cc3m"])  # HierarCaps' train rows' pictures first, under their last positive level
+    hierarcaps = read_hierarcaps_train(tiny / DATASETS["hierarcaps_train"])
+    assert len(cc3m) == TINY.hierarcaps_train + TINY.cc3m_samples
+    assert [s.caption for s in cc3m[:TINY.hierarcaps_train]] == [pair.positive[-1] for pair in hierarcaps]
     yfcc = read_yfcc(tiny / RAW["yfcc15m"])
     assert len(yfcc) == TINY.yfcc15m_samples and all(s.key.isdigit() for s in yfcc)
     assert [s.title == "" for s in yfcc] == [i % 4 == 3 for i in range(TINY.yfcc15m_samples)]  # caption in markup
     assert all("<" not in s.caption and "http" not in s.caption for s in yfcc)
-    for corpus, samples in (("redcaps", redcaps), ("cc3m", read_cc3m(tiny / RAW["cc3m"])), ("yfcc15m", yfcc)):
+    for corpus, samples in (("redcaps", redcaps), ("cc3m", cc3m), ("yfcc15m", yfcc)):
         lines = [json.loads(line) for line in (tiny / RAW[corpus] / ORACLE_REGIONS).read_text().splitlines()]
         assert [line["key"] for line in lines] == [s.key for s in samples]
         for line, sample in zip(lines, samples):
@@ -204,7 +208,7 @@ def _looks(group: str, count: int = 24) -> dict[str, list[render.Picture]]:
     """The first `count` pictures of an Attribute group, by the state or action their POS names."""
     pictures: dict[str, list[render.Picture]] = {}
     for index in range(count):
-        picture, pos, _ = evalsets._attribute_item(TINY, group, index)
+        picture, pos, _ = vlchecklist_sets._attribute_item(TINY, group, index)
         pictures.setdefault(pos.split()[1], []).append(picture)
     return pictures
 
@@ -234,7 +238,7 @@ def test_moving_objects_are_smeared_along_x():
 def test_carried_objects_overlap_the_carriers_top_ignored_ones_stand_apart():
     words = set()
     for index in range(16):
-        picture, pos, _ = evalsets._relation_item(TINY, "action", index)
+        picture, pos, _ = vlchecklist_sets._relation_item(TINY, "action", index)
         (ax1, ay1, ax2, ay2), (bx1, by1, bx2, by2) = (obj.box for obj in picture.objects)
         words.add(word := pos.split()[2])
         overlap = min(ax2, bx2) > max(ax1, bx1) and min(ay2, by2) > max(ay1, by1)
@@ -278,8 +282,17 @@ def test_hierarcaps_chains_entail_from_general_to_specific(tiny):
         assert PARENT[_noun(n[1])] == _noun(p[0])                   # ... and entails positive tier i-1
         assert PARENT[_noun(n[2])] == _noun(p[1]) and n[2].split()[1] == p[2].split()[1]
         assert n[3].startswith(" ".join(p[2].split()[:2])) and _noun(p[2]) in n[3].split()
+    assert DATASETS["hierarcaps_train_images"] == RAW["cc3m"]  # in the CC3M corpus, as paper-scale acquisition
     images = train_images(pairs, tiny / DATASETS["hierarcaps_train_images"])  # cross-referenced by tier-4 caption
     assert all(image is not None and decode_image(image, "row").size == (TINY.image_size,) * 2 for image in images)
+
+
+def test_every_evaluation_set_and_the_cc3m_corpus_lie_where_paper_scale_acquisition_leaves_them():
+    """One on-disk layout per dataset: the smoke config's paths are full.yaml's, so the smoke world exercises the
+    paper-scale readers (HierarCaps' train images: the CC3M corpus at both scales)."""
+    full = load_config([REPO / "workflows" / "config" / "full.yaml"])
+    assert DATASETS == full["eval"]["datasets"]
+    assert RAW["cc3m"] == full["grounding"]["raw"]["cc3m"]["path"] == DATASETS["hierarcaps_train_images"]
 
 
 def test_wordnet_isa_and_hyperlex(tiny):
@@ -322,7 +335,8 @@ def test_breeds_hierarchy_and_splits(tiny):
 def test_manifest_records_paths_and_counts(tiny):
     manifest = json.loads((tiny / "manifest.json").read_text())
     assert manifest["settings"] == TINY.as_dict()
-    assert {k: manifest["paths"][k] for k in DATASETS} == DATASETS
+    assert {k: manifest["paths"][k] for k in DATASETS if k != "hierarcaps_train_images"} == {
+        k: path for k, path in DATASETS.items() if k != "hierarcaps_train_images"}  # those: the CC3M corpus's
     grit = json.loads((tiny / RAW["grit"] / "corpus.json").read_text())
     assert grit["samples"] == TINY.grit_samples and grit["settings"] == TINY.as_dict()
     assert sorted(grit["shards"]) == sorted(str(p.relative_to(tiny)) for p in (tiny / RAW["grit"]).glob("*.tar"))

@@ -27,9 +27,8 @@ if SCALE == "smoke":
         output:
             manifest=f"{DATA}/manifest.json",
             probe_sources=[directory(PLAN.data.probe_source(name)) for name in PLAN.data.probe_datasets()],
-            # what the finetune rule reads (PLAN.training.finetune_inputs)
+            # what the finetune rule reads (PLAN.training.finetune_inputs; its train images: the CC3M corpus)
             hierarcaps_train=f"{DATA}/{config['eval']['datasets']['hierarcaps_train']}",
-            hierarcaps_train_images=f"{DATA}/{config['eval']['datasets']['hierarcaps_train_images']}",
         params:
             cfg=PLAN.step_config("synthesize"),
             out=lambda w, output: above(output.manifest),

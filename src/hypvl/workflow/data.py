@@ -137,6 +137,12 @@ class DataStage:
             return self.acquisitions([self.raw_corpus_path(corpus)])
         return [str(Path(self.raw_corpus_path(corpus)) / "corpus.json")]
 
+    def synthesized(self, paths) -> list[str]:
+        """The smoke world's files holding `paths`: a raw corpus's folder by its `corpus.json` (rule
+        synthesize_corpus), any other path as itself (rule synthesize_evaluation)."""
+        raw = {self.raw_corpus_path(corpus): corpus for corpus in self.config["grounding"]["raw"]}
+        return [self.raw_corpus_inputs(raw[path])[0] if path in raw else path for path in paths]
+
     def probe_datasets(self) -> list[str]:
         """The linear-probe sets (MERU Table 7) of this scale."""
         return linear_probe_datasets(self.plan.scale)

@@ -70,7 +70,7 @@ class TrainingStage:
         """What aligning `experiment` needs from the data stage: its inputs (`DataStage.inputs`) and its
         `finetune_data`, which the smoke world writes; at paper scale, the acquisitions holding them."""
         data = list(self.finetune_data(experiment).values())
-        held = data if self.plan.scale == "smoke" else self.data.acquisitions(data)
+        held = self.data.synthesized(data) if self.plan.scale == "smoke" else self.data.acquisitions(data)
         return [*self.data.inputs(experiment), *held]
 
     def run(self, experiment: str) -> Run:

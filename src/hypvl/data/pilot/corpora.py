@@ -20,11 +20,10 @@ import json
 import tempfile
 from pathlib import Path
 
-from hypvl.data.formats.cc3m import iter_cc3m
 from hypvl.data.formats.shards import json_bytes, write_tar_samples
 from hypvl.data.formats.yfcc import SUBSET
 from hypvl.data.synthetic.corpora import CorpusItem, corpus_item, grit_sample, write_corpus
-from hypvl.data.synthetic.evalsets import write_hierarcaps_sets
+from hypvl.data.synthetic.hierarcaps_sets import train_pictures
 from hypvl.errors import require
 from hypvl.io import atomic_write, write_json
 
@@ -116,19 +115,14 @@ def write_redcaps(world: PilotWorld) -> list[Path]:
 def write_cc3m(world: PilotWorld) -> list[Path]:
     """CC3M's TSVs in the mirror and img2dataset's output of the training TSV in the cc3m folder (the corpus's
     samples, then the HierarCaps training rows' pictures under their tier-4 captions); returns the shards."""
-    samples = [(item.caption, item.image) for item in _items(world, "cc3m", world.settings.cc3m_samples)]
-    with tempfile.TemporaryDirectory() as scratch:
-        root = Path(scratch)
-        write_hierarcaps_sets(world.settings.world(), root / "data" / "test.csv", root / "data" / "train.csv",
-                              root / "train_images")
-        samples += [(sample.caption, sample.image) for sample in iter_cc3m(root / "train_images")]
-    rows = [{"url": f"https://pilot.invalid/cc3m/{index}.jpg", "caption": caption}
-            for index, (caption, _) in enumerate(samples)]
+    items = [*_items(world, "cc3m", world.settings.cc3m_samples), *train_pictures(world.settings.world())]
+    rows = [{"url": f"https://pilot.invalid/cc3m/{index}.jpg", "caption": item.caption}
+            for index, item in enumerate(items)]
     tsv = "".join(f"{row['caption']}\t{row['url']}\n" for row in rows).encode()
     files = world.entry("cc3m")["files"]
     world.serve(files[0]["url"], tsv)
     world.serve(files[1]["url"], tsv.split(b"\n", 1)[0] + b"\n")
-    return write_img2dataset(world.dest("cc3m") / IMG2DATASET_FOLDER, rows, [image for _, image in samples],
+    return write_img2dataset(world.dest("cc3m") / IMG2DATASET_FOLDER, rows, [item.image for item in items],
                              world.settings.shard_size)
 
 

@@ -1,5 +1,5 @@
 """The pilot world's evaluation sets beyond classification, as acquisition and the manifest's prepare steps leave
-them. Each is drawn by the smoke world's writer (`hypvl.data.synthetic.evalsets`, in the real file formats) into a
+them. Each is drawn by the smoke world's writer (`hypvl.data.synthetic`, in the real file formats) into a
 scratch folder and packed as its host serves it:
 
 - COCO 2017: `val2017.zip` (`val2017/<id:012d>.jpg`) and `annotations_trainval2017.zip` (`annotations/`: captions and
@@ -25,7 +25,7 @@ from pathlib import Path
 from hypvl.data.formats.breeds import BreedsClass, BreedsHierarchy, BreedsSuperclass, write_breeds_hierarchy, \
     write_breeds_split
 from hypvl.data.formats.wordnet_isa import IsaEdge
-from hypvl.data.synthetic import evalsets
+from hypvl.data.synthetic import hierarcaps_sets, hyperlex_set, retrieval_sets, vg_attribution_set, vlchecklist_sets
 
 from .classification import imagenet_wnids
 from .world import PilotWorld, zip_bytes
@@ -54,7 +54,7 @@ def write_coco(world: PilotWorld) -> dict:
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
         captions, instances = (root / "annotations" / f"{kind}_val2017.json" for kind in ("captions", "instances"))
-        counts = evalsets.write_coco(world.settings.world(), captions, instances)
+        counts = retrieval_sets.write_coco(world.settings.world(), captions, instances)
         body = json.loads(instances.read_text())
         body["categories"] = sorted(body["categories"] + [{"id": i, "name": name, "supercategory": sup}
                                                           for i, (name, sup) in COCO_OTHER_CATEGORIES.items()],
@@ -75,7 +75,7 @@ def write_flickr30k(world: PilotWorld) -> dict:
     leaves in `flickr30k_images/`."""
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
-        counts = evalsets.write_flickr(world.settings.world(), root / "dataset_flickr30k.json")
+        counts = retrieval_sets.write_flickr(world.settings.world(), root / "dataset_flickr30k.json")
         images = _files(root / "flickr30k_images")
         splits = {"dataset_flickr30k.json": (root / "dataset_flickr30k.json").read_bytes(),
                   **{f"dataset_{name}.json": json.dumps({"images": [], "dataset": name}).encode()
@@ -97,7 +97,7 @@ def write_hierarcaps(world: PilotWorld) -> dict:
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
         test, train = root / "data" / "hierarcaps_test.csv", root / "data" / "hierarcaps_train.csv.gz"
-        counts = evalsets.write_hierarcaps_sets(world.settings.world(), test, train, root / "train_images")
+        counts = hierarcaps_sets.write_hierarcaps_sets(world.settings.world(), test, train)
         world.serve(urls["hierarcaps_test.csv"], test.read_bytes())
         world.serve(urls["hierarcaps_test_expanded.csv.gz"], gzip.compress(test.read_bytes(), mtime=0))
         world.serve(urls["hierarcaps_train.csv.gz"], train.read_bytes())
@@ -133,7 +133,7 @@ def write_hyperlex(world: PilotWorld) -> dict:
     and verb files beside it."""
     with tempfile.TemporaryDirectory() as scratch:
         path = Path(scratch) / "hyperlex-all.txt"
-        counts = evalsets.write_hyperlex_set(world.settings.world(), path)
+        counts = hyperlex_set.write_hyperlex_set(world.settings.world(), path)
         text = path.read_bytes()
     header = text.split(b"\n", 1)[0] + b"\n"
     world.serve(world.entry("hyperlex")["files"][0]["url"], zip_bytes({
@@ -173,7 +173,7 @@ def write_vl_checklist(world: PilotWorld) -> dict:
     files = world.entry("vl_checklist")["files"]
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
-        counts = evalsets.write_vlchecklist_sets(world.settings.world(), root)
+        counts = vlchecklist_sets.write_vlchecklist_sets(world.settings.world(), root)
         top = f"VL-CheckList-{VLC_COMMIT}/"
         world.serve(files[0]["url"], zip_bytes({**_files(root / "corpus", top + "corpus/"),
                                                 **_files(root / "data", top + "data/"),
@@ -187,7 +187,7 @@ def write_vg_attribution(world: PilotWorld) -> dict:
     """ARO's VG-Attribution JSON in the mirror and the images its prepare step leaves in `images/`."""
     with tempfile.TemporaryDirectory() as scratch:
         path = Path(scratch) / "visual_genome_attribution.json"
-        counts = evalsets.write_vg_attribution_set(world.settings.world(), path)
+        counts = vg_attribution_set.write_vg_attribution_set(world.settings.world(), path)
         world.serve(world.entry("vg_attribution")["files"][0]["url"], path.read_bytes())
         for name, data in _files(path.parent / "images").items():
             world.leave("vg_attribution", f"images/{name}", data)

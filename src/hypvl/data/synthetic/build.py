@@ -1,6 +1,7 @@
-"""Write the smoke world to disk in the real formats: raw training corpora (each with a `corpus.json`),
-classification test folders, the linear-probe sets' source splits and every evaluation set, plus `manifest.json`
-listing the evaluation sets.
+"""Write the smoke world to disk in the real formats, at the paths paper-scale acquisition leaves them: raw training
+corpora (each with a `corpus.json`; CC3M's begins with the HierarCaps train rows' pictures, which upstream finds in
+CC3M), classification test folders, the linear-probe sets' source splits and every evaluation set, plus
+`manifest.json` listing the evaluation sets.
 The corpora and the evaluation sets are written separately, so the workflow grounds a corpus while the
 evaluation sets are still being drawn.
 
@@ -13,19 +14,24 @@ from pathlib import Path
 
 from hypvl.io import atomic_directory, write_json
 
-from . import evalsets
 from .classification import write_classification_set
 from .classification_sets import ALL_CLASSIFICATION_SETS, CLASSIFICATION_SETS, MERU_EXTRA_SETS
 from .corpora import RAW_FORMATS, write_corpus
+from .hierarcaps_sets import train_pictures, write_hierarcaps_sets
+from .hyperlex_set import write_hyperlex_set
 from .probe_sources import probe_source_sets, write_probe_sources
+from .retrieval_sets import write_coco, write_flickr
 from .settings import WorldSettings
+from .taxonomy_sets import write_breeds_sets, write_wordnet
+from .vg_attribution_set import write_vg_attribution_set
+from .vlchecklist_sets import write_vlchecklist_sets
 from .world import COCO_CATEGORY_OF, TAXONOMY, isa_edges
 
 __all__ = ["CLASSIFICATION_SETS", "MERU_EXTRA_SETS", "WorldSettings", "build_world", "write_evaluation_world",
            "write_raw_corpus"]
 
 EVAL_DATASETS = ("coco_captions", "coco_instances", "flickr30k", "imagenet_isa", "vlchecklist", "vg_attribution",
-                 "hierarcaps_test", "hierarcaps_train", "hierarcaps_train_images", "hyperlex", "breeds")
+                 "hierarcaps_test", "hierarcaps_train", "hyperlex", "breeds")
 
 
 MANIFEST = "manifest.json"  # at the root of the world: every evaluation set, the settings and the hierarchy
@@ -39,10 +45,11 @@ def write_raw_corpus(settings: WorldSettings, out: Path, corpus: str, folder: st
               "yfcc15m": settings.yfcc15m_samples}
     if corpus not in counts:
         raise ValueError(f"unknown corpus {corpus!r} (known: {sorted(counts)})")
+    first = train_pictures(settings) if corpus == "cc3m" else []  # HierarCaps' train images live in CC3M
     out = Path(out)
     with atomic_directory(out / folder) as written:  # replaces only a corpus this step wrote (no old shard left)
-        shards = write_corpus(settings, corpus, written, counts[corpus])
-        summary = {"format": RAW_FORMATS[corpus], "samples": counts[corpus],
+        shards = write_corpus(settings, corpus, written, counts[corpus], first)
+        summary = {"format": RAW_FORMATS[corpus], "samples": len(first) + counts[corpus],
                    "shards": [str(Path(folder) / p.relative_to(written)) for p in shards],
                    "settings": settings.as_dict()}
         write_json(written / CORPUS_SUMMARY, summary, indent=1)
@@ -68,15 +75,14 @@ def write_evaluation_world(settings: WorldSettings, out: Path, datasets: dict[st
         manifest["probe_sources"][name] = write_probe_sources(settings, name, out / probe_source_dir)
     path = {name: out / datasets[name] for name in EVAL_DATASETS}
     manifest["eval"] = {
-        "coco": evalsets.write_coco(settings, path["coco_captions"], path["coco_instances"]),
-        "flickr30k": evalsets.write_flickr(settings, path["flickr30k"]),
-        "vlchecklist": evalsets.write_vlchecklist_sets(settings, path["vlchecklist"]),
-        "vg_attribution": evalsets.write_vg_attribution_set(settings, path["vg_attribution"]),
-        "hierarcaps": evalsets.write_hierarcaps_sets(settings, path["hierarcaps_test"], path["hierarcaps_train"],
-                                                     path["hierarcaps_train_images"]),
-        "imagenet_isa": evalsets.write_wordnet(path["imagenet_isa"]),
-        "hyperlex": evalsets.write_hyperlex_set(settings, path["hyperlex"]),
-        "breeds": evalsets.write_breeds_sets(path["breeds"], CLASSIFICATION_SETS["imagenet"].classes),
+        "coco": write_coco(settings, path["coco_captions"], path["coco_instances"]),
+        "flickr30k": write_flickr(settings, path["flickr30k"]),
+        "vlchecklist": write_vlchecklist_sets(settings, path["vlchecklist"]),
+        "vg_attribution": write_vg_attribution_set(settings, path["vg_attribution"]),
+        "hierarcaps": write_hierarcaps_sets(settings, path["hierarcaps_test"], path["hierarcaps_train"]),
+        "imagenet_isa": write_wordnet(path["imagenet_isa"]),
+        "hyperlex": write_hyperlex_set(settings, path["hyperlex"]),
+        "breeds": write_breeds_sets(path["breeds"], CLASSIFICATION_SETS["imagenet"].classes),
     }
     manifest["paths"] = {"classification": classification_dir, "probe_sources": probe_source_dir,
                          **{n: datasets[n] for n in EVAL_DATASETS}}

@@ -15,7 +15,7 @@ for CC3M a little loose (0-25%) with mostly confident scores; for YFCC15M in bet
 """
 
 import hashlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
@@ -167,14 +167,15 @@ def _write_shards(folder: Path, corpus: str, items: Iterable[CorpusItem], shard_
     return paths
 
 
-def write_corpus(settings: WorldSettings, corpus: str, folder: Path, count: int) -> list[Path]:
-    """Write `count` samples of `corpus` as raw shards `<corpus>-NNNNNN.tar` (YFCC15M: its subset list, metadata
-    and images) into `folder`, a new folder (`hypvl.data.synthetic.build` swaps it in), plus the oracle side file for
-    box-less formats; returns the shard (metadata) paths."""
+def write_corpus(settings: WorldSettings, corpus: str, folder: Path, count: int,
+                 first: Sequence[CorpusItem] = ()) -> list[Path]:
+    """Write `count` samples of `corpus`, after the items `first`, as raw shards `<corpus>-NNNNNN.tar` (YFCC15M: its
+    subset list, metadata and images) into `folder`, a new folder (`hypvl.data.synthetic.build` swaps it in), plus the
+    oracle side file for box-less formats; returns the shard (metadata) paths."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     size = settings.image_size
-    items = [corpus_item(settings, corpus, i) for i in range(count)]
+    items = [*first, *(corpus_item(settings, corpus, i) for i in range(count))]
     keys = [item.key for item in items]
     if corpus == "grit":
         return _write_shards(folder, corpus, items, settings.shard_size,

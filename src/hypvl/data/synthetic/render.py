@@ -1,6 +1,7 @@
 """Draw smoke-world pictures: a scene background, an optional country band and 1-3 objects."""
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 from PIL import Image, ImageDraw
@@ -141,3 +142,19 @@ def smear(image: Image.Image, box: tuple[int, int, int, int], length: int) -> Im
     region = np.s_[y1:y2 + 1, max(x1 - length, 0):x2 + length + 1]
     pixels[region] = uniform_filter1d(pixels[region], length, axis=1, mode="nearest")
     return Image.fromarray(np.rint(pixels).astype(np.uint8))
+
+
+def scene_picture(rng: np.random.Generator, objects: list[Placed], size: int, country_p: float = 0.3) -> Picture:
+    """A drawn picture of `objects` placed in a random scene, with a random country band `country_p` of the time."""
+    country = str(rng.choice(sorted(COUNTRIES))) if rng.random() < country_p else None
+    picture = Picture(scene=str(rng.choice(list(SCENES))), objects=objects, country=country)
+    place(picture.objects, size, rng)
+    draw(picture, size, rng)
+    return picture
+
+
+def save_image(image: Image.Image, path: Path) -> Path:
+    """Save `image` as a quality-95 JPEG at `path` (folders made); returns the path."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    image.save(path, format="JPEG", quality=95)
+    return path
