@@ -57,8 +57,9 @@ def open_clip_folder(tmp_path, config=OPEN_CLIP_CFG, state=None):
     return model, folder
 
 
-def transformers_folder(tmp_path, architecture):
-    """A save_pretrained folder of a small CLIPModel or AlignModel, with its tokenizer and image processor."""
+def transformers_folder(tmp_path, architecture, positions=12):
+    """A save_pretrained folder of a small CLIPModel or AlignModel, with its tokenizer and image processor (an
+    AlignModel's text tower and tokenizer with `positions` positions)."""
     torch.manual_seed(0)
     if architecture == "clip":
         tokenizer = byte_clip_tokenizer()
@@ -71,11 +72,12 @@ def transformers_folder(tmp_path, architecture):
         vocab = {token: i for i, token in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "photo", "of",
                                                      "cat", "two", "dogs", ",", "!", ".", "##s"])}
         model = AlignModel(AlignConfig(
-            text_config={**TEXT_TOWER, "vocab_size": len(vocab)}, projection_dim=16,
+            text_config={**TEXT_TOWER, "vocab_size": len(vocab), "max_position_embeddings": positions},
+            projection_dim=16,
             vision_config={"image_size": 32, "hidden_dim": 16, "kernel_sizes": [3], "in_channels": [32],
                            "out_channels": [16], "strides": [2], "num_block_repeats": [1], "expand_ratios": [1],
                            "depthwise_padding": [], "width_coefficient": 1.0, "depth_coefficient": 1.0}))
-        tokenizer = BertTokenizer(vocab=vocab, model_max_length=12)
+        tokenizer = BertTokenizer(vocab=vocab, model_max_length=positions)
         # kakaobrain/align-base's processor, scaled down: a square resize (346), a centre crop (289), bilinear
         processor = EfficientNetImageProcessor(size={"height": 38, "width": 38}, crop_size={"height": 32, "width": 32},
                                                do_center_crop=True, resample=2, rescale_factor=1 / 127.5,
@@ -114,6 +116,18 @@ def test_a_transformers_folder_gives_the_models_own_embeddings(tmp_path, archite
         assert torch.allclose(wrapped.image_features(images()), expected_image, atol=1e-6)
         scores = wrapped.similarity(wrapped.encode_image(images()), wrapped.encode_text(wrapped.tokenizer(TEXTS)))
     assert scores.shape == (3, len(TEXTS)) and wrapped.image_size == 32
+
+
+def test_align_text_is_padded_and_truncated_as_its_processor_does_not_to_berts_positions(tmp_path):
+    """BERT has 512 positions; AlignProcessor pads and cuts text to 64 tokens, as ALIGN is used."""
+    from transformers import AlignProcessor
+
+    _, tokenizer, processor, folder = transformers_folder(tmp_path, "align", positions=512)
+    wrapped = import_library_model(folder, "transformers", "pretrained:test/align")
+    texts = [*TEXTS, " ".join(["cat"] * 100)]
+    expected = AlignProcessor(image_processor=processor, tokenizer=tokenizer)(
+        text=texts, truncation=True, return_tensors="pt")["input_ids"]
+    assert expected.shape == (len(texts), 64) and torch.equal(wrapped.tokenizer(texts), expected)
 
 
 @pytest.mark.parametrize("library, architecture", [("open_clip", None), ("transformers", "clip"),

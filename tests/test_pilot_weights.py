@@ -62,3 +62,17 @@ def test_the_import_still_refuses_a_file_the_manifest_does_not_list(fetched):
         assert outside.unrecognised(dest) == ["notes.txt"]
     finally:
         stray.unlink()
+
+
+def test_the_align_stand_in_preprocesses_as_the_released_align_base(tmp_path):
+    """kakaobrain/align-base's processor: a bilinear square resize to 346, a centre crop to 289, pixels to [-1, 1]
+    (include_top false); its text as AlignProcessor's, 64 tokens. Not AlignVisionConfig's default size (600)."""
+    import json
+
+    write_transformers(tmp_path, "kakaobrain/align-base", "align", seed=0)
+    saved = json.loads((tmp_path / "preprocessor_config.json").read_text())
+    assert saved["size"] == {"height": 346, "width": 346} and saved["crop_size"] == {"height": 289, "width": 289}
+    assert saved["do_center_crop"] and saved["resample"] == 2 and not saved["include_top"]
+    model = import_transformers(tmp_path, "pretrained:kakaobrain/align-base")
+    assert model.image_size == 289 and model.tokenizer(["a"]).shape == (1, 64)
+    assert model.pixel_scale.flatten().tolist() == pytest.approx([2.0] * 3)  # [0, 1] -> [-1, 1]

@@ -33,6 +33,7 @@ from hypvl.data.pilot.manifest import PILOT_SOURCE
 from hypvl.data.probe_splits import build_probe_splits
 from hypvl.evaluate.linprobe import check_labels_agree
 from hypvl.tasks import IMAGE_FOLDERS
+from hypvl.train.recipe import resolve_schedule, train_section_for
 from hypvl.workflow import Plan
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -177,3 +178,15 @@ def test_the_image_folders_acquisition_checks_are_the_readers_defaults(tmp_path)
         module = importlib.import_module(f"hypvl.data.formats.{formats[key]}")
         data = tmp_path / "a" / "b" / "file"
         assert module.default_image_root(data).resolve() == (data.parent / folder).resolve(), key
+
+
+def test_every_model_the_pilot_trains_takes_its_step_count():
+    """`train.steps` at the pilot, whatever `steps_for` entry a lower config layer holds (full.yaml's null for PoinCLIP's
+    grid: its paper schedule, 6k steps)."""
+    config = load_config(CONFIG)
+    plan = Plan(config)
+    steps = {experiment: resolve_schedule(plan.experiment(experiment).overrides,
+                                          train_section_for(experiment, config["train"])).steps
+             for experiment in plan.experiments() if plan.trains(experiment)}
+    assert len(steps) > 60 and set(steps.values()) == {config["train"]["steps"]}, \
+        {e: s for e, s in steps.items() if s != config["train"]["steps"]}

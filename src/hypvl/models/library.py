@@ -30,6 +30,9 @@ OPEN_CLIP_CONFIG = "open_clip_config.json"
 # transformers model types wrapped here -> whether the text tower needs the padding mask (BERT attends both
 # ways; CLIP's causal text tower never lets the tokens after the end-of-text token reach its features)
 TEXT_PADDING_MASK = {"clip": False, "align": True}
+# transformers model types whose processor pads and truncates text shorter than the text tower's positions:
+# AlignProcessor's `text_kwargs` (64 tokens), the length ALIGN is used with (BERT itself has 512 positions)
+TEXT_LENGTH = {"align": 64}
 MIN_TEMPERATURE = 0.01  # ALIGN's learned temperature, kept at CLIP's bound while a stand-in trains
 
 
@@ -114,8 +117,10 @@ class TransformersModel(LibraryModel):
         if model.config.model_type not in TEXT_PADDING_MASK:
             raise InputError(f"transformers model type {model.config.model_type!r} is not wrapped here "
                              f"(wrapped: {', '.join(TEXT_PADDING_MASK)})")
-        super().__init__(model, _PaddedTokenizer(tokenizer, model.config.text_config.max_position_embeddings),
-                         _processor_size(processor), *pixel_affine(processor))
+        positions = model.config.text_config.max_position_embeddings
+        length = min(positions, TEXT_LENGTH.get(model.config.model_type, positions))
+        super().__init__(model, _PaddedTokenizer(tokenizer, length), _processor_size(processor),
+                         *pixel_affine(processor))
         self.files, self._processor = files, processor
         self._pad_id = tokenizer.pad_token_id if TEXT_PADDING_MASK[model.config.model_type] else None
 

@@ -98,10 +98,10 @@ def write_transformers(folder: Path, hub_id: str, architecture: str, seed: int) 
     (CLIP's byte-pair vocabulary; for ALIGN a WordPiece vocabulary of BERT's size, made up) and image processor,
     saved into `folder`."""
     import torch
-    from transformers import (AlignConfig, AlignModel, BertTokenizer, CLIPConfig, CLIPImageProcessor, CLIPModel,
-                              EfficientNetImageProcessor)
+    from transformers import AlignConfig, AlignModel, BertTokenizer, CLIPConfig, CLIPImageProcessor, CLIPModel
 
-    from .standins import OPENAI_PIXEL_MEAN, OPENAI_PIXEL_STD, _clip_tokenizer, wordpiece_vocabulary
+    from .standins import OPENAI_PIXEL_MEAN, OPENAI_PIXEL_STD, _clip_tokenizer, align_image_processor, \
+        wordpiece_vocabulary
 
     if hub_id not in TRANSFORMERS_SIZES:
         raise InputError(f"{hub_id}: the pilot knows no released sizes for it (it knows {sorted(TRANSFORMERS_SIZES)})")
@@ -114,12 +114,11 @@ def write_transformers(folder: Path, hub_id: str, architecture: str, seed: int) 
                                        image_mean=list(OPENAI_PIXEL_MEAN), image_std=list(OPENAI_PIXEL_STD))
     else:
         config = AlignConfig(**TRANSFORMERS_SIZES[hub_id])
-        model, size = AlignModel(config), config.vision_config.image_size
+        model = AlignModel(config)
         vocab = wordpiece_vocabulary(())
         vocab |= {f"[unused{i}]": len(vocab) + i for i in range(BERT_VOCABULARY - len(vocab))}
         tokenizer = BertTokenizer(vocab=vocab, model_max_length=config.text_config.max_position_embeddings)
-        processor = EfficientNetImageProcessor(size={"height": size, "width": size}, do_center_crop=False,
-                                               rescale_factor=1 / 127.5, rescale_offset=True, do_normalize=False)
+        processor = align_image_processor()  # the released one: its crop, not AlignVisionConfig's 600, sets the size
     folder.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)

@@ -30,6 +30,7 @@ OPEN_CLIP_WEIGHTS = "open_clip_pytorch_model.bin"
 OPENAI_PIXEL_MEAN = (0.48145466, 0.4578275, 0.40821073)  # CLIPImageProcessor's defaults, as OpenAI's CLIPs use
 OPENAI_PIXEL_STD = (0.26862954, 0.26130258, 0.27577711)
 WORDPIECE_SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+ALIGN_INPUT_SIZE = 289  # kakaobrain/align-base's image processor's crop
 WORDPIECE_WORDS = 4000  # whole words of a stand-in BERT vocabulary; rarer words split into characters
 # timm ViT block -> open_clip residual attention block, per parameter
 TIMM_TO_OPEN_CLIP = (("norm1.", "ln_1."), ("attn.qkv.weight", "attn.in_proj_weight"),
@@ -107,12 +108,24 @@ def wordpiece_vocabulary(texts: Iterable[str]) -> dict[str, int]:
     return {token: index for index, token in enumerate(tokens + words[:WORDPIECE_WORDS])}
 
 
+def align_image_processor(size: int = ALIGN_INPUT_SIZE):
+    """kakaobrain/align-base's image processor at input size `size` (its own: 289): a bilinear square resize (346
+    for 289), a centre crop, pixels to [-1, 1] (its include_top false: no further division by the std, which took
+    them to [-2, 2])."""
+    from transformers import EfficientNetImageProcessor
+
+    resized = round(size * 346 / 289)
+    return EfficientNetImageProcessor(size={"height": resized, "width": resized},
+                                      crop_size={"height": size, "width": size}, do_center_crop=True, resample=2,
+                                      rescale_factor=1 / 127.5, rescale_offset=True, do_normalize=False,
+                                      include_top=False)
+
+
 def standin_model(architecture: str, model_cfg: dict, backbone: str, texts: Iterable[str] = ()) -> TransformersModel:
     """A freshly initialised transformers model of `architecture` (clip | align) at the size of the scale's
     `model` config (its text tower, the `backbone` ViT's width and depth, the embedding width), with its
     tokenizer and image processor. ALIGN's BERT vocabulary is built from `texts` (the training captions)."""
-    from transformers import (AlignConfig, AlignModel, BertTokenizer, CLIPConfig, CLIPImageProcessor, CLIPModel,
-                              EfficientNetImageProcessor)
+    from transformers import AlignConfig, AlignModel, BertTokenizer, CLIPConfig, CLIPImageProcessor, CLIPModel
 
     text, vit = model_cfg["text"], model_cfg["backbones"][backbone]
     size, embed_dim = model_cfg["image_size"], model_cfg["embed_dim"]
@@ -138,15 +151,8 @@ def standin_model(architecture: str, model_cfg: dict, backbone: str, texts: Iter
                   "expand_ratios": [1, 4], "depthwise_padding": [], "width_coefficient": 1.0, "depth_coefficient": 1.0}
         config = AlignConfig(text_config={**text_tower, "vocab_size": len(vocab)}, vision_config=vision,
                              projection_dim=embed_dim, temperature_init_value=0.07)
-        # kakaobrain/align-base's processor at this input size: a bilinear square resize (346 for 289), a centre
-        # crop, pixels to [-1, 1] (its include_top false: no further division by the std, which took them to [-2, 2])
-        resized = round(size * 346 / 289)
-        processor = EfficientNetImageProcessor(size={"height": resized, "width": resized},
-                                               crop_size={"height": size, "width": size}, do_center_crop=True,
-                                               resample=2, rescale_factor=1 / 127.5, rescale_offset=True,
-                                               do_normalize=False, include_top=False)
         tokenizer = BertTokenizer(vocab=vocab, model_max_length=text["context_length"])
-        return wrap_transformers(AlignModel(config), tokenizer, processor)
+        return wrap_transformers(AlignModel(config), tokenizer, align_image_processor(size))
     raise InputError(f"no stand-in for architecture {architecture!r} (known: clip, align)")
 
 
