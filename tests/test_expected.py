@@ -73,7 +73,10 @@ def test_expected_csv_loads_and_is_documented(path):
 def test_every_number_occurs_in_paper_text(path):
     paper_text = PAPERS / f"{path.parent.name}.txt"
     if not PAPERS.is_dir():
-        pytest.skip(f"the paper texts are not part of the repository and {PAPERS} is absent (set HYPVL_PAPERS)")
+        # the papers' texts are their authors' and publishers' copyright, so the repository does not redistribute
+        # them; on a machine that holds them (HYPVL_PAPERS, or ../shared/papers beside the checkout) this runs
+        pytest.skip(f"the papers' texts are copyrighted and not redistributed with the repository; {PAPERS} is "
+                    "absent (set HYPVL_PAPERS to a folder of them to check every printed number against its paper)")
     tokens = number_tokens(paper_text.read_text(encoding="utf-8"))
     missing = [(row, col, printed) for row, col, printed in printed_values(path) if printed not in tokens]
     assert not missing, f"{path}: numbers not in {paper_text.name}: {missing}"

