@@ -85,11 +85,6 @@ class Column:
         return common_metric(self.term)
 
     @property
-    def is_mean(self) -> bool:
-        """True where the paper prints an average (e.g. "Mean(16)")."""
-        return isinstance(self.term, Mean)
-
-    @property
     def task_label(self) -> str:
         """The task id, or `mean(task,...)`, naming each term's metric where they differ."""
         return term_label(self.term, self.metric or None)
