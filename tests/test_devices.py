@@ -46,3 +46,17 @@ def test_a_task_on_the_view_matches_the_task_on_the_model(tmp_path, method):
     direct = stats.run(ctx, "stats_radius")
     ctx.model = OnDevice(ctx.model, torch.device("cpu"))
     assert stats.run(ctx, "stats_radius") == direct
+
+
+def test_a_job_never_takes_more_threads_than_the_cores_it_may_run_on(monkeypatch):
+    """A training job sized for a GPU node's cores (`--threads 8`) run on a 2-core machine takes 2 threads, not 8;
+    a job asking fewer than the cores gets what it asks."""
+    from hypvl.devices import use_threads
+
+    before = torch.get_num_threads()
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1})
+    try:
+        assert use_threads(8) == 2 and torch.get_num_threads() == 2
+        assert use_threads(1) == 1 and torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)

@@ -43,6 +43,13 @@ def above(path, levels=1):
     return str(Path(path).parents[levels - 1])
 
 
+def model_checkpoint():
+    """A model's checkpoint, as a rule making one declares it: kept, or a temp() file, deleted once every job reading
+    it has run, where config `keep_checkpoints` is false (the pilot)."""
+    path = f"{RESULTS}/models/{{experiment}}/checkpoint.pt"
+    return path if config["keep_checkpoints"] else temp(path)
+
+
 def data_ready(wildcards):
     """A step's inputs from the data stage (for an {experiment} step: its grounded corpus too)."""
     return PLAN.data.inputs(wildcards.get("experiment"))

@@ -8,6 +8,7 @@ the scoring and metric code sees CPU tensors at every scale.
 """
 
 import copy
+import os
 
 import torch
 
@@ -19,6 +20,14 @@ def select_device(name: str) -> torch.device:
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     return torch.device(name)
+
+
+def use_threads(threads: int) -> int:
+    """Set torch's CPU threads to `threads`, at most the cores this process may run on (a job sized for a GPU node's
+    cores, run on a smaller machine, would oversubscribe it); returns the count set."""
+    count = max(1, min(threads, len(os.sched_getaffinity(0))))
+    torch.set_num_threads(count)
+    return count
 
 
 class OnDevice:

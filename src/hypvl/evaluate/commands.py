@@ -20,7 +20,7 @@ def evaluate_group(args) -> None:
     import torch
 
     from hypvl.data.fingerprint import data_manifest_hash
-    from hypvl.devices import on_device, select_device
+    from hypvl.devices import on_device, select_device, use_threads
     from hypvl.evaluate.context import EvalContext
     from hypvl.evaluate.features import set_loader_workers
     from hypvl.evaluate.results import write_metrics
@@ -39,7 +39,7 @@ def evaluate_group(args) -> None:
         raise InputError(f"group {args.group!r} at scale {config['scale']!r} has no tasks {unknown} "
                          f"(it has {available})")
     check_writable(args.out_dir)  # a read-only or full disk is said before the work, not after it
-    torch.set_num_threads(args.threads)
+    use_threads(args.threads)
     set_loader_workers(config["eval"]["num_workers"])
     import_plugins(config["plugins"])
     if getattr(args, "source", None) is not None:  # any model, imported in this process as `hypvl import-extra` would

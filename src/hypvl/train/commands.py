@@ -80,15 +80,14 @@ def _standin_builder(architecture: str, config: dict, backbone: str, shards: lis
 
 
 def _train(args) -> None:
-    import torch
-
+    from hypvl.devices import use_threads
     from hypvl.models.checkpoints import check_identity, read_checkpoint
 
     from .trainer import train
 
     config = config_from_args(args)
     check_writable(args.out)  # a read-only or full disk is said before the training, not after it
-    torch.set_num_threads(args.threads)
+    use_threads(args.threads)
     build = None
     if args.standin:
         experiment, architecture = standin_experiment(args.spec, args.experiment, config)
@@ -112,14 +111,14 @@ def _train(args) -> None:
 
 
 def _finetune(args) -> None:
-    import torch
+    from hypvl.devices import use_threads
 
     from .radial import finetune
     from .radial_recipe import radial_recipe
 
     config = config_from_args(args)
     check_writable(args.out)
-    torch.set_num_threads(args.threads)
+    use_threads(args.threads)
     experiment = experiment_from_spec(args.spec, args.experiment)
     try:
         radial_recipe(experiment)  # every override checked, naming the spec, before a weight or a row is read
