@@ -38,7 +38,8 @@ def dry_run(tmp_path, target: str, *options: str, configs=()) -> str:
 
 
 def jobs(output: str) -> list[dict]:
-    """Each planned job of a dry run: rule, wildcards, input, resources (name -> value) and shell command."""
+    """Each planned job of a dry run: rule, wildcards, input, resources (name -> value), priority and shell
+    command."""
     found = []
     for block in re.split(r"\n(?=(?:local)?rule \w+:\n)", output):
         rule = re.match(r"(?:local)?rule (\w+):", block)
@@ -49,6 +50,7 @@ def jobs(output: str) -> list[dict]:
         shell = re.search(r"^Shell command: (.*)$", block, flags=re.M)
         found.append({"rule": rule.group(1), "wildcards": fields.get("wildcards", ""),
                       "input": fields.get("input", ""), "resources": resources,
+                      "priority": float(fields.get("priority", 0)),
                       "shell": shell.group(1) if shell else ""})
     return found
 
@@ -101,6 +103,16 @@ def test_a_vit_l_meru_training_job_asks_slurm_for_one_node_of_8_gpus(slurm_plan)
     assert "--ntasks-per-gpu" not in command  # one task: torchrun starts the processes
     assert job["shell"].startswith("torchrun --standalone --nproc-per-node 8 -m hypvl.cli train --threads 8 ")
     assert "--experiment meru_meru_vitl" in job["shell"]
+
+
+def test_a_model_is_evaluated_before_further_training_and_paper_scale_keeps_every_checkpoint(slurm_plan):
+    """Every evaluation job outranks every training job (its results come as soon as its model exists; the pilot,
+    whose checkpoints are temp() files, holds few at a time), and full.yaml keeps each model's checkpoint."""
+    _, planned = slurm_plan
+    evaluations = [job["priority"] for job in planned if job["rule"].startswith("evaluate_")]
+    trainings = [job["priority"] for job in planned if job["rule"] == "train"]
+    assert evaluations and trainings and min(evaluations) > max(trainings)
+    assert load_config([FULL])["keep_checkpoints"] is True
 
 
 def test_evaluation_and_grounding_wait_for_their_acquisitions(slurm_plan):
