@@ -105,13 +105,16 @@ def test_a_vit_l_meru_training_job_asks_slurm_for_one_node_of_8_gpus(slurm_plan)
     assert "--experiment meru_meru_vitl" in job["shell"]
 
 
-def test_a_model_is_evaluated_before_further_training_and_paper_scale_keeps_every_checkpoint(slurm_plan):
-    """Every evaluation job outranks every training job (its results come as soon as its model exists; the pilot,
-    whose checkpoints are temp() files, holds few at a time), and full.yaml keeps each model's checkpoint."""
+def test_a_model_is_evaluated_and_reported_before_further_training_and_paper_scale_keeps_every_checkpoint(slurm_plan):
+    """Every other job outranks every training job (a model's evaluations, compares and reports come as soon as it
+    exists; the pilot, whose checkpoints are temp() files, holds few at a time), acquisitions outrank all, and
+    full.yaml keeps each model's checkpoint."""
     _, planned = slurm_plan
-    evaluations = [job["priority"] for job in planned if job["rule"].startswith("evaluate_")]
     trainings = [job["priority"] for job in planned if job["rule"] == "train"]
-    assert evaluations and trainings and min(evaluations) > max(trainings)
+    others = {job["rule"]: job["priority"] for job in planned if job["rule"] != "train"}
+    assert trainings and {"evaluate_zeroshot", "compare", "report", "index"} <= set(others)
+    assert min(others.values()) > max(trainings)
+    assert min(job["priority"] for job in planned if job["rule"] == "acquire") >= max(others.values())
     assert load_config([FULL])["keep_checkpoints"] is True
 
 

@@ -216,6 +216,8 @@ def test_training_priority_orders_the_flagship_models_by_their_cost():
                                                   "hyco_clip_vitb_grit", "hyco_clip_vits_grit")}
     assert list(cost) == sorted(cost, key=cost.get, reverse=True)
     assert plan.training.cost("hyco_meru_vits_grit_boxes") == cost["hyco_clip_vits_grit"]  # same batch, same towers
+    priority = [plan.training.priority(exp) for exp in cost]
+    assert priority == sorted(priority, reverse=True) and -1 <= min(priority) and max(priority) < 0  # after the rest
 
 
 def test_unknown_task_groups_in_the_config_are_named(tmp_path):

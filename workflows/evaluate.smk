@@ -21,7 +21,6 @@ for _group in PLAN.groups:
         threads: THREADS
         resources:
             **PLAN.step_resources("evaluate"),
-        priority: PLAN.training.first_priority()  # a model is measured as soon as it exists, before more training
         log:
             f"{RESULTS}/logs/evaluate/{{experiment}}/{_group}.log",
         conda:

@@ -32,7 +32,7 @@ rule train:
         **{name: lambda w, name=name: PLAN.training.resources(w.experiment).get(name)
            for name in PLAN.training.RESOURCES},
     retries: PLAN.training.retries()  # a run longer than resources.max_runtime continues from its checkpoint
-    priority: lambda w: PLAN.training.cost(w.experiment)  # the longest first, so the run does not end on one core
+    priority: lambda w: PLAN.training.priority(w.experiment)  # after every other ready job; the longest first
     log:
         f"{RESULTS}/logs/train/{{experiment}}.log",
     conda:

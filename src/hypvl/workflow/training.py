@@ -83,17 +83,23 @@ class TrainingStage:
                    encodings, bool(declared.overrides.get("freeze_encoders")))
 
     def cost(self, experiment: str) -> float:
-        """Training TFLOPs of `experiment`: the train rule's priority, so that the longest runs start first and the
-        last minutes do not leave a core idle."""
+        """Training TFLOPs of `experiment`."""
         return self.run(experiment).flops / 1e12
+
+    def priority(self, experiment: str) -> float:
+        """The train rule's priority, in [-1, 0): below every other job's (Snakemake's default 0), so a model's
+        evaluations, compares and reports run as soon as they can, before further training (results come in as
+        models finish, and where checkpoints are temp() files few are on disk at once); among training runs the
+        longest (`cost`) first, so the last minutes do not leave a core idle."""
+        return self.cost(experiment) / self.first_priority() - 1
 
     def _trained(self) -> list[str]:
         """The experiments the train rule makes a model for."""
         return [exp for exp in self.plan.experiments() if self.plan.trains(exp) and self.plan.runnable(exp)]
 
     def first_priority(self) -> float:
-        """A job priority above every training job's (`cost`): what the data acquisition, probe_splits and weight
-        fetching jobs take."""
+        """A job priority above every other job's: what the data acquisition, probe_splits and weight fetching jobs
+        take (above 1 + every training run's `cost`)."""
         return 1 + max((self.cost(exp) for exp in self._trained()), default=0)
 
     def job(self, experiment: str) -> Job | None:
