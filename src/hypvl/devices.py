@@ -25,7 +25,8 @@ def select_device(name: str) -> torch.device:
 def use_threads(threads: int) -> int:
     """Set torch's CPU threads to `threads`, at most the cores this process may run on (a job sized for a GPU node's
     cores, run on a smaller machine, would oversubscribe it); returns the count set."""
-    count = max(1, min(threads, len(os.sched_getaffinity(0))))
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1  # Linux; macOS
+    count = max(1, min(threads, cores))
     torch.set_num_threads(count)
     return count
 
