@@ -85,7 +85,7 @@ def test_the_linear_probe_is_cut_from_sources_in_the_real_layouts_with_the_pilot
     evaluated classes, with the class folders of the set's test split as the linear probe reads it."""
     config, summary = pilot
     options = Plan(config).data.probe_splits_options()
-    assert options == ["--scaled-source", "--max-classes", "4"]
+    assert options == ["--scaled-source", "--max-classes", str(config["eval"]["max_classes"])]
     cap = 3  # the fixture's world gives 3 classes images
     probed = [name for name in dataset_names() if load_dataset_info(name).linear_probe is not None]
     assert sorted(summary["written"]["probe_sources"]) == probed and len(probed) == 19
