@@ -1,6 +1,7 @@
 """The papers' printed numbers in expected/: every file loads, every number is in its paper's text,
 the loader rejects malformed files, and the tables agree with what the papers themselves state."""
 
+import hashlib
 import os
 import re
 import statistics
@@ -16,6 +17,7 @@ EXPECTED = REPO_ROOT / "expected"
 # the paper texts are not distributed with the repository: they sit beside a checkout, or where HYPVL_PAPERS says
 PAPERS = Path(os.environ.get("HYPVL_PAPERS", REPO_ROOT.parent / "shared" / "papers"))
 FIXTURES = Path(__file__).parent / "data" / "expected"
+NUMBERS = Path(__file__).parent / "data" / "paper_numbers"
 EXPECTED_CSVS = sorted(EXPECTED.glob("*/*.csv"))
 PAPER_NAMES = ["hycoclip", "meru", "hierarcaps", "syntax_vse", "poinclip"]
 
@@ -67,19 +69,42 @@ def test_expected_csv_loads_and_is_documented(path):
 
 
 # (b) every printed number occurs in the paper's text as a number token ------------------------------
+# The texts are their authors' and publishers' copyright, so the repository does not carry them; it carries each
+# paper's number tokens (tests/data/paper_numbers/<paper>.txt: numbers only, no prose, and the sha256 of the text
+# they were read from), against which every printed number is checked on every machine. Where the texts are
+# (HYPVL_PAPERS, or ../shared/papers beside the checkout), each index is also checked against its text.
+
+
+def number_index(paper):
+    """(sha256 of the paper's text the index was read from, its number tokens) from tests/data/paper_numbers."""
+    header, *tokens = (NUMBERS / f"{paper}.txt").read_text(encoding="utf-8").splitlines()
+    return header.rsplit(" ", 1)[-1], set(tokens)
+
+
+def write_number_index(paper):
+    """Write tests/data/paper_numbers/<paper>.txt from the paper's text under PAPERS."""
+    text = (PAPERS / f"{paper}.txt").read_bytes()
+    lines = [f"# number tokens of {paper}.txt, sha256 {hashlib.sha256(text).hexdigest()}",
+             *sorted(number_tokens(text.decode("utf-8")))]
+    (NUMBERS / f"{paper}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 @pytest.mark.parametrize("path", EXPECTED_CSVS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_every_number_occurs_in_paper_text(path):
-    paper_text = PAPERS / f"{path.parent.name}.txt"
-    if not PAPERS.is_dir():
-        # the papers' texts are their authors' and publishers' copyright, so the repository does not redistribute
-        # them; on a machine that holds them (HYPVL_PAPERS, or ../shared/papers beside the checkout) this runs
-        pytest.skip(f"the papers' texts are copyrighted and not redistributed with the repository; {PAPERS} is "
-                    "absent (set HYPVL_PAPERS to a folder of them to check every printed number against its paper)")
-    tokens = number_tokens(paper_text.read_text(encoding="utf-8"))
+    _, tokens = number_index(path.parent.name)
     missing = [(row, col, printed) for row, col, printed in printed_values(path) if printed not in tokens]
-    assert not missing, f"{path}: numbers not in {paper_text.name}: {missing}"
+    assert not missing, f"{path}: numbers not in {path.parent.name}'s text: {missing}"
+
+
+@pytest.mark.parametrize("paper", PAPER_NAMES)
+def test_each_number_index_is_read_from_its_papers_text(paper):
+    text = PAPERS / f"{paper}.txt"
+    if not text.is_file():
+        pytest.skip(f"{text} is absent (the texts are copyrighted, not in the repository): the index cannot be "
+                    "re-read here; every printed number was still checked against it")
+    digest, tokens = number_index(paper)
+    assert (digest, tokens) == (hashlib.sha256(text.read_bytes()).hexdigest(), number_tokens(text.read_text(
+        encoding="utf-8"))), f"rewrite it: python tests/test_expected.py (with {PAPERS} holding the texts)"
 
 
 def test_number_tokens_are_whole_numbers():
@@ -278,3 +303,8 @@ def test_poinclip_baselines_are_merus_numbers_and_stated_counts():
     assert sum(p5.value("vits_poinclip", col) > p5.value("vits_poincare", col) for col in p5.columns) == 14
     # Table 4 caption: best at lambda = lambda_reg = 0.1.
     assert max(p4.rows, key=lambda row: p4.value(row, "grid_score")) == "lambda_reg_0_1_lambda_0_1"
+
+
+if __name__ == "__main__":  # rewrite every paper's number index from the texts under PAPERS
+    for name in PAPER_NAMES:
+        write_number_index(name)
