@@ -46,7 +46,7 @@ def above(path, levels=1):
 def model_checkpoint():
     """A model's checkpoint, as a rule making one declares it: kept, or a temp() file, deleted once every job reading
     it has run, where config `keep_checkpoints` is false (the pilot)."""
-    path = f"{RESULTS}/models/{{experiment}}/checkpoint.pt"
+    path = PLAN.checkpoint("{experiment}")
     return path if config["keep_checkpoints"] else temp(path)
 
 
