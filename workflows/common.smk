@@ -43,11 +43,10 @@ def above(path, levels=1):
     return str(Path(path).parents[levels - 1])
 
 
-def model_checkpoint():
-    """A model's checkpoint, as a rule making one declares it: kept, or a temp() file, deleted once every job reading
-    it has run, where config `keep_checkpoints` is false (the pilot)."""
-    path = PLAN.checkpoint("{experiment}")
-    return path if config["keep_checkpoints"] else temp(path)
+# A model's checkpoint, as the rules making one declare it: kept, or a temp() file, deleted once every job reading it
+# has run, where config `keep_checkpoints` is false (the pilot)
+MODEL_CHECKPOINT = (PLAN.checkpoint("{experiment}") if config["keep_checkpoints"]
+                    else temp(PLAN.checkpoint("{experiment}")))
 
 
 def data_ready(wildcards):

@@ -106,7 +106,7 @@ rule import_weights:
         PLAN.evaluation.with_training_inputs(),
         weights=lambda w: PLAN.outside.weights_input(w.experiment),
     output:
-        checkpoint=model_checkpoint(),
+        checkpoint=MODEL_CHECKPOINT,
         metrics=PLAN.evaluation.with_training_outputs(),
     wildcard_constraints:
         experiment=PLAN.outside.imported_pattern(),
@@ -135,7 +135,7 @@ rule import_standin:
         source=lambda w: PLAN.outside.standin_from(w.experiment),
     output:
         weights=directory(f"{RESULTS}/standins/{{experiment}}/weights"),
-        checkpoint=model_checkpoint(),
+        checkpoint=MODEL_CHECKPOINT,
         metrics=PLAN.evaluation.with_training_outputs(),
     wildcard_constraints:
         experiment=PLAN.outside.imported_pattern(stood_in=True),
@@ -165,7 +165,7 @@ rule import_extra:
         PLAN.evaluation.with_training_inputs(),
         weights=lambda w: PLAN.outside.extra_input(w.experiment),
     output:
-        checkpoint=model_checkpoint(),
+        checkpoint=MODEL_CHECKPOINT,
         metrics=PLAN.evaluation.with_training_outputs(),
     wildcard_constraints:
         experiment=PLAN.outside.extra_pattern(),

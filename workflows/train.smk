@@ -11,7 +11,7 @@ rule train:
         PLAN.evaluation.with_training_inputs(),
         init=lambda w: PLAN.training.init_checkpoint(w.experiment),
     output:
-        checkpoint=model_checkpoint(),
+        checkpoint=MODEL_CHECKPOINT,
         log=f"{RESULTS}/models/{{experiment}}/train_log.csv",
         summary=f"{RESULTS}/models/{{experiment}}/train_summary.json",
         metrics=PLAN.evaluation.with_training_outputs(),
@@ -48,7 +48,7 @@ rule finetune:
         lambda w: PLAN.training.finetune_inputs(w.experiment),
         base=lambda w: PLAN.training.base_checkpoint(w.experiment),
     output:
-        checkpoint=model_checkpoint(),
+        checkpoint=MODEL_CHECKPOINT,
         log=f"{RESULTS}/models/{{experiment}}/train_log.csv",
         summary=f"{RESULTS}/models/{{experiment}}/train_summary.json",
         metrics=PLAN.evaluation.with_training_outputs(),
