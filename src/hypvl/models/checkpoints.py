@@ -12,6 +12,7 @@ from hypvl.errors import InputError, listed
 from hypvl.io import atomic_write
 
 from .build import build_model
+from .skeleton import skeleton
 
 ZIP_MAGIC = b"PK\x03\x04"  # torch.save's format since PyTorch 1.6
 PICKLE_PROTOCOL = b"\x80"  # the legacy format: a bare pickle (protocol 2 and later)
@@ -48,9 +49,11 @@ def check_weights(state: dict, own: dict, parameters, source: str) -> None:
         raise InputError(f"{source}: weights hold numbers that are not finite (NaN or infinity): {listed(broken)}")
 
 
-def load_state(model, state: dict, source: str) -> None:
+def load_state(model, state: dict, source: str, assign: bool = False) -> None:
     """Load `state` strictly; a missing or unexpected key, a tensor of another shape than the model's, or weights
-    `check_weights` refuses, is an error naming the keys (a few, and a count of the rest) and both shapes."""
+    `check_weights` refuses, is an error naming the keys (a few, and a count of the rest) and both shapes. With
+    `assign` the tensors take the parameters' place (a model built by `skeleton.parameters_on_meta`), cast to the
+    model's floating point types as copying would."""
     if not isinstance(state, dict):
         raise InputError(f"{source}: the model state is a {type(state).__name__}, not a dict of tensors")
     own = model.state_dict()
@@ -60,7 +63,10 @@ def load_state(model, state: dict, source: str) -> None:
     if wrong:
         raise InputError(f"{source}: checkpoint does not fit the model: {listed(wrong, 3)}")
     check_weights(state, own, dict(model.named_parameters()), source)
-    missing, unexpected = model.load_state_dict(state, strict=False)
+    if assign:
+        state = {key: value.to(own[key].dtype) if key in own and own[key].is_floating_point() else value
+                 for key, value in state.items()}
+    missing, unexpected = model.load_state_dict(state, strict=False, assign=assign)
     if missing or unexpected:
         missing, unexpected = (listed(map(repr, sorted(keys))) for keys in (missing, unexpected))
         raise InputError(f"{source}: checkpoint does not fit the model: missing keys [{missing}], unexpected keys "
@@ -147,8 +153,11 @@ def load_checkpoint(path: Path, model_of=None):
     recipe = blob["recipe"]
     if model_of is not None:
         check_identity(recipe, path, model_of)
-    model = build_from_recipe(recipe, path)
-    load_state(model, blob["model"], str(path))
+    model = skeleton(lambda: build_from_recipe(recipe, path))  # no random initialisation for the weights to replace
+    assign = model is not None
+    if not assign:
+        model = build_from_recipe(recipe, path)
+    load_state(model, blob["model"], str(path), assign=assign)
     if blob.get("radial_root") is not None:
         model.radial_root = blob["radial_root"]
     return model.eval(), recipe
