@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import torch
 import yaml
 from conftest import REPO
 
@@ -18,7 +19,8 @@ from hypvl.data.synthetic.settings import WorldSettings
 from hypvl.errors import InputError
 from hypvl.models.build import build_model
 from hypvl.models.checkpoints import save_checkpoint
-from hypvl.provenance import config_differences, config_hash, git_state
+from hypvl import provenance as provenance_module
+from hypvl.provenance import checkpoint_record, config_differences, config_hash, git_state
 from hypvl.spec.load import load_spec
 from hypvl.train.commands import experiment_from_spec
 
@@ -64,6 +66,23 @@ def test_a_metrics_json_records_run_config_code_data_and_checkpoint(tmp_path):
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True).stdout
     assert (provenance["git_commit"], provenance["git_dirty"]) == (head.strip(), bool(status.strip()))
     assert set(provenance["packages"]) == {"torch", "timm", "open_clip", "numpy", "hypvl"}
+
+
+def test_a_checkpoints_sha256_is_recorded_when_written_and_trusted_only_while_the_file_is_unchanged(
+        tmp_path, monkeypatch):
+    checkpoint = tmp_path / "checkpoint.pt"
+    save_checkpoint(checkpoint, torch.nn.Linear(2, 2), {"experiment": "e"}, step=0)
+    record = json.loads((tmp_path / "checkpoint.pt.sha256.json").read_text())
+    assert record == {"sha256": sha256(checkpoint), "bytes": checkpoint.stat().st_size,
+                      "mtime_ns": checkpoint.stat().st_mtime_ns}
+    hashed = []
+    monkeypatch.setattr(provenance_module, "file_digest", lambda path: hashed.append(path) or sha256(Path(path)))
+    assert checkpoint_record(checkpoint)["checkpoint_sha256"] == record["sha256"] and hashed == []
+    torch.save({"model": {}}, checkpoint)  # replaced by other means: another size, another time
+    assert checkpoint_record(checkpoint)["checkpoint_sha256"] == sha256(checkpoint) != record["sha256"]
+    assert hashed == [checkpoint]
+    (tmp_path / "checkpoint.pt.sha256.json").write_text("{not json")
+    assert checkpoint_record(checkpoint)["checkpoint_sha256"] == sha256(checkpoint) and len(hashed) == 2
 
 
 def test_the_data_manifest_hash_covers_the_manifests_and_acquisition_records_only(tmp_path):
