@@ -14,3 +14,11 @@ def _single_thread():
     import torch
 
     torch.set_num_threads(1)
+
+
+@pytest.fixture
+def rng():
+    """numpy's generator, seeded: the random cases of the oracle tests."""
+    import numpy as np
+
+    return np.random.default_rng(0)
