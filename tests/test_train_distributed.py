@@ -15,6 +15,7 @@ import torch.multiprocessing as mp
 import yaml
 
 from hypvl.errors import InputError
+from hypvl.provenance import file_digest
 from hypvl.train import distributed
 from hypvl.train.syntax import collate_syntax, syntax_targets
 
@@ -141,8 +142,10 @@ def test_hypvl_train_runs_under_torchrun(tmp_path):
     assert run.stdout.count("24 records") == 1  # the command after `train` runs once, on rank 0
     summary = json.loads((out / "train_summary.json").read_text())
     assert summary["processes"] == 2 and summary["schedule"]["batch_size"] == 8 and summary["samples_read"] >= 24
-    assert sorted(p.name for p in out.iterdir()) == ["checkpoint.pt", "tensorboard", "train_log.csv",
-                                                          "train_summary.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["checkpoint.pt", "checkpoint.pt.sha256.json", "tensorboard",
+                                                          "train_log.csv", "train_summary.json"]
+    record = json.loads((out / "checkpoint.pt.sha256.json").read_text())  # the final file's digest, by rank 0
+    assert record["sha256"] == file_digest(out / "checkpoint.pt")
     assert len(list((out / "tensorboard").iterdir())) == 1  # one event file: rank 0 reports, the others do not
 
 
