@@ -4,7 +4,7 @@ traceback), and no output file.
 
 Each case builds its input under `tmp_path` and returns (argv, the file the line must name, a regular
 expression for the problem, the outputs that must not exist). The fixtures come from the format writers
-(tests/test_formats.py) and the replication fixture (tests/data/replication).
+(tests/format_fixtures.py) and the replication fixture (tests/data/replication).
 """
 
 import json
@@ -17,8 +17,8 @@ import pytest
 import torch
 import yaml
 from conftest import REPO
+from format_fixtures import BUILDERS, edit_json, edit_shard, truncate
 from PIL import Image
-from test_formats import BUILDERS, edit_json, edit_shard, truncate
 from test_replication import FIXTURE, write_metrics
 
 from hypvl.cli import main

@@ -20,6 +20,7 @@ import pytest
 import torch
 import yaml
 from PIL import Image
+from format_fixtures import BUILDERS
 from test_bad_inputs import (
     checkpoint_case,
     compare,
@@ -32,7 +33,6 @@ from test_bad_inputs import (
     tiny_checkpoint,
     write,
 )
-from test_formats import BUILDERS
 from test_replication import OURS
 
 from hypvl.data.formats.images import encode_image

@@ -6,9 +6,9 @@ image that does not decode are one clear error."""
 import numpy as np
 import pytest
 import torch
+from format_fixtures import assign, edit_shard
 from PIL import Image
 from test_eval_helpers import random_image
-from test_formats import assign, edit_shard
 
 from hypvl.data.formats.classification_split import read_classification_split
 from hypvl.data.formats.clip_benchmark_wds import ClipBenchmarkDataset, LabelledImage, write_clip_benchmark_wds

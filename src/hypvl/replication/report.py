@@ -21,6 +21,17 @@ from hypvl.replication.coverage import REASONS
 from hypvl.replication.markdown import escape
 from hypvl.replication.markdown import table as markdown_table
 from hypvl.replication.provenance_section import provenance_section
+from hypvl.replication.report_cells import (
+    MARKERS,
+    compact_cell,
+    compact_grid,
+    decimals,
+    delta_cell,
+    grid,
+    ours_cell,
+    paper_cell,
+    seeds_note,
+)
 from hypvl.replication.standing import standings
 from hypvl.spec.paper import PaperSpec
 from hypvl.spec.tables import External
@@ -30,17 +41,6 @@ SMOKE_BANNER = "SMOKE SCALE: synthetic world, tiny models; numbers are not compa
 PILOT_BANNER = ("PILOT SCALE: the paper-scale path (full-size encoders, the acquired layouts) on a tiny world for a few "
                 "steps; numbers are not comparable to the paper")
 SUMMARY_PREFIX = "**Summary**"
-MARKERS = {  # verdict -> its mark in the tables (none the papers print: they use ✓ and × in their own labels)
-    "within": "●",
-    "outside": "◆",  # a metric with no direction; a directed one is marked by its standing (OUTSIDE_MARKERS)
-    "within_seed_spread": "◐",
-    "not_comparable": "n/c",
-    "no_paper_value": "n/p",
-    "missing": "?",
-    "external": "ext.",
-    "extra": "–",
-}
-OUTSIDE_MARKERS = {"better": "▲", "worse": "▼", "off": "◆"}  # an outside cell's standing -> its mark
 LEGEND = {
     "within": "within tolerance",
     "outside": "outside tolerance: ▲ better than the paper, ▼ worse (by the metric's direction), ◆ a metric with no "
@@ -97,77 +97,6 @@ def compared_labels(spec: PaperSpec, table_name: str, expected: ExpectedTable, s
     printed = row_labels(expected)
     return {row: (printed[source] if source else row.removeprefix(EXTRA_ROW)) + mark
             for row, (source, mark) in marked_rows(spec, table_name, scale, extras).items()}
-
-
-def _decimals(expected: ExpectedTable) -> dict[str, int]:
-    """Column -> decimals for our numbers: one more than the paper prints in that column (2 if it prints none)."""
-    decimals = {}
-    for column in expected.columns:
-        printed = [expected.cells[(row, column)].printed for row in expected.rows]
-        places = [len(text.partition(".")[2]) for text in printed if text is not None]
-        decimals[column] = max(places) + 1 if places else 2
-    return decimals
-
-
-def _paper_cell(expected: ExpectedTable, row: str, column: str) -> str:
-    """The paper's cell as printed, bold as **x** and underline as <u>x</u>."""
-    cell = expected.cells[(row, column)]
-    text = cell.printed if cell.printed is not None else escape(cell.token)
-    if cell.underline:
-        text = f"<u>{text}</u>"
-    if cell.bold:
-        text = f"**{text}**"
-    return text
-
-
-def _marker(line) -> str:
-    """A cell's verdict marker (an outside cell's: its standing's); a missing cell's reason after it."""
-    marker = escape(OUTSIDE_MARKERS.get(line.standing, MARKERS[line.verdict]) if line.verdict == "outside"
-                    else MARKERS[line.verdict])
-    return f"{marker} {escape(line.reason)}" if line.verdict == "missing" else marker
-
-
-def _ours_cell(line, places: int) -> str:
-    """Our number (mean ± standard deviation for a row trained with several seeds), or the missing (with its
-    reason) or external marker."""
-    if line.verdict in ("missing", "external"):
-        return _marker(line)
-    return f"{line.ours:.{places}f}" + (f" ± {line.spread:.{places}f}" if line.n_seeds > 1 else "")
-
-
-def _seeds_note(frame: pd.DataFrame) -> list[str]:
-    """The line under the Ours grid naming the rows averaged over several seeds (none: no line)."""
-    counts = frame.groupby("row", sort=False)["n_seeds"].max().dropna()
-    seeded = counts[counts > 1]
-    if seeded.empty:
-        return []
-    if len(seeded) == len(counts) and seeded.nunique() == 1:
-        return ["", f"Mean ± standard deviation over {seeded.iloc[0]} seeds in every measured row (config `seeds`)."]
-    rows = ", ".join(f"`{row}` ({count} seeds)" for row, count in seeded.items())
-    return ["", f"Mean ± standard deviation over the seeds of the rows trained with several (config `seeds`): {rows}."]
-
-
-def _delta_cell(line, places: int) -> str:
-    """ours - paper with its verdict marker, or the marker alone where there is no difference."""
-    if pd.isna(line.delta):
-        return _marker(line)
-    return f"{line.delta:+.{places}f} {_marker(line)}"
-
-
-def _grid(expected: ExpectedTable, cell_text, rows: dict[str, tuple[str, str]] | None = None) -> list[str]:
-    """A printed-layout table: label columns, then one column per value column; cell_text(row, column) -> str.
-    `rows`: row id -> (printed row whose labels it shows, mark appended to its last label); default the
-    printed rows, unmarked."""
-    label_columns = list(expected.labels[expected.rows[0]])
-    header = [escape(name.lstrip("_")) for name in label_columns] or ["row"]
-    header += [escape(column) for column in expected.columns]
-    body = []
-    for row, (printed, mark) in (rows or {row: (row, "") for row in expected.rows}).items():
-        labels = ([expected.labels[printed][name] for name in label_columns] or [printed] if printed
-                  else [""] * (len(label_columns) - 1) + [row.removeprefix(EXTRA_ROW)])
-        labels[-1] += mark
-        body.append([escape(label) for label in labels] + [cell_text(row, column) for column in expected.columns])
-    return markdown_table(header, body)
 
 
 def verdict_counts(frame: pd.DataFrame) -> str:
@@ -247,22 +176,6 @@ def _check_frame(frame: pd.DataFrame, spec: PaperSpec, table_name: str, source) 
         raise InputError(f"{source}: cells do not match {spec.path} table {table_name!r}; rerun compare")
 
 
-def _compact_cell(line, places: int) -> str:
-    """Ours (± the seeds' spread) with its verdict mark (none where not comparable: the banner says so), and under
-    it the paper's number, small; the missing or external marker alone."""
-    if line.verdict in ("missing", "external"):
-        return _marker(line)
-    spread = f"±{line.spread:.{places}f}" if line.n_seeds > 1 else ""
-    mark = "" if line.verdict == "not_comparable" else f" {_marker(line)}"
-    return f"{line.ours:.{places}f}{spread}{mark}<br><sub>paper {escape(line.paper_text)}</sub>"
-
-
-def _compact_grid(expected: ExpectedTable, labels: dict[str, str], cell_text) -> list[str]:
-    """Ours beside the paper: one label column (a compared row's printed labels and mark), then the value columns."""
-    body = [[escape(label)] + [cell_text(row, column) for column in expected.columns] for row, label in labels.items()]
-    return markdown_table(["row", *map(escape, expected.columns)], body)
-
-
 def _details(summary: str, lines: list[str]) -> list[str]:
     """`lines` under `## summary` in a collapsed <details> section."""
     return [f"<details><summary>{summary}</summary>", "", f"## {summary}", "", *lines, "", "</details>", ""]
@@ -276,11 +189,11 @@ def report_markdown(spec: PaperSpec, table_name: str, frame: pd.DataFrame, plot_
     expected = load_expected(table.expected_path)
     compared = marked_rows(spec, table_name, frame_scale(frame), extra_rows(frame))
     labels = compared_labels(spec, table_name, expected, frame_scale(frame), extra_rows(frame))
-    decimals = _decimals(expected)
+    places = decimals(expected)
     lines_by_cell = {(line.row, line.column): line for line in standings(frame, spec, table_name).itertuples(index=False)}
 
     def cell(render):
-        return lambda row, column: render(lines_by_cell[(row, column)], decimals[column])
+        return lambda row, column: render(lines_by_cell[(row, column)], places[column])
 
     legend = "; ".join(f"{escape(MARKERS[verdict])} {LEGEND[verdict]}" for verdict in VERDICTS)
     picture = (f"![the verdicts: each cell's difference in tolerances of its column]({plot_link})" if plot_link else
@@ -301,14 +214,14 @@ def report_markdown(spec: PaperSpec, table_name: str, frame: pd.DataFrame, plot_
         "",
         "## Ours beside the paper",
         "",
-        *_compact_grid(expected, labels, cell(_compact_cell)),
-        *_seeds_note(frame),
+        *compact_grid(expected, labels, cell(compact_cell)),
+        *seeds_note(frame),
         "",
         f"Each cell: our number and its mark, the paper's number under it. Marks: {legend}.",
         "",
-        *_details("Paper (as printed)", _grid(expected, lambda row, column: _paper_cell(expected, row, column))),
-        *_details("Ours", _grid(expected, cell(_ours_cell), compared)),
-        *_details("Difference (ours − paper) and verdict", _grid(expected, cell(_delta_cell), compared)),
+        *_details("Paper (as printed)", grid(expected, lambda row, column: paper_cell(expected, row, column))),
+        *_details("Ours", grid(expected, cell(ours_cell), compared)),
+        *_details("Difference (ours − paper) and verdict", grid(expected, cell(delta_cell), compared)),
         *_mapping_sections(spec, table_name, frame, labels, curves or {}),
         "",
         *provenance_section(frame),

@@ -10,7 +10,7 @@ With `subreddit_prefix` p > 0, a caption is prefixed with its RedCaps subreddit 
 A sample with several captions (a YFCC15M photo's title and description) trains with one drawn uniformly at every
 access, as SLIP's loader does (datasets.py: `np.random.choice([title, desc])`).
 
-Shards are read with webdataset and each sample is checked complete (`grounded_record`). The shards are dealt
+Shards are read by `hypvl.train.records` (webdataset, each sample checked complete). The shards are dealt
 round-robin to *readers*, one per DataLoader worker (or the process itself) of each data-parallel rank. Each
 epoch a reader visits its shards in a seeded order, a *window* of consecutive shards holding at least
 `shuffle_buffer` samples at a time, and yields the window's samples in a seeded order: the mixing of
@@ -26,26 +26,25 @@ twin where grounding wrote one (`hypvl.data.formats.decoded`); the batches are t
 """
 
 import copy
-import tarfile
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 import torch
-import webdataset as wds
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 from torchvision.transforms import v2
 
 from hypvl.data.formats.decoded import DecodedImage, read_twin
-from hypvl.data.formats.grounded import GroundedRecord, grounded_record, iter_grounded
-from hypvl.data.formats.images import CorruptImage, decode_image
+from hypvl.data.formats.grounded import GroundedRecord
+from hypvl.data.formats.images import CorruptImage
 from hypvl.data.formats.shards import shard_paths
 from hypvl.data.transforms import to_tensor_batch
 from hypvl.errors import InputError
 
+from .records import LazyImage, Sample, check_parsed, read_shard, unparsed
 from .subreddits import prefixed_caption
-from .syntax import SyntaxTargets, collate_syntax, syntax_targets
+from .syntax import collate_syntax, syntax_targets
 
 MODES = ("pairs", "boxes_as_pairs", "compositional")
 CROP_SCALE = (0.5, 1.0)
@@ -76,70 +75,6 @@ class ReaderState:
         return self.epoch, self.window, self.index, self.pair
 
 
-class _Image:
-    """An image of a record: decoded on first use (from its bytes, or taken from a decoded twin); a decode failure
-    is remembered and raised at every use."""
-
-    __slots__ = ("data", "where", "decoded", "error")
-
-    def __init__(self, data: bytes | DecodedImage, where: str):
-        self.data, self.where, self.decoded, self.error = data, where, None, None
-
-    def get(self):
-        if self.decoded is None and self.error is None:
-            try:
-                data = self.data
-                self.decoded = data.get() if isinstance(data, DecodedImage) else decode_image(data, self.where)
-            except CorruptImage as exc:
-                self.error = exc
-            self.data = None  # keep the pixels (or the error), not the encoded bytes
-        if self.error is not None:
-            raise self.error
-        return self.decoded
-
-
-@dataclass
-class _Sample:
-    """One grounded record as the stream uses it: images (decoded lazily), its captions with their tokens (the
-    parsed one first; several where each access draws one), box crops and phrase tokens, the subreddit and the syntax
-    targets where the run needs them."""
-
-    image: _Image
-    captions: list[tuple[str, torch.Tensor]]
-    boxes: list[tuple[_Image, torch.Tensor]]
-    subreddit: str | None = None
-    syntax: SyntaxTargets | None = None
-
-
-def read_shard(path: Path) -> Iterator[GroundedRecord]:
-    """The records of one grounded shard, read by webdataset; a truncated or unreadable shard is an InputError."""
-    _check_ends(path)
-    pipeline = wds.DataPipeline(wds.SimpleShardList([str(path)]), wds.tarfile_to_samples(handler=wds.reraise_exception))
-    try:
-        for sample in pipeline:
-            yield grounded_record(path, sample["__key__"],
-                                  {name: data for name, data in sample.items() if not name.startswith("__")})
-    except InputError:
-        raise
-    except (tarfile.TarError, EOFError, OSError, ValueError) as exc:  # webdataset's and tarfile's read errors
-        raise InputError(f"{path}: truncated or corrupt tar shard ({type(exc).__name__}: {exc})") from None
-
-
-def _check_ends(path: Path) -> None:
-    """A tar archive ends with two zero blocks; one cut at a member boundary does not (webdataset's reader would
-    stop there silently). `hypvl data check` validates shards fully."""
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(0, 2)
-            size = handle.tell()
-            handle.seek(max(0, size - 2 * tarfile.BLOCKSIZE))
-            tail = handle.read()
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read the shard ({exc.strerror})") from None
-    if len(tail) < 2 * tarfile.BLOCKSIZE or tail.count(0) != len(tail):
-        raise InputError(f"{path}: truncated tar shard (no end-of-archive blocks)")
-
-
 class TrainingStream(IterableDataset):
     """Seeded batches of a grounded corpus for one data-parallel rank, each reader resumable (module docstring).
 
@@ -158,7 +93,7 @@ class TrainingStream(IterableDataset):
         if not self.shards:
             raise InputError("no training shards given")
         if syntax:
-            _check_parsed(self.shards)
+            check_parsed(self.shards)
         if syntax and subreddit_prefix:
             raise ValueError("a subreddit prefix would misalign the caption with its parse")
         self.tokenizer, self.image_size, self.batch_size, self.mode = tokenizer, image_size, batch_size, mode
@@ -201,7 +136,7 @@ class _Reader:
         self.shards = stream.shards_of[reader]
         self.crop = v2.RandomResizedCrop(stream.image_size, scale=CROP_SCALE,
                                          interpolation=v2.InterpolationMode.BICUBIC, antialias=True)
-        self._cache: dict[Path, list[_Sample]] | None = {} if stream.cache else None
+        self._cache: dict[Path, list[Sample]] | None = {} if stream.cache else None
         self._tokens: dict[str, torch.Tensor] = {}  # text -> token ids, kept only with the cache
 
     def batches(self) -> Iterator[dict]:
@@ -244,7 +179,7 @@ class _Reader:
                                  f"({state.read} samples read)")
             state.epoch, state.window = state.epoch + 1, 0
 
-    def _window(self, order, start: int) -> tuple[list[_Sample], int]:
+    def _window(self, order, start: int) -> tuple[list[Sample], int]:
         """The samples of the shards order[start:end], end the first index at which they hold `shuffle_buffer`."""
         samples, end = [], start
         while end < len(order) and (end == start or len(samples) < self.stream.shuffle_buffer):
@@ -252,7 +187,7 @@ class _Reader:
             end += 1
         return samples, end
 
-    def _shard_samples(self, shard: Path) -> list[_Sample]:
+    def _shard_samples(self, shard: Path) -> list[Sample]:
         """The samples of one shard: parsed once and kept when caching, else read again on every pass."""
         if self._cache is None:
             return [self._sample(record) for record in read_shard(shard)]
@@ -270,7 +205,7 @@ class _Reader:
             self._tokens.update(zip(new, self.stream.tokenizer(new)))
         return [self._tokens[text] for text in texts]
 
-    def _sample(self, record: GroundedRecord, decoded: list[DecodedImage] | None = None) -> _Sample:
+    def _sample(self, record: GroundedRecord, decoded: list[DecodedImage] | None = None) -> Sample:
         """A record as the stream uses it; `decoded`: its images (whole, then crops) from the shard's twin."""
         stream = self.stream
         images = decoded or [record.image, *(crop for crop, _ in record.boxes)]
@@ -279,17 +214,17 @@ class _Reader:
                              "augmentation prefixes: ground the corpus again with `hypvl ground`")
         captions = record.captions or [record.caption]
         tokens = self._tokenised([*captions, *(phrase for _, phrase in record.boxes)])
-        boxes = [(_Image(crop, record.where(f"parent{i:03d}.jpg")), phrase_tokens)
+        boxes = [(LazyImage(crop, record.where(f"parent{i:03d}.jpg")), phrase_tokens)
                  for i, (crop, phrase_tokens) in enumerate(zip(images[1:], tokens[len(captions):]))]
         syntax = None
         if stream.syntax:
             if record.parse is None:
-                raise _unparsed(record.source, record.key)
+                raise unparsed(record.source, record.key)
             positions = stream.tokenizer.word_positions(record.caption, record.parse["tokens"])
             syntax = syntax_targets(record.parse, positions, stream.tokenizer.context_length)
-        return _Sample(_Image(images[0], record.where()), list(zip(captions, tokens)), boxes, record.subreddit, syntax)
+        return Sample(LazyImage(images[0], record.where()), list(zip(captions, tokens)), boxes, record.subreddit, syntax)
 
-    def _sample_items(self, sample: _Sample, draws: np.ndarray, first_visit: bool) -> list[tuple]:
+    def _sample_items(self, sample: Sample, draws: np.ndarray, first_visit: bool) -> list[tuple]:
         """The items of one sample (none when it is skipped), counting it when first visited; `draws` are its three
         uniform draws: the caption prefix's coin, the box and the caption (of several; a syntax run keeps the parsed
         first)."""
@@ -320,7 +255,7 @@ class _Reader:
             return [(image, tokens, *boxes[0])]
         return [(image, tokens), *boxes]
 
-    def _count_seen(self, sample: _Sample, boxes: int) -> None:
+    def _count_seen(self, sample: Sample, boxes: int) -> None:
         """Count a sample's pair and its `boxes` trained on; in the first epoch, also the pair and the boxes the mode
         draws from (none in `pairs` mode)."""
         state = self.state
@@ -360,16 +295,3 @@ class _Reader:
         transform's two steps are called directly (a plain call also flattens and re-packs its input each time)."""
         crop = self.crop
         return to_tensor_batch([crop.transform(image, crop.make_params([image])) for image in images])
-
-
-def _unparsed(shard, key: str) -> InputError:
-    return InputError(f"{shard}: sample {key!r} has no dependency parse (child.parse.json), which syntax-preserving "
-                      "MERU trains on: ground the corpus with `hypvl ground`")
-
-
-def _check_parsed(shards: list[Path]) -> None:
-    """Refuse, before training, shards whose first sample has no parse (e.g. HyCoCLIP's released GRIT shards)."""
-    for shard in shards:
-        first = next(iter_grounded(shard), None)
-        if first is not None and first.parse is None:
-            raise _unparsed(shard, first.key)
