@@ -1,6 +1,7 @@
 """Shared test set-up: offline, deterministic, and the repository root as the working directory."""
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -22,3 +23,12 @@ def rng():
     import numpy as np
 
     return np.random.default_rng(0)
+
+
+@pytest.fixture
+def workspace(tmp_path):
+    """A copy of the replication fixture (a tiny spec and its printed table) in tmp_path."""
+    from replication_fixture import FIXTURE
+
+    shutil.copytree(FIXTURE, tmp_path, dirs_exist_ok=True)
+    return tmp_path

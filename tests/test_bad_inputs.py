@@ -19,7 +19,7 @@ import yaml
 from conftest import REPO
 from format_fixtures import BUILDERS, edit_json, edit_shard, truncate
 from PIL import Image
-from test_replication import FIXTURE, write_metrics
+from replication_fixture import FIXTURE, write_metrics
 
 from hypvl.cli import main
 from hypvl.config import DEFAULT_CONFIG

@@ -33,7 +33,7 @@ from test_bad_inputs import (
     tiny_checkpoint,
     write,
 )
-from test_replication import OURS
+from replication_fixture import OURS
 
 from hypvl.data.formats.images import encode_image
 from hypvl.provenance import file_digest

@@ -5,7 +5,7 @@ import json
 
 import pytest
 from conftest import REPO
-from test_replication import write_metrics, workspace  # noqa: F401 (fixture)
+from replication_fixture import write_metrics
 
 from hypvl.config import load_config
 from hypvl.errors import InputError

@@ -5,7 +5,7 @@ extra compare lines (`<row>__released`, against the row's printed numbers), and 
 import json
 
 import pytest
-from test_replication import OURS, PAPER, edit_spec, workspace, write_metrics  # noqa: F401 (fixture)
+from replication_fixture import OURS, PAPER, edit_spec, write_metrics
 
 from hypvl.errors import InputError
 from hypvl.replication.compare import compare_table

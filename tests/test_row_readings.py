@@ -3,7 +3,7 @@
 that the report marks `(reading <name>)`."""
 
 import pytest
-from test_replication import OURS, PAPER, edit_spec, workspace, write_metrics  # noqa: F401 (fixture)
+from replication_fixture import OURS, PAPER, edit_spec, write_metrics
 
 from hypvl.errors import InputError
 from hypvl.replication.compare import compare_table

@@ -25,7 +25,7 @@ from safetensors.torch import load_file, save_file
 from test_bad_inputs import tiny_checkpoint
 from test_bad_inputs_2 import ground_into_the_raw_folder, probe_into_a_folder_it_did_not_write
 from test_library import open_clip_folder, transformers_folder
-from test_replication import FIXTURE, OURS, write_metrics
+from replication_fixture import FIXTURE, OURS, write_metrics
 from test_trust_faults import one_line
 
 from hypvl.cli import main
