@@ -22,7 +22,7 @@ from hypvl.data.transforms import squeeze, to_tensor_batch
 from hypvl.errors import InputError
 from hypvl.evaluate.retrieval import retrieval_embeddings
 from hypvl.models.checkpoints import load_checkpoint, save_checkpoint
-from hypvl.models.library import import_library_model
+from hypvl.models.library_import import import_library_model
 
 TEXTS = ["a photo of a cat.", "Two dogs, running!", "", "a caption far longer than the context it is given here"]
 OPEN_CLIP_CFG = {"model_cfg": {"embed_dim": 16,

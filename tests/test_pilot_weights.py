@@ -10,7 +10,7 @@ import torch
 from hypvl.data.acquire import HUB_RECORD, RECORDS, fetch
 from hypvl.data.mirror import Mirror
 from hypvl.models.commands import weights_record
-from hypvl.models.library import import_open_clip, import_transformers
+from hypvl.models.library_import import import_open_clip, import_transformers
 from hypvl.models.pilot_weights import PILOT_COMMIT, write_open_clip, write_transformers
 from hypvl.models.sources import outside_weights, weights_manifest
 

@@ -10,7 +10,7 @@ from test_models import TINY, _batch
 from hypvl.models import checkpoints
 from hypvl.models.build import METHODS, build_model
 from hypvl.models.checkpoints import load_checkpoint, load_state, save_checkpoint
-from hypvl.models.library import import_library_model
+from hypvl.models.library_import import import_library_model
 from hypvl.models.skeleton import parameters_on_meta, skeleton
 
 

@@ -11,7 +11,7 @@ from test_released import REFERENCE_TEXT, reference_state as independent_referen
 from hypvl.errors import InputError
 from hypvl.io import OUTPUTS
 from hypvl.models.checkpoints import load_checkpoint, save_checkpoint
-from hypvl.models.library import import_library_model
+from hypvl.models.library_import import import_library_model
 from hypvl.models.released import import_released
 from hypvl.models.standins import (
     open_clip_layout,

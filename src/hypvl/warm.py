@@ -29,8 +29,9 @@ import sys
 import threading
 
 SOCKET_ENV = "HYPVL_WARM_SOCKET"
-PRELOAD = ("torch", "hypvl.train.trainer", "hypvl.models.build", "hypvl.models.checkpoints", "hypvl.models.library",
-           "hypvl.evaluate.zeroshot", "hypvl.evaluate.retrieval", "hypvl.evaluate.hierarchical")
+PRELOAD = ("torch", "hypvl.train.trainer", "hypvl.models.build", "hypvl.models.checkpoints",
+           "hypvl.models.library_import", "hypvl.evaluate.zeroshot", "hypvl.evaluate.retrieval",
+           "hypvl.evaluate.hierarchical")
 _HEADER = struct.Struct("!I")  # the request's length
 _STATUS = struct.Struct("!i")  # the child's pid, then its exit status
 _CREDENTIALS = struct.Struct("3i")  # SO_PEERCRED: the peer's pid, uid and gid

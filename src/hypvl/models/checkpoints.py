@@ -105,7 +105,7 @@ def build_from_recipe(recipe, source) -> torch.nn.Module:
     model_cfg; a library's: library and its config); InputError names `source` (the file the recipe came from) when
     it describes none."""
     if isinstance(recipe, dict) and "library" in recipe:
-        from .library import build_library_model
+        from .library_import import build_library_model
 
         return build_library_model(recipe, str(source))
     if isinstance(recipe, dict) and "model_class" in recipe:  # a plug-in's (hypvl.models.registry)

@@ -50,7 +50,7 @@ def _import_weights(args) -> None:
     from hypvl.spec.load import load_spec
 
     from .checkpoints import save_checkpoint
-    from .library import import_library_model
+    from .library_import import import_library_model
     from .released import import_released
     from .sources import outside_weights
 

@@ -1,6 +1,6 @@
 """An extra model (`hypvl.extras`) made into a checkpoint of the suite, by the code that imports released weights.
 
-A folder in open_clip's or transformers' layout is loaded by the library (`library.import_library_model`), a
+A folder in open_clip's or transformers' layout is loaded by the library (`library_import.import_library_model`), a
 released-format file by `released.import_released`, a checkpoint of the suite by `checkpoints.load_checkpoint` (a
 plug-in model class included, `hypvl.models.registry`). A hub id or open_clip release is first fetched into
 `<data_dir>/weights/extra/<name>` as a weights entry of the manifest is (`hypvl.data.acquire.fetch`: the Hub commit
@@ -62,7 +62,7 @@ def import_extra(extra: ExtraModel, config: dict):
     source, and the files it was read from with their sha256. InputError names the source when they do not load, or
     load a model of another geometry than declared."""
     from .checkpoints import load_checkpoint
-    from .library import import_library_model
+    from .library_import import import_library_model
     from .released import import_released
 
     path = Path(extra.location) if extra.local else fetch_extra(extra, config)

@@ -9,7 +9,6 @@ library, its config, the tokenizer files), so `hypvl.models.checkpoints.load_che
 loads the weights strictly.
 """
 
-import json
 import logging
 import tempfile
 from contextlib import contextmanager
@@ -20,11 +19,9 @@ from PIL import Image
 from torch import nn
 from torchvision.transforms.functional import to_pil_image
 
-from hypvl.errors import InputError, listed
+from hypvl.errors import InputError
 
 from .clip import DualEncoder
-from .sources import LIBRARIES
-from .weight_files import check_library_weights
 
 OPEN_CLIP_CONFIG = "open_clip_config.json"
 # transformers model types wrapped here -> whether the text tower needs the padding mask (BERT attends both
@@ -163,7 +160,7 @@ class TransformersModel(LibraryModel):
 
     def save_pretrained(self, folder: Path) -> None:
         """Write the model, tokenizer and image processor in transformers' on-disk layout into `folder`."""
-        with _quiet("transformers"):
+        with quiet_libraries("transformers"):
             self.model.save_pretrained(folder)
         for name, text in self.files.items():
             (Path(folder) / name).write_text(text, encoding="utf-8")
@@ -217,15 +214,8 @@ def _open_clip_view(preprocess_cfg: dict):
                                      interpolation=preprocess_cfg.get("interpolation"))
 
 
-def _library_error(source: str, folder, exc: Exception, limit: int = 400) -> InputError:
-    """One line naming the source and folder and what the library said (its lines joined, shortened)."""
-    detail = " ".join(line.strip() for line in str(exc).splitlines() if line.strip()) or type(exc).__name__
-    detail = detail if len(detail) <= limit else detail[:limit] + " ..."
-    return InputError(f"{source}: {folder} does not load ({type(exc).__name__}: {detail})")
-
-
 @contextmanager
-def _quiet(*loggers):
+def quiet_libraries(*loggers):
     """Silence the libraries' info/warning chatter (e.g. 'no weights found' when rebuilding an architecture)
     and transformers' progress bars."""
     if "transformers" in loggers:
@@ -240,99 +230,3 @@ def _quiet(*loggers):
     finally:
         for name, level in previous:
             logging.getLogger(name).setLevel(level)
-
-
-def _open_clip_from_folder(folder: Path):
-    """open_clip's model and tokenizer for a `local-dir:` folder (with weights, or only its config)."""
-    import open_clip
-
-    with _quiet("root"):
-        model = open_clip.create_model(f"local-dir:{folder}")
-        tokenizer = open_clip.get_tokenizer(f"local-dir:{folder}")
-    return model, tokenizer
-
-
-def import_open_clip(folder: Path, source: str) -> OpenCLIPModel:
-    """The open_clip model saved in `folder` (`open_clip_config.json` and its weights), as the Hub serves it."""
-    folder = Path(folder)
-    config_path = folder / OPEN_CLIP_CONFIG
-    if not config_path.is_file():
-        raise InputError(f"{source}: {folder} is not an open_clip model folder (no {OPEN_CLIP_CONFIG})")
-    try:
-        config = json.loads(config_path.read_text(encoding="utf-8"))
-        model, tokenizer = _open_clip_from_folder(folder)
-    except Exception as exc:  # open_clip, timm and torch raise many types for a config or weights they reject
-        raise _library_error(source, folder, exc) from None
-    return OpenCLIPModel(model.float().eval(), tokenizer, config).eval()
-
-
-def _transformers_parts(folder: Path):
-    """transformers' model (with its loading report), tokenizer and image processor saved in `folder`."""
-    from transformers import AutoImageProcessor, AutoModel, AutoTokenizer
-
-    with _quiet("transformers"):
-        # mismatched weights come back in the loading report (and are refused below, by name)
-        model, info = AutoModel.from_pretrained(folder, output_loading_info=True, ignore_mismatched_sizes=True)
-        return model.float(), info, AutoTokenizer.from_pretrained(folder), AutoImageProcessor.from_pretrained(folder)
-
-
-def import_transformers(folder: Path, source: str) -> TransformersModel:
-    """The transformers model saved in `folder` (`save_pretrained` layout: config, weights, tokenizer and image
-    processor files); a weight the architecture lacks, or lacks a weight for, is an error naming them."""
-    folder = Path(folder)
-    if not (folder / "config.json").is_file():
-        raise InputError(f"{source}: {folder} is not a transformers model folder (no config.json)")
-    try:
-        model, info, tokenizer, processor = _transformers_parts(folder)
-    except Exception as exc:  # transformers raises many types for files it cannot use
-        raise _library_error(source, folder, exc) from None
-    wrong = {key: sorted(map(str, info.get(key) or ())) for key in ("missing_keys", "unexpected_keys",
-                                                                     "mismatched_keys")}
-    if any(wrong.values()):
-        raise InputError(f"{source}: the weights in {folder} do not fit the architecture of its config.json: "
-                         + "; ".join(f"{key.replace('_', ' ')} [{listed(names)}]" for key, names in wrong.items()
-                                     if names))
-    return wrap_transformers(model, tokenizer, processor).eval()
-
-
-IMPORTERS = {"open_clip": import_open_clip, "transformers": import_transformers}
-
-
-def import_library_model(folder: Path, library: str, source: str) -> LibraryModel:
-    """The model in `folder`, in `library`'s on-disk format, wrapped (eval mode)."""
-    if library not in IMPORTERS:
-        raise InputError(f"{source}: unknown library {library!r} (known: {', '.join(LIBRARIES)})")
-    wrapped = IMPORTERS[library](folder, source)
-    check_library_weights(Path(folder), wrapped.model, source)
-    return wrapped
-
-
-def build_library_model(recipe: dict, source: str) -> LibraryModel:
-    """The architecture a wrapper's recipe describes, freshly initialised: no download, no weights read."""
-    library = recipe["library"]
-    with tempfile.TemporaryDirectory() as scratch:
-        scratch = Path(scratch)
-        try:
-            if library == "open_clip":
-                (scratch / OPEN_CLIP_CONFIG).write_text(json.dumps(recipe["open_clip_config"]), encoding="utf-8")
-                model, tokenizer = _open_clip_from_folder(scratch)
-                return OpenCLIPModel(model.float(), tokenizer, recipe["open_clip_config"])
-            if library == "transformers":
-                from transformers import AutoConfig, AutoImageProcessor, AutoModel, AutoTokenizer
-
-                for name, text in recipe["files"].items():
-                    (scratch / name).write_text(text, encoding="utf-8")
-                config = dict(recipe["config"])
-                config = AutoConfig.for_model(config.pop("model_type"), **config)
-                with _quiet("transformers"):
-                    model = AutoModel.from_config(config).float()
-                    tokenizer = AutoTokenizer.from_pretrained(scratch)
-                    processor = AutoImageProcessor.from_pretrained(scratch)
-                return TransformersModel(model, tokenizer, processor, recipe["files"])
-        except InputError:
-            raise
-        except Exception as exc:  # the libraries raise many types for a config they cannot build
-            raise InputError(f"{source}: the recipe's {library} config does not build a model "
-                             f"({type(exc).__name__}: {exc})") from None
-    raise InputError(f"{source}: unknown library {library!r} (known: {', '.join(LIBRARIES)})")
-
