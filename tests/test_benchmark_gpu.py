@@ -51,7 +51,11 @@ def test_cpu_run_measures_every_configuration_with_the_cost_models_flops(tmp_pat
     assert evaluation["images"] == 24 and 40 < evaluation["jpeg_kb"] < 200
     assert evaluation["loader_processes"] == 2
     assert all(evaluation[f"{part}_images_per_s"] > 0 for part in ("pipeline_threads", "loading_threads", "encoder",
-                                                                     "pipeline_processes", "loading_processes"))
+                                                                     "pipeline_processes", "loading_processes",
+                                                                     "steady_pipeline_threads", "steady_loading_threads",
+                                                                     "steady_pipeline_processes",
+                                                                     "steady_loading_processes"))
+    assert evaluation["bitwise"]["features"] is True  # uint8 pixels made floats where the encoder runs
     markdown = (tmp_path / "gpu_benchmark.md").read_text()
     assert stdout.rstrip().endswith(markdown.rstrip())  # printed last
     table = [line for line in markdown.splitlines() if line.startswith("| clip") or line.startswith("| meru")

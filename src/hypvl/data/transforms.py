@@ -37,5 +37,6 @@ def to_uint8_batch(images: list[Image.Image]) -> torch.Tensor:
 
 
 def to_unit_float(pixels: torch.Tensor) -> torch.Tensor:
-    """(B, H, W, 3) uint8 -> (B, 3, H, W) float32 in [0, 1]."""
-    return pixels.permute(0, 3, 1, 2).float().div_(255.0)
+    """(B, H, W, 3) uint8 -> (B, 3, H, W) float32 in [0, 1], on the pixels' device: divided by a tensor on that
+    device, since CUDA multiplies by the reciprocal of a Python number, which is not bitwise the CPU's quotient."""
+    return pixels.permute(0, 3, 1, 2).float().div_(torch.full((), 255.0, device=pixels.device))

@@ -5,6 +5,7 @@ ahead of the encoder, so loading overlaps the forward pass (PIL and torch releas
 result is checked for NaN/Inf, and the error names the dataset. With `set_loader_workers(n)` (the evaluation
 command passes `eval.num_workers`) images are decoded and resized in n DataLoader worker processes instead, which
 keep a GPU busy where a few threads of one process cannot: the same pixels, so bitwise the same features.
+Pixels travel to the encoder's device as uint8 (a quarter of float32's bytes) and become floats there.
 """
 
 import itertools
@@ -17,7 +18,8 @@ import torch
 from PIL import Image
 from torch.utils.data import DataLoader, Dataset
 
-from hypvl.data.transforms import to_tensor_batch, to_uint8_batch, to_unit_float
+from hypvl.data.transforms import to_uint8_batch, to_unit_float
+from hypvl.devices import OnDevice
 from hypvl.errors import InputError
 from hypvl.evaluate.metrics.checks import check_finite
 
@@ -72,7 +74,7 @@ def _uint8_batch(items: list) -> torch.Tensor | InputError:
 
 
 def worker_batches(views: _Views, batch_size: int, workers: int) -> Iterator[torch.Tensor]:
-    """The (B, 3, H, W) batches `to_tensor_batch` would make of `views`, in order, from `workers` processes, each
+    """The (B, H, W, 3) uint8 batches `to_uint8_batch` would make of `views`, in order, from `workers` processes, each
     batch decoded in chunks spread over all of them. The processes are forked (`load` and `view` are closures over
     the task's data, which only a fork carries over)."""
     chunk = -(-batch_size // workers)
@@ -86,21 +88,28 @@ def worker_batches(views: _Views, batch_size: int, workers: int) -> Iterator[tor
         error = next((part for part in pixels if isinstance(part, InputError)), None)
         if error is not None:
             raise error
-        yield to_unit_float(torch.cat(pixels))
+        yield torch.cat(pixels)
+
+
+def encoding_device(model) -> torch.device:
+    """Where `model`'s encoders run: an `OnDevice` view's device, else the CPU."""
+    return model.device if isinstance(model, OnDevice) else torch.device("cpu")
 
 
 @torch.no_grad()
 def encode_images(encode: Callable[[torch.Tensor], torch.Tensor], load: Callable[[int], Image.Image], count: int,
-                  view: Callable[[Image.Image], Image.Image], batch_size: int, name: str) -> torch.Tensor:
-    """(count, D) = encode(batch of `view(load(i))`), i < count; a NaN/Inf is an error naming `name`."""
+                  view: Callable[[Image.Image], Image.Image], batch_size: int, name: str,
+                  device: torch.device = torch.device("cpu")) -> torch.Tensor:
+    """(count, D) = encode(batch of `view(load(i))`), i < count, its pixels made floats on `device` (where `encode`
+    runs); a NaN/Inf is an error naming `name`."""
 
     def batch(start: int) -> torch.Tensor:
-        return to_tensor_batch([view(load(i)) for i in range(start, min(count, start + batch_size))])
+        return to_uint8_batch([view(load(i)) for i in range(start, min(count, start + batch_size))])
 
     workers = _loader["workers"]
     batches = (worker_batches(_Views(load, view, count), batch_size, workers) if workers
                else prefetched(batch, range(0, count, batch_size)))
-    out = [encode(images) for images in batches]
+    out = [encode(to_unit_float(pixels.to(device))) for pixels in batches]
     feats = torch.cat(out) if out else torch.empty(0)
     check_finite(name, feats)
     return feats
@@ -109,13 +118,15 @@ def encode_images(encode: Callable[[torch.Tensor], torch.Tensor], load: Callable
 def image_embeddings(model, load: Callable[[int], Image.Image], count: int,
                      view: Callable[[Image.Image], Image.Image], batch_size: int, name: str) -> torch.Tensor:
     """(count, D) embeddings (unit vectors or hyperboloid points) of images `view(load(i))`, i < count."""
-    return encode_images(model.encode_image, load, count, view, batch_size, f"{name} image embeddings")
+    return encode_images(model.encode_image, load, count, view, batch_size, f"{name} image embeddings",
+                         encoding_device(model))
 
 
 def trunk_features(model, load: Callable[[int], Image.Image], count: int,
                    view: Callable[[Image.Image], Image.Image], batch_size: int, name: str) -> torch.Tensor:
     """(count, width) visual trunk outputs, before the projection (linear-probe features)."""
-    return encode_images(model.trunk_features, load, count, view, batch_size, f"{name} trunk features")
+    return encode_images(model.trunk_features, load, count, view, batch_size, f"{name} trunk features",
+                         encoding_device(model))
 
 
 @torch.no_grad()

@@ -11,7 +11,7 @@ import torch
 from hypvl.data.formats.imagefolder import load_image
 from hypvl.data.transforms import squeeze
 from hypvl.evaluate.context import EvalContext, TaskResult
-from hypvl.evaluate.features import encode_images, text_features
+from hypvl.evaluate.features import encode_images, encoding_device, text_features
 from hypvl.evaluate.metrics.checks import check_finite
 from hypvl.evaluate.scene import crop_box
 
@@ -37,13 +37,15 @@ def run(ctx: EvalContext, task: str) -> TaskResult:
     populations = {
         "image": feature_radii(model, encode_images(model.image_features, lambda i: load_image(items[i].image),
                                                     len(items), lambda img: squeeze(img, size), ctx.batch_size,
-                                                    "stats_radius image features"), model.embed_image),
+                                                    "stats_radius image features", encoding_device(model)),
+                                      model.embed_image),
         "text": feature_radii(model, text_features(model, ctx.tokenizer, [c for it in items for c in it.captions],
                                                    ctx.batch_size, "stats_radius"), model.embed_text),
         "box": feature_radii(model, encode_images(model.image_features,
                                                   lambda i: crop_box(load_image(boxes[i][0]), boxes[i][1]),
                                                   len(boxes), lambda img: squeeze(img, size), ctx.batch_size,
-                                                  "stats_radius box features"), model.embed_image),
+                                                  "stats_radius box features", encoding_device(model)),
+                                    model.embed_image),
     }
     metrics = {}
     for name, values in populations.items():
