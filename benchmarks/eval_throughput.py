@@ -35,7 +35,8 @@ from hypvl.data.formats.coco_captions import read_coco_captions, write_coco_capt
 from hypvl.data.formats.common import CaptionedImage
 from hypvl.data.formats.imagefolder import load_image, write_imagefolder
 from hypvl.data.transforms import resize_center_crop, squeeze, to_tensor_batch
-from hypvl.evaluate.features import encode_images, encoding_device, set_loader_workers
+from hypvl.devices import device_encoder
+from hypvl.evaluate.features import encode_images, set_loader_workers
 from hypvl.evaluate.retrieval import evaluate_retrieval
 from hypvl.evaluate.zeroshot import evaluate_zero_shot
 from hypvl.models.build import build_model
@@ -162,22 +163,24 @@ def pipeline_rates(model, paths: list[Path], size: int, batch: int, workers: int
     and the first batch's wait included), and `steady_` its rate once running: the images of the second half over
     the time they added to a run of the first half alone."""
 
+    encoder, device = device_encoder(model, "encode_image")
+
     def seconds(encode, processes: int, count: int) -> float:
         set_loader_workers(processes)
         try:
             return timed(lambda: encode_images(encode, lambda i: load_image(paths[i]), count,
                                                lambda image: resize_center_crop(image, size), batch, "benchmark",
-                                               encoding_device(model)))[0]
+                                               device))[0]
         finally:
             set_loader_workers(0)
 
-    seconds(model.encode_image, 0, min(batch, len(paths)))
+    seconds(encoder, 0, min(batch, len(paths)))
     pixels = [to_tensor_batch([resize_center_crop(load_image(path), size) for path in chunk])
               for chunk in batches(paths[:2 * batch], batch)]
     rates = {"encoder": sum(map(len, pixels)) / timed(lambda: encode_only(model, pixels, []))[0]}
     half = len(paths) // 2
     for name, processes in (("threads", 0), ("processes", workers)):
-        for part, encode in (("pipeline", model.encode_image), ("loading", lambda images: images.new_zeros(len(images), 1))):
+        for part, encode in (("pipeline", encoder), ("loading", lambda images: images.new_zeros(len(images), 1))):
             whole, first = seconds(encode, processes, len(paths)), seconds(encode, processes, half)
             rates[f"{part}_{name}"] = len(paths) / whole
             rates[f"steady_{part}_{name}"] = (len(paths) - half) / max(whole - first, 1e-9)

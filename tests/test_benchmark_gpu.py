@@ -89,3 +89,45 @@ def test_batch_search_finds_a_batch_that_fits_near_the_largest(overestimate):
     assert best == 520 if overestimate == 1.0 else best >= 0.9 * 520
     assert largest_batch(lambda size: None, first=64, usable=limit) == (None, [(64, None), (32, None), (16, None),
                                                                              (8, None)])
+
+
+SNAKEMAKE_LOG = """Job stats:
+job      count
+-----  -------
+a            2
+b            1
+total        3
+
+[Fri Nov 27 07:41:54 2026]
+localrule a:
+    output: a1.txt
+    jobid: 2
+    resources: tmpdir=/tmp
+
+[Fri Nov 27 07:41:54 2026]
+rule a:
+    output: a2.txt
+    jobid: 3
+[Fri Nov 27 07:41:55 2026]
+Finished jobid: 2 (Rule: a)
+1 of 3 steps (33%) done
+[Fri Nov 27 07:41:58 2026]
+Finished jobid: 3 (Rule: a)
+[Mon Nov  9 07:41:58 2026]
+localrule b:
+    jobid: 1
+[Mon Nov  9 07:43:00 2026]
+Finished jobid: 1 (Rule: b)
+"""
+
+
+def test_the_pilot_rows_job_times_come_from_snakemakes_log():
+    """Two jobs of one rule running side by side and one more (a log in Snakemake 9's format, times worked by hand:
+    1 s, 4 s, 62 s; a one-digit day as Snakemake pads it)."""
+    from pilot_row import job_seconds, per_rule
+
+    jobs = job_seconds(SNAKEMAKE_LOG)
+    assert [(job["rule"], job["jobid"], job["seconds"]) for job in jobs] == [("a", 2, 1.0), ("a", 3, 4.0),
+                                                                              ("b", 1, 62.0)]
+    assert per_rule(jobs) == {"a": {"jobs": 2, "total_s": 5.0, "max_s": 4.0}, "b": {"jobs": 1, "total_s": 62.0,
+                                                                                   "max_s": 62.0}}

@@ -7,7 +7,7 @@ replica, which the model) and the end-to-end equality of a task's metrics are wh
 import pytest
 import torch
 
-from hypvl.devices import ENCODERS, OnDevice, on_device, select_device
+from hypvl.devices import ENCODERS, OnDevice, device_encoder, on_device, select_device
 from hypvl.evaluate import stats
 
 from test_eval_helpers import SIZE, context, tiny
@@ -34,6 +34,11 @@ def test_encoders_run_on_the_replica_and_the_rest_on_the_model(method):
             parameter.add_(0.5)  # the replica alone changes: encoders follow it, scoring does not
         assert not torch.allclose(view.encode_image(images), model.encode_image(images))
         assert not torch.allclose(view.text_features(tokens), model.text_features(tokens))
+        for name in ("encode_image", "trunk_features"):  # what the image pipeline encodes with, device to device
+            (on_view, device), (on_model, cpu) = device_encoder(view, name), device_encoder(model, name)
+            assert device == cpu == torch.device("cpu")
+            assert torch.equal(on_view(images), getattr(view, name)(images))
+            assert torch.equal(on_model(images), getattr(model, name)(images))
     assert view.similarity == model.similarity and view.embed_text == model.embed_text
     assert view.logit_scale is model.logit_scale
     assert view.replica is not model and set(ENCODERS) <= set(dir(model))

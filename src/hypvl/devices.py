@@ -49,6 +49,15 @@ class OnDevice:
         return on_device
 
 
+def device_encoder(model, name: str):
+    """(encode, device): `model`'s encoder `name` taking and returning tensors on the device where it runs (an
+    `OnDevice` view's replica, else the model itself on the CPU), and that device. A pipeline that leaves each batch's
+    result there and fetches the results once at the end keeps the device busy while it prepares the next batch."""
+    if isinstance(model, OnDevice):
+        return getattr(model.replica, name), model.device
+    return getattr(model, name), torch.device("cpu")
+
+
 def on_device(model: torch.nn.Module, device: torch.device):
     """The model itself on the CPU, else an `OnDevice` view with its encoders on `device`."""
     return model if torch.device(device).type == "cpu" else OnDevice(model, device)

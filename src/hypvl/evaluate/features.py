@@ -5,7 +5,9 @@ ahead of the encoder, so loading overlaps the forward pass (PIL and torch releas
 result is checked for NaN/Inf, and the error names the dataset. With `set_loader_workers(n)` (the evaluation
 command passes `eval.num_workers`) images are decoded and resized in n DataLoader worker processes instead, which
 keep a GPU busy where a few threads of one process cannot: the same pixels, so bitwise the same features.
-Pixels travel to the encoder's device as uint8 (a quarter of float32's bytes) and become floats there.
+Pixels travel to the encoder's device as uint8 (a quarter of float32's bytes, from pinned memory without waiting)
+and become floats there; each batch's features stay there until the last batch is encoded, so that the device
+computes one batch while the next is gathered.
 """
 
 import itertools
@@ -19,7 +21,7 @@ from PIL import Image
 from torch.utils.data import DataLoader, Dataset
 
 from hypvl.data.transforms import to_uint8_batch, to_unit_float
-from hypvl.devices import OnDevice
+from hypvl.devices import device_encoder
 from hypvl.errors import InputError
 from hypvl.evaluate.metrics.checks import check_finite
 
@@ -91,26 +93,22 @@ def worker_batches(views: _Views, batch_size: int, workers: int) -> Iterator[tor
         yield torch.cat(pixels)
 
 
-def encoding_device(model) -> torch.device:
-    """Where `model`'s encoders run: an `OnDevice` view's device, else the CPU."""
-    return model.device if isinstance(model, OnDevice) else torch.device("cpu")
-
-
 @torch.no_grad()
 def encode_images(encode: Callable[[torch.Tensor], torch.Tensor], load: Callable[[int], Image.Image], count: int,
                   view: Callable[[Image.Image], Image.Image], batch_size: int, name: str,
                   device: torch.device = torch.device("cpu")) -> torch.Tensor:
-    """(count, D) = encode(batch of `view(load(i))`), i < count, its pixels made floats on `device` (where `encode`
-    runs); a NaN/Inf is an error naming `name`."""
+    """(count, D) float32 on the CPU = encode(batch of `view(load(i))`), i < count, where `encode` takes and returns
+    tensors on `device` (`hypvl.devices.device_encoder`); a NaN/Inf is an error naming `name`."""
 
     def batch(start: int) -> torch.Tensor:
         return to_uint8_batch([view(load(i)) for i in range(start, min(count, start + batch_size))])
 
-    workers = _loader["workers"]
+    workers, pinned = _loader["workers"], device.type == "cuda"
     batches = (worker_batches(_Views(load, view, count), batch_size, workers) if workers
                else prefetched(batch, range(0, count, batch_size)))
-    out = [encode(to_unit_float(pixels.to(device))) for pixels in batches]
-    feats = torch.cat(out) if out else torch.empty(0)
+    out = [encode(to_unit_float((pixels.pin_memory() if pinned else pixels).to(device, non_blocking=pinned)))
+           for pixels in batches]
+    feats = torch.cat(out).float().cpu() if out else torch.empty(0)
     check_finite(name, feats)
     return feats
 
@@ -118,15 +116,15 @@ def encode_images(encode: Callable[[torch.Tensor], torch.Tensor], load: Callable
 def image_embeddings(model, load: Callable[[int], Image.Image], count: int,
                      view: Callable[[Image.Image], Image.Image], batch_size: int, name: str) -> torch.Tensor:
     """(count, D) embeddings (unit vectors or hyperboloid points) of images `view(load(i))`, i < count."""
-    return encode_images(model.encode_image, load, count, view, batch_size, f"{name} image embeddings",
-                         encoding_device(model))
+    encode, device = device_encoder(model, "encode_image")
+    return encode_images(encode, load, count, view, batch_size, f"{name} image embeddings", device)
 
 
 def trunk_features(model, load: Callable[[int], Image.Image], count: int,
                    view: Callable[[Image.Image], Image.Image], batch_size: int, name: str) -> torch.Tensor:
     """(count, width) visual trunk outputs, before the projection (linear-probe features)."""
-    return encode_images(model.trunk_features, load, count, view, batch_size, f"{name} trunk features",
-                         encoding_device(model))
+    encode, device = device_encoder(model, "trunk_features")
+    return encode_images(encode, load, count, view, batch_size, f"{name} trunk features", device)
 
 
 @torch.no_grad()

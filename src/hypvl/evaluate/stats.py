@@ -11,7 +11,8 @@ import torch
 from hypvl.data.formats.imagefolder import load_image
 from hypvl.data.transforms import squeeze
 from hypvl.evaluate.context import EvalContext, TaskResult
-from hypvl.evaluate.features import encode_images, encoding_device, text_features
+from hypvl.devices import device_encoder
+from hypvl.evaluate.features import encode_images, text_features
 from hypvl.evaluate.metrics.checks import check_finite
 from hypvl.evaluate.scene import crop_box
 
@@ -34,18 +35,17 @@ def run(ctx: EvalContext, task: str) -> TaskResult:
     items = read_coco_captions(ctx.dataset_path("coco_captions"))
     boxes = [(image.image, box.bbox) for image in read_coco_instances(ctx.dataset_path("coco_instances")).images
              for box in image.boxes if not box.iscrowd]
+    image_features, device = device_encoder(model, "image_features")
     populations = {
-        "image": feature_radii(model, encode_images(model.image_features, lambda i: load_image(items[i].image),
-                                                    len(items), lambda img: squeeze(img, size), ctx.batch_size,
-                                                    "stats_radius image features", encoding_device(model)),
-                                      model.embed_image),
+        "image": feature_radii(model, encode_images(image_features, lambda i: load_image(items[i].image), len(items),
+                                                    lambda img: squeeze(img, size), ctx.batch_size,
+                                                    "stats_radius image features", device), model.embed_image),
         "text": feature_radii(model, text_features(model, ctx.tokenizer, [c for it in items for c in it.captions],
                                                    ctx.batch_size, "stats_radius"), model.embed_text),
-        "box": feature_radii(model, encode_images(model.image_features,
+        "box": feature_radii(model, encode_images(image_features,
                                                   lambda i: crop_box(load_image(boxes[i][0]), boxes[i][1]),
                                                   len(boxes), lambda img: squeeze(img, size), ctx.batch_size,
-                                                  "stats_radius box features", encoding_device(model)),
-                                    model.embed_image),
+                                                  "stats_radius box features", device), model.embed_image),
     }
     metrics = {}
     for name, values in populations.items():
