@@ -32,3 +32,11 @@ def workspace(tmp_path):
 
     shutil.copytree(FIXTURE, tmp_path, dirs_exist_ok=True)
     return tmp_path
+
+
+@pytest.fixture
+def toy_plan(tmp_path):
+    """(the plan of a toy spec, tmp_path): plan_fixture.TOY_SPEC with its results and reports in tmp_path."""
+    from plan_fixture import toy_plan_in
+
+    return toy_plan_in(tmp_path)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import REPO
-from test_plan import EXPECTED, TOY_SPEC
+from plan_fixture import EXPECTED, TOY_SPEC
 
 from hypvl.config import load_config
 from hypvl.errors import InputError
