@@ -10,8 +10,8 @@ import torch
 
 from hypvl.data.formats.imagefolder import load_image
 from hypvl.data.transforms import squeeze
-from hypvl.evaluate.context import EvalContext, TaskResult
 from hypvl.devices import device_encoder
+from hypvl.evaluate.context import EvalContext, TaskResult
 from hypvl.evaluate.features import encode_images, text_features
 from hypvl.evaluate.metrics.checks import check_finite
 from hypvl.evaluate.scene import crop_box
