@@ -21,12 +21,11 @@ import torch
 import yaml
 from PIL import Image
 from format_fixtures import BUILDERS
-from test_bad_inputs import (
+from bad_input_builders import (
     checkpoint_case,
     compare,
     config_case,
     data_check,
-    format_case,
     metrics_record_case,
     refused_in_one_line,
     shard_member_case,

@@ -16,7 +16,7 @@ import pytest
 import torch
 from conftest import REPO
 from PIL import Image
-from test_bad_inputs import tiny_checkpoint
+from bad_input_builders import tiny_checkpoint
 
 from hypvl.data.formats.imagefolder import write_imagefolder
 from hypvl.errors import InputError, require

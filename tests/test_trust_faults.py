@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 from format_fixtures import BUILDERS
-from test_bad_inputs import tiny_checkpoint
+from bad_input_builders import tiny_checkpoint
 from test_warm import FAKE_RUN, client, wait_for
 
 from hypvl.cli import main

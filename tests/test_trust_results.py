@@ -22,7 +22,7 @@ import yaml
 from conftest import REPO
 from format_fixtures import BUILDERS, truncate
 from safetensors.torch import load_file, save_file
-from test_bad_inputs import tiny_checkpoint
+from bad_input_builders import tiny_checkpoint
 from test_bad_inputs_2 import ground_into_the_raw_folder, probe_into_a_folder_it_did_not_write
 from test_library import open_clip_folder, transformers_folder
 from replication_fixture import FIXTURE, OURS, write_metrics
