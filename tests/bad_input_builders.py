@@ -73,32 +73,27 @@ def spec_case(change, problem):
     return build
 
 
-def spec_text_case(edit, problem):
+def fixture_text_case(relative: str, edit, problem):
+    """A `hypvl compare` case: `edit(text)` applied to one file of the replication fixture (`relative` to it)."""
     def build(tmp_path):
         argv, outs = compare(tmp_path)
-        path = tmp_path / "replication" / "tiny.yaml"
+        path = tmp_path / relative
         path.write_text(edit(path.read_text()))
         return argv, path, problem, outs
     return build
+
+
+def spec_text_case(edit, problem):
+    return fixture_text_case("replication/tiny.yaml", edit, problem)
 
 
 def expected_case(edit, problem):
-    def build(tmp_path):
-        argv, outs = compare(tmp_path)
-        path = tmp_path / "expected" / "tiny" / "table1.csv"
-        path.write_text(edit(path.read_text()))
-        return argv, path, problem, outs
-    return build
+    return fixture_text_case("expected/tiny/table1.csv", edit, problem)
 
 
 def metrics_case(edit, problem):
     """A metric-JSON case: `edit(text)` applied to tiny_clip's zs_cifar10.json."""
-    def build(tmp_path):
-        argv, outs = compare(tmp_path)
-        path = tmp_path / "results" / "smoke" / "metrics" / "tiny_clip" / "zs_cifar10.json"
-        path.write_text(edit(path.read_text()))
-        return argv, path, problem, outs
-    return build
+    return fixture_text_case("results/smoke/metrics/tiny_clip/zs_cifar10.json", edit, problem)
 
 
 def metrics_record_case(change, problem):
