@@ -66,11 +66,11 @@ def snakemake_command() -> str:
     return found
 
 
-def run_pilot_row(cores: int, timeout_s: float, folder: Path | None = None) -> dict:
-    """Run the row target from nothing under `folder` (default: a temporary one): wall seconds, exit status, job
-    times and their sums per rule, the log's tail on a failure."""
+def run_pilot_row(cores: int, timeout_s: float) -> dict:
+    """Run the row target from nothing in a temporary folder: wall seconds, exit status, job times and their sums
+    per rule, the log's tail on a failure."""
     with tempfile.TemporaryDirectory(prefix="hypvl-pilot-row-") as tmp:
-        root = Path(folder or tmp)
+        root = Path(tmp)
         paths = root / "paths.yaml"
         paths.write_text(yaml.safe_dump({
             "data_dir": str(root / "data"), "results_dir": str(root / "results"),
