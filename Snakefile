@@ -5,6 +5,7 @@ import os
 from snakemake.utils import min_version
 
 from hypvl.config import DEFAULT_CONFIG, PROJECT_ENV, deep_merge, in_project, load_config, validate_config
+from hypvl.workflow.patterns import ANY_ID
 
 min_version("8.0")
 
@@ -23,7 +24,7 @@ container: config["container"]
 include: "workflows/common.smk"
 
 wildcard_constraints:
-    experiment="[a-z0-9_]+",
+    experiment=ANY_ID,
     paper="|".join(PLAN.specs),
     table=r"table\d+",
 

@@ -1,28 +1,29 @@
-# Evaluation: one job per (experiment, task group), each writing one metrics JSON per task of the group
-# (groups and their tasks: hypvl.tasks). The rules differ only in the group name. A group in
-# `evaluate_with_training` is computed by the training job for the models it trains. An experiment whose
-# recipe repeats another's is evaluated on that experiment's model (PLAN.model_of).
+# Evaluation: one job per (experiment, task group), each writing one metrics JSON per task of the group, or of the
+# subset of it that the targets read of the experiment (rules evaluate_<group>_part<n>: PLAN.evaluation.rules; groups
+# and their tasks: hypvl.tasks). A group in `evaluate_with_training` is computed by the training job for the models it
+# trains. An experiment whose recipe repeats another's is evaluated on that experiment's model (PLAN.model_of).
 
-for _group in PLAN.groups:
+for _rule in PLAN.evaluation.rules(PLAN.reports.export_inputs()):
 
     rule:
         name:
-            f"evaluate_{_group}"
+            _rule.name
         input:
-            lambda w, group=_group: PLAN.evaluation.inputs(group, w.experiment),
+            lambda w, evaluation=_rule: PLAN.evaluation.inputs(evaluation, w.experiment),
             checkpoint=lambda w: PLAN.checkpoint(PLAN.model_of(w.experiment)),
         output:
-            PLAN.evaluation.group_outputs(_group),
+            PLAN.evaluation.group_outputs(_rule.group, _rule.tasks),
         wildcard_constraints:
-            experiment=PLAN.trained_pattern(False) if _group in PLAN.with_training else "[a-z0-9_]+",
+            experiment=_rule.experiments,
         params:
-            # the shell command is formatted at run time, after the loop has moved on: bind the group now
-            args=lambda w, threads, group=_group: PLAN.evaluation.args(group, w.experiment, threads),
+            # the shell command is formatted at run time, after the loop has moved on: bind the rule now
+            args=lambda w, threads, evaluation=_rule: PLAN.evaluation.args(
+                evaluation.group, w.experiment, threads, evaluation.tasks if evaluation.subset else None),
         threads: THREADS
         resources:
             **PLAN.step_resources("evaluate"),
         log:
-            f"{RESULTS}/logs/evaluate/{{experiment}}/{_group}.log",
+            f"{RESULTS}/logs/evaluate/{{experiment}}/{_rule.group}.log",
         conda:
             ENV
         shell:

@@ -107,6 +107,17 @@ VLC_METRICS = {
     "attribute": ("action", "color", "material", "size", "state"),
     "relation": ("action", "spatial"),
 }
+# task -> the items of its group's GROUP_DATA it reads, where it reads only some of them (`task_data`)
+TASK_DATA = {"ret_coco": ("coco_captions",), "ret_flickr30k": ("flickr30k",), "vg_attribution": ("vg_attribution",),
+             **{f"vlc_{kind}": ("vlchecklist",) for kind in VLC_METRICS}}
+
+
+def task_data(task: str, group: str) -> tuple[str, ...]:
+    """The paper-scale data task `task` of `group` reads, as GROUP_DATA names it: one classification set for a
+    zero-shot task, TASK_DATA's items, else its group's."""
+    if task.startswith("zs_"):
+        return (f"classification/{task.removeprefix('zs_')}",)
+    return TASK_DATA.get(task, GROUP_DATA.get(group, ()))
 
 
 def zero_shot_datasets(scale: str) -> list[str]:

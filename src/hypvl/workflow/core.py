@@ -321,8 +321,11 @@ class Core:
         """True when the import rule makes the model of `experiment` (weights from outside that can be obtained)."""
         return (experiment in self._outside or experiment in self.extras) and self.runnable(experiment)
 
+    def makes_model(self, experiment: str) -> bool:
+        """True when a job making a model (the train, finetune and import rules) makes that of `experiment`: the
+        job that also evaluates it on `evaluate_with_training`."""
+        return self.trains(experiment) or self.fine_tunes(experiment) or self.imports(experiment)
+
     def trained_pattern(self, trained: bool = True) -> str:
-        """The experiment ids whose model a job that also evaluates it on `evaluate_with_training` makes (the train,
-        finetune and import rules: `trained`), or all the others."""
-        return self.pattern(exp for exp in self.experiments()
-                            if (self.trains(exp) or self.fine_tunes(exp) or self.imports(exp)) == trained)
+        """The experiment ids whose model a job making a model makes (`makes_model`: `trained`), or all the others."""
+        return self.pattern(exp for exp in self.experiments() if self.makes_model(exp) == trained)

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 
 from hypvl.errors import InputError
-from hypvl.tasks import GROUP_DATA, IMAGE_FOLDERS, linear_probe_datasets, zero_shot_datasets
+from hypvl.tasks import GROUP_DATA, IMAGE_FOLDERS, linear_probe_datasets, task_data, zero_shot_datasets
 from hypvl.workflow.core import Core
 
 PROBE_FOLDERS = ("classification_dir", "probe_source_dir", "linear_probe_dir")  # eval keys: apart from each other
@@ -90,14 +90,16 @@ class DataStage:
         needed |= {self.raw_corpus_path(corpus) for corpus in self.config["grounding"]["raw"]}
         return sorted(self._acquired(dataset, needed))
 
-    def group_data(self, group: str) -> list[str]:
-        """The paper-scale data evaluation group `group` reads (hypvl.tasks.GROUP_DATA), as paths in this config:
-        classification splits as `<classification_dir>/<set>/<split>` folders, a file whose reader takes its images
-        from a folder beside it with that folder (hypvl.tasks.IMAGE_FOLDERS)."""
+    def group_data(self, group: str, tasks=None) -> list[str]:
+        """The paper-scale data evaluation group `group` reads (hypvl.tasks.GROUP_DATA), or only its `tasks`
+        (hypvl.tasks.task_data), as paths in this config: classification splits as `<classification_dir>/<set>/<split>`
+        folders, a file whose reader takes its images from a folder beside it with that folder
+        (hypvl.tasks.IMAGE_FOLDERS)."""
         evaluation = self.config["eval"]
         sets, split = self.root / evaluation["classification_dir"], evaluation["classification_split"]
+        items = GROUP_DATA.get(group, ()) if tasks is None else dict.fromkeys(i for t in tasks for i in task_data(t, group))
         paths = []
-        for item in GROUP_DATA.get(group, ()):
+        for item in items:
             if item == "classification":
                 paths += [sets / name / split for name in zero_shot_datasets(self.plan.scale)]
             elif item == "probe":
@@ -172,7 +174,7 @@ class DataStage:
         return [*(["--scaled-source"] if evaluation["probe_sources_scaled"] else []),
                 *(["--max-classes", str(cap)] if cap else [])]
 
-    def probe_inputs(self, groups) -> list[str]:
-        """The linear-probe splits (rule probe_splits) the `linprobe_<set>` tasks of the task `groups` read."""
-        tasks = {task for group in groups for task in self.plan.groups[group]}
+    def probe_inputs(self, tasks) -> list[str]:
+        """The linear-probe splits (rule probe_splits) the `linprobe_<set>` ones of `tasks` read."""
+        tasks = set(tasks)
         return [self.probe_folder(name) for name in self.probe_datasets() if f"linprobe_{name}" in tasks]

@@ -4,6 +4,8 @@ alternation, took a quarter of planning)."""
 
 import re
 
+ANY_ID = "[a-z0-9_]+"  # an experiment id: the Snakefile's constraint, where a rule names none
+
 
 def _trie_regex(node: dict) -> str:
     """The regex of a character trie (`""` marks the end of a name): shared prefixes written once."""
@@ -28,3 +30,10 @@ def pattern(ids) -> str:
             node = node.setdefault(char, {})
         node[""] = {}
     return _trie_regex(trie) if trie else "(?!)"
+
+
+def excluding(constraint: str, ids) -> str:
+    """`constraint` minus exactly `ids`: a lookahead refusing each of them as a whole id (not as a prefix of a longer
+    one), so that the constraint holds alone and inside a path."""
+    ids = list(ids)
+    return f"(?!{pattern(ids)}(?![a-z0-9_])){constraint}" if ids else constraint
