@@ -1,5 +1,6 @@
 """Atomic writes: all or nothing, with ordinary file permissions."""
 
+import errno
 import os
 import stat
 
@@ -58,3 +59,44 @@ def test_a_folder_is_replaced_only_when_it_holds_only_what_a_step_recorded(tmp_p
         (folder / "third.txt").write_text("3")
     assert (tmp_path / "precious.txt").read_text() == "outside"
     assert sorted(p.name for p in target.iterdir()) == [OUTPUTS, "third.txt"]
+
+
+class FillsUp:
+    """A file that takes `room` bytes, then refuses with ENOSPC: a disk filling up under a writer."""
+
+    def __init__(self, handle, room: int):
+        self.handle, self.room = handle, room
+
+    def write(self, data) -> int:
+        if len(data) > self.room:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        self.room -= len(data)
+        return self.handle.write(data)
+
+    def flush(self):
+        self.handle.flush()
+
+
+def test_torch_save_on_a_full_disk_is_one_line_naming_the_file_and_leaves_nothing(tmp_path):
+    """torch.save ends a refused write in a RuntimeError of its zip writer whose context is the OSError: the atomic
+    writers find the disk's refusal under it (a pilot filled the disk: tracebacks, not lines, before)."""
+    import torch
+
+    from hypvl.errors import InputError
+    from hypvl.io import atomic_directory, os_error_in
+
+    blob = {"weight": torch.zeros(4096)}
+    path = tmp_path / "checkpoint.pt"
+    with pytest.raises(InputError) as refused:
+        with atomic_write(path, mode="wb") as handle:
+            torch.save(blob, FillsUp(handle, 1000))
+    assert str(refused.value) == f"{path}: cannot write (No space left on device); nothing was changed there"
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(InputError, match=r"weights: cannot write \(No space left on device\)"):
+        with atomic_directory(tmp_path / "weights") as folder, open(folder / "model.bin", "wb") as handle:
+            torch.save(blob, FillsUp(handle, 1000))
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(RuntimeError) as bug, open(tmp_path / "x", "wb") as handle:  # what the writers see through
+        torch.save(blob, FillsUp(handle, 1000))
+    assert not isinstance(bug.value, OSError) and os_error_in(bug.value).errno == errno.ENOSPC
+    assert os_error_in(ValueError("not a disk")) is None

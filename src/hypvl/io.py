@@ -33,6 +33,18 @@ def disk_error(path, error: OSError) -> InputError | None:
     return InputError(f"{path}: cannot write ({os.strerror(error.errno)}); nothing was changed there")
 
 
+def os_error_in(error: BaseException) -> OSError | None:
+    """The OSError `error` is or arose from (its cause or context, at any depth), else None: a library may end a
+    failed write in an error of its own (torch.save: a RuntimeError of its zip writer after the disk refused)."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, OSError):
+            return error
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return None
+
+
 def os_error_line(error: OSError) -> str | None:
     """One line for an OSError a step ends with, naming its file: a disk that takes no more, or a file gone (an input
     deleted while the step ran); None for anything else (a bug: its traceback is wanted)."""
@@ -63,8 +75,9 @@ def atomic_write(path, mode="w", **open_kwargs):
     except BaseException as error:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        if isinstance(error, OSError) and error.filename in (None, tmp, str(path)) and disk_error(path, error):
-            raise disk_error(path, error) from None
+        cause = os_error_in(error)
+        if cause is not None and cause.filename in (None, tmp, str(path)) and disk_error(path, cause):
+            raise disk_error(path, cause) from None
         raise
 
 
@@ -176,8 +189,9 @@ def atomic_directory(path):
             raise
     except BaseException as error:
         shutil.rmtree(tmp, ignore_errors=True)  # made by mkdtemp above: only this step's files
-        if isinstance(error, OSError) and disk_error(path, error) is not None:
-            raise disk_error(path, error) from None
+        cause = os_error_in(error)
+        if cause is not None and disk_error(path, cause) is not None:
+            raise disk_error(path, cause) from None
         raise
     if old is not None:
         remove_recorded(old)
