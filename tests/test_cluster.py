@@ -106,14 +106,16 @@ def test_a_vit_l_meru_training_job_asks_slurm_for_one_node_of_8_gpus(slurm_plan)
 
 
 def test_a_model_is_evaluated_and_reported_before_further_training_and_paper_scale_keeps_every_checkpoint(slurm_plan):
-    """Every other job outranks every training job (a model's evaluations, compares and reports come as soon as it
-    exists; the pilot, whose checkpoints are temp() files, holds few at a time), acquisitions outrank all, and
-    full.yaml keeps each model's checkpoint."""
+    """Every other job outranks every job making a model (a model's evaluations, compares and reports come as soon
+    as it exists; the pilot, whose checkpoints are temp() files, holds few at a time), importing and fine-tuning
+    outrank training, acquisitions outrank all, and full.yaml keeps each model's checkpoint."""
     _, planned = slurm_plan
+    making = ("train", "import_weights", "finetune")
     trainings = [job["priority"] for job in planned if job["rule"] == "train"]
-    others = {job["rule"]: job["priority"] for job in planned if job["rule"] != "train"}
-    assert trainings and {"evaluate_zeroshot", "compare", "report", "index"} <= set(others)
-    assert min(others.values()) > max(trainings)
+    made = [job["priority"] for job in planned if job["rule"] in making[1:]]
+    others = {job["rule"]: job["priority"] for job in planned if job["rule"] not in making}
+    assert trainings and len(made) > 30 and {"evaluate_zeroshot", "compare", "report", "index"} <= set(others)
+    assert min(others.values()) > max(made) and min(made) > max(trainings)
     assert min(job["priority"] for job in planned if job["rule"] == "acquire") >= max(others.values())
     assert load_config([FULL])["keep_checkpoints"] is True
 

@@ -117,6 +117,7 @@ rule import_weights:
     threads: THREADS
     resources:
         **PLAN.step_resources("import"),
+    priority: PLAN.training.making_priority()  # a made model is evaluated before the next is made
     log:
         f"{RESULTS}/logs/import_weights/{{experiment}}.log",
     conda:
@@ -147,6 +148,7 @@ rule import_standin:
     threads: THREADS
     resources:
         **PLAN.step_resources("import"),
+    priority: PLAN.training.making_priority()  # a made model is evaluated before the next is made
     log:
         f"{RESULTS}/logs/import_standin/{{experiment}}.log",
     conda:
@@ -176,6 +178,7 @@ rule import_extra:
     threads: THREADS
     resources:
         **PLAN.step_resources("import"),
+    priority: PLAN.training.making_priority()  # a made model is evaluated before the next is made
     log:
         f"{RESULTS}/logs/import_extra/{{experiment}}.log",
     conda:

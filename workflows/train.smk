@@ -63,6 +63,7 @@ rule finetune:
     threads: THREADS
     resources:
         **PLAN.step_resources("finetune"),
+    priority: PLAN.training.making_priority()  # a made model is evaluated before the next is made
     log:
         f"{RESULTS}/logs/finetune/{{experiment}}.log",
     conda:

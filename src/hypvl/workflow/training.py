@@ -93,6 +93,13 @@ class TrainingStage:
         longest (`cost`) first, so the last minutes do not leave a core idle."""
         return self.cost(experiment) / self.first_priority() - 1
 
+    def making_priority(self) -> float:
+        """The priority of the jobs that make a model without training it (importing weights from outside,
+        fine-tuning): below every job but training (`priority`), so a made model is evaluated, and its temp()
+        checkpoint gone, before the next is made (the pilot's 17 imported and 22 fine-tuned full-size models, made
+        first at the default priority, filled its disk), and above every training run, so their results come first."""
+        return -0.5 / self.first_priority()
+
     def _trained(self) -> list[str]:
         """The experiments the train rule makes a model for."""
         return [exp for exp in self.plan.experiments() if self.plan.trains(exp) and self.plan.runnable(exp)]
