@@ -101,3 +101,31 @@ def test_hypvl_acquire_takes_a_mirror(tmp_path, mirror):
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "dest" / "test" / "nshards.txt").read_text() == "test/nshards.txt"
+
+
+def test_what_the_mirror_serves_on_the_same_disk_is_linked_not_copied(tmp_path, mirror, monkeypatch):
+    """A mirror on the datasets' file system is not stored twice: each file fetched from it, a Hub snapshot's too, is a
+    hard link to the mirror's (verified as a download is); a part file a killed fetch left is replaced, never written
+    into; a digest that fails unlinks the link and leaves the mirror's file; across file systems, a copy."""
+    import errno
+    import os
+
+    digest = hashlib.sha256(PAYLOAD).hexdigest()
+    (tmp_path / "dest").mkdir()
+    (tmp_path / "dest" / "archive.bin.part").write_bytes(b"a killed fetch's part")
+    paths = fetch("files_set", tmp_path / "dest", sources=sources(digest), mirror=mirror)
+    assert all(path.samefile(mirror.path(url)) for path, url in zip(paths, (URL, DRIVE)))
+    assert mirror.path(URL).read_bytes() == PAYLOAD and not (tmp_path / "dest" / "archive.bin.part").exists()
+    hub = fetch("hub_set", tmp_path / "hub", sources=sources(), mirror=mirror)
+    snapshot = mirror.hub_snapshot("org/wds_set", "dataset", COMMIT)
+    assert all(path.samefile(snapshot / path.relative_to(tmp_path / "hub")) for path in hub)
+    with pytest.raises(ChecksumMismatch):
+        fetch("files_set", tmp_path / "bad", sources=sources("0" * 64), mirror=mirror)
+    assert mirror.path(URL).read_bytes() == PAYLOAD and mirror.path(URL).stat().st_nlink == 2  # the good fetch's
+
+    def other_disk(*args, **kwargs):
+        raise OSError(errno.EXDEV, "Invalid cross-device link")
+
+    monkeypatch.setattr(os, "link", other_disk)
+    [copied, _] = fetch("files_set", tmp_path / "copy", sources=sources(digest), mirror=mirror)
+    assert copied.read_bytes() == PAYLOAD and not copied.samefile(mirror.path(URL))

@@ -81,6 +81,19 @@ def atomic_write(path, mode="w", **open_kwargs):
         raise
 
 
+def link_or_copy(source, target) -> None:
+    """`target` as a hard link to `source` where both lie on one file system, else a copy of it: what a local mirror
+    serves is not stored twice (the pilot's full-size weights took twice their 14 GB). An existing `target` is
+    unlinked first, never written into (a link would write `source`); the suite replaces or unlinks what it wrote and
+    never writes into it, so `source` never changes through the link."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(target)
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
+
+
 def check_writable(folder) -> None:
     """InputError naming `folder` when a file cannot be created in it (read-only, no permission, full disk): asked
     before a long step's work, so that a refusal costs nothing."""

@@ -171,7 +171,8 @@ def fetch(name, dest, opener=None, sources=None, retries=2, hub_download=None, h
         relative = item["path"]
         path = dest / relative
         url = item["url"] if mirror is None else mirror.url(item["url"])
-        digest = fetch_file(url, path, item["sha256"] or recorded.get(relative), item.get("md5"), opener, retries)
+        digest = fetch_file(url, path, item["sha256"] or recorded.get(relative), item.get("md5"), opener, retries,
+                            local=None if mirror is None else mirror.path(item["url"]))
         if not item["sha256"] and relative not in recorded:  # an md5 alone was verified: recorded without a word
             (_write_record if item.get("md5") else _record_checksum)(dest, relative, digest)
         _say_how_verified(path, item, relative in recorded, dest)

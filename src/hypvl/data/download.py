@@ -17,6 +17,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from hypvl.errors import InputError
+from hypvl.io import link_or_copy
 from hypvl.provenance import file_digest
 
 CHUNK_SIZE = 1 << 20
@@ -78,15 +79,18 @@ def _download_to_part(url, part, opener, chunk_size):
             raise ConnectionError(f"connection closed after {received} of {expected} bytes")
 
 
-def fetch_file(url, path, sha256=None, md5=None, opener=None, retries=2, chunk_size=CHUNK_SIZE):
+def fetch_file(url, path, sha256=None, md5=None, opener=None, retries=2, chunk_size=CHUNK_SIZE, local=None):
     """Download `url` to `path` via `path`.part, resuming up to `retries` times after an
-    interruption; verify sha256/md5 when given; return the file's sha256. An existing `path`
-    is only verified."""
+    interruption, or take it from `local`, a local mirror's copy of it (`hypvl.io.link_or_copy`: hard-linked where it
+    can be); verify sha256/md5 when given; return the file's sha256. An existing `path` is only verified."""
     path, opener = Path(path), opener or url_opener()
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.exists():
         return verify(path, url, path, sha256, md5)
     part = path.with_name(path.name + ".part")
+    if local is not None:
+        link_or_copy(local, part)
+        retries = -1  # nothing to download
     for attempt in range(retries + 1):
         try:
             _download_to_part(url, part, opener, chunk_size)

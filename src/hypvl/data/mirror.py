@@ -12,11 +12,11 @@ A mirror is a folder, or a `file://` URL of one, holding
 verified, unpublished ones recorded on the first fetch, Hub branches pinned to the commit the mirror's refs name.
 """
 
-import shutil
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from hypvl.errors import InputError
+from hypvl.io import link_or_copy
 
 from .formats.common import escapes_root
 
@@ -81,7 +81,7 @@ class Mirror:
         return ref.read_text().strip()
 
     def download(self, *, repo_id: str, repo_type: str, revision: str, allow_patterns, local_dir) -> None:
-        """Copy the files of Hub repository `repo_id` at `revision` that `allow_patterns` select from the mirror
+        """Link (or copy) the files of Hub repository `repo_id` at `revision` that `allow_patterns` select from the mirror
         into `local_dir` (as acquisition's `hub_download`, huggingface_hub.snapshot_download's arguments)."""
         from huggingface_hub import snapshot_download
         from huggingface_hub.errors import LocalEntryNotFoundError
@@ -99,7 +99,7 @@ class Mirror:
         for relative in chosen:
             target = Path(local_dir) / relative
             target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(snapshot / relative, target)
+            link_or_copy((snapshot / relative).resolve(), target)  # the cache's blob, not its symlink
 
     def hub_snapshot(self, repo: str, repo_type: str, commit: str, branch: str | None = None) -> Path:
         """The folder a mirror writer puts the files of `repo` at `commit` in (its `branch` ref pointing there)."""
