@@ -14,7 +14,7 @@ from PIL import Image
 
 from hypvl.data.formats.grounded import GroundedRecord, write_grounded_shards
 from hypvl.data.formats.images import encode_image
-from hypvl.workflow.core import STEP_SECTIONS
+from hypvl.workflow.steps import STEP_SECTIONS
 
 from conftest import REPO
 from test_models import TINY

@@ -22,22 +22,8 @@ from hypvl.spec.paper import SEED_MARK, Experiment, seed_variant
 from hypvl.tasks import group_tasks
 from hypvl.train.recipe import RADIAL_METHOD, supported_overrides, train_section_for
 from hypvl.workflow import patterns
+from hypvl.workflow.steps import step_resources, step_sections
 
-# config sections each step reads (a rule passes only these, so unrelated edits do not rerun it); `a.b`: key b of a
-STEP_SECTIONS = {
-    "synthesize": ("smoke_world",),
-    "ground": ("data_dir", "spacy_model", "corpora", "grounding", "fetch"),
-    "pilot_world": ("data_dir", "acquire", "fetch", "pilot_world", "eval.classification_split",
-                    "eval.probe_source_dir"),
-    "pilot_weights": ("scale", "cpu_code_path", "model", "fetch", "pilot_world"),
-    "train": ("scale", "cpu_code_path", "data_dir", "corpora", "model", "train"),
-    "finetune": ("scale", "cpu_code_path", "radial_ft", "train.telemetry"),
-    "evaluate": ("scale", "cpu_code_path", "data_dir", "eval", "plugins"),
-    "import": ("scale", "cpu_code_path", "model", "weights"),
-    "import_extra": ("scale", "cpu_code_path", "data_dir", "model", "fetch", "plugins"),
-    "standin": ("scale", "cpu_code_path", "data_dir", "corpora", "model", "train", "weights"),
-    "coverage": None,  # the whole config: `hypvl coverage` plans as the workflow does
-}
 NO_WEIGHTS = {"local": {}, "library": {}, "standins": None}  # a config without a `weights` section (schema-checked
 # configs always have one): weights from outside are fetched as the manifest says
 SCHEDULE_OVERRIDES = ("steps", "batch_size")  # a trained model standing in for weights from outside has only these
@@ -133,23 +119,12 @@ class Core:
         return experiment.partition(SEED_MARK)[0]
 
     def step_config(self, step: str) -> str:
-        """The shell-quoted JSON of the config sections `step` reads."""
-        sections = STEP_SECTIONS[step] or self.config
-        chosen = [k for k in sections if k != "plugins" or self.config.get(k)]  # none: the jobs of before stay current
-        passed: dict = {}
-        for key in chosen:
-            section, _, entry = key.partition(".")
-            if entry:
-                passed.setdefault(section, {})[entry] = self.config[section][entry]
-            else:
-                passed[section] = self.config[section]
-        return shlex.quote(json.dumps(passed, sort_keys=True))
+        """The shell-quoted JSON of the config sections `step` reads (`steps.step_sections`)."""
+        return shlex.quote(json.dumps(step_sections(self.config, step), sort_keys=True))
 
     def step_resources(self, step: str) -> dict:
-        """Snakemake resources of the jobs of `step` (config `resources.jobs`): `finetune`, `ground`, `evaluate`,
-        `acquire`, `import`, or `train` where training is one CPU process."""
-        fixed = self.config["resources"]["jobs"][step]
-        return {"gpu": fixed["gpu"] or None, "mem_mb": fixed["mem_mb"], "runtime": fixed["runtime"]}
+        """Snakemake resources of the jobs of `step` (`steps.step_resources`)."""
+        return step_resources(self.config, step)
 
     def spec_path(self, experiment: str) -> str:
         """The replication spec declaring `experiment`."""

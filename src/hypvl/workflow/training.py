@@ -14,7 +14,8 @@ import shlex
 from hypvl.cost import Job, Run, model_towers, size_job
 from hypvl.errors import InputError
 from hypvl.train.recipe import resolve_schedule, steps_for, stream_mode, train_section_for
-from hypvl.workflow.core import STEP_SECTIONS, Core
+from hypvl.workflow.core import Core
+from hypvl.workflow.steps import STEP_SECTIONS
 from hypvl.workflow.data import DataStage
 
 

@@ -1,0 +1,39 @@
+"""What a step's job reads of the config (a rule passes only those sections, so an edit elsewhere does not rerun it)
+and what it asks of the machine (config `resources.jobs`)."""
+
+# config sections each step reads (a rule passes only these, so unrelated edits do not rerun it); `a.b`: key b of a
+STEP_SECTIONS = {
+    "synthesize": ("smoke_world",),
+    "ground": ("data_dir", "spacy_model", "corpora", "grounding", "fetch"),
+    "pilot_world": ("data_dir", "acquire", "fetch", "pilot_world", "eval.classification_split",
+                    "eval.probe_source_dir"),
+    "pilot_weights": ("scale", "cpu_code_path", "model", "fetch", "pilot_world"),
+    "train": ("scale", "cpu_code_path", "data_dir", "corpora", "model", "train"),
+    "finetune": ("scale", "cpu_code_path", "radial_ft", "train.telemetry"),
+    "evaluate": ("scale", "cpu_code_path", "data_dir", "eval", "plugins"),
+    "import": ("scale", "cpu_code_path", "model", "weights"),
+    "import_extra": ("scale", "cpu_code_path", "data_dir", "model", "fetch", "plugins"),
+    "standin": ("scale", "cpu_code_path", "data_dir", "corpora", "model", "train", "weights"),
+    "coverage": None,  # the whole config: `hypvl coverage` plans as the workflow does
+}
+
+
+def step_sections(config: dict, step: str) -> dict:
+    """The config sections `step` reads (STEP_SECTIONS; the whole config for None), `plugins` only where set (so the
+    jobs of before stay current)."""
+    sections = STEP_SECTIONS[step] or config
+    passed: dict = {}
+    for key in (k for k in sections if k != "plugins" or config.get(k)):
+        section, _, entry = key.partition(".")
+        if entry:
+            passed.setdefault(section, {})[entry] = config[section][entry]
+        else:
+            passed[section] = config[section]
+    return passed
+
+
+def step_resources(config: dict, step: str) -> dict:
+    """Snakemake resources of the jobs of `step` (config `resources.jobs`): `finetune`, `ground`, `evaluate`,
+    `acquire`, `import`, or `train` where training is one CPU process."""
+    fixed = config["resources"]["jobs"][step]
+    return {"gpu": fixed["gpu"] or None, "mem_mb": fixed["mem_mb"], "runtime": fixed["runtime"]}
