@@ -11,7 +11,8 @@ from pathlib import Path
 import torch
 import yaml
 from conftest import REPO
-from format_fixtures import BUILDERS, edit_shard, truncate
+from fixture_edits import edit_shard, truncate
+from format_fixtures import BUILDERS
 from PIL import Image
 from replication_fixture import FIXTURE, write_metrics
 

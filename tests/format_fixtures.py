@@ -3,7 +3,6 @@ reader), and the helpers that corrupt them (truncation, edited JSON, edited shar
 
 import dataclasses
 import io
-import json
 from pathlib import Path
 
 from PIL import Image
@@ -27,7 +26,6 @@ from hypvl.data.formats import (
     yfcc,
 )
 from hypvl.data.formats.common import CaptionedImage
-from hypvl.data.formats.shards import iter_tar_samples, write_tar_samples
 
 # ----------------------------------------------------------------------------- fixture helpers
 
@@ -44,49 +42,6 @@ def save_image(path: Path, seed: int, size=(8, 6)) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(jpeg_bytes(seed, size))
     return path
-
-
-def edit_json(path: Path, edit) -> None:
-    """Load a JSON file, let `edit` change it in place, write it back."""
-    data = json.loads(path.read_text())
-    edit(data)
-    path.write_text(json.dumps(data))
-
-
-def truncate(path: Path, fraction: float = 0.5) -> None:
-    """Keep only the first `fraction` of the file's bytes."""
-    data = path.read_bytes()
-    path.write_bytes(data[: int(len(data) * fraction)])
-
-
-def edit_shard(path: Path, key: str, edit) -> None:
-    """Rewrite one shard with `edit(members)` applied to the members of sample `key`."""
-    samples = [(k, dict(members)) for k, _, members in iter_tar_samples(path)]
-    for k, members in samples:
-        if k == key:
-            edit(members)
-    write_tar_samples(path, samples)
-
-
-def edit_shard_json(path: Path, key: str, edit) -> None:
-    """Rewrite the `.json` member of sample `key` with `edit(meta)` applied."""
-
-    def change(members):
-        meta = json.loads(members["json"])
-        edit(meta)
-        members["json"] = json.dumps(meta).encode()
-
-    edit_shard(path, key, change)
-
-
-def delete(key):
-    """An edit deleting `key` from a dict."""
-    return lambda data: data.pop(key)
-
-
-def assign(key, value):
-    """An edit setting `key` of a dict."""
-    return lambda data: data.__setitem__(key, value)
 
 
 # ----------------------------------------------------------------------------- fixtures per format

@@ -33,7 +33,7 @@ from bad_input_builders import (
     zero_sample_corpus,
     zero_shot_on_neither_layout,
 )
-from format_fixtures import edit_json, truncate
+from fixture_edits import edit_json, truncate
 
 CASES = {
     # config files

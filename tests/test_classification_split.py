@@ -6,7 +6,7 @@ image that does not decode are one clear error."""
 import numpy as np
 import pytest
 import torch
-from format_fixtures import assign, edit_shard
+from fixture_edits import assign, edit_shard
 from PIL import Image
 from test_eval_helpers import random_image
 

@@ -20,20 +20,8 @@ from hypvl.data.formats import (
 from hypvl.data.formats.shards import iter_tar_samples
 from hypvl.errors import InputError
 
-from format_fixtures import (
-    BUILDERS,
-    assign,
-    build_grit,
-    build_hyperlex,
-    build_vg_attribution,
-    check_options,
-    delete,
-    edit_json,
-    edit_shard,
-    edit_shard_json,
-    records_of,
-    truncate,
-)
+from fixture_edits import assign, delete, edit_json, edit_shard, edit_shard_json, truncate
+from format_fixtures import BUILDERS, build_grit, build_hyperlex, build_vg_attribution, check_options, records_of
 
 
 # A locator maps (fixture path, expected records) to the file to corrupt.

@@ -17,10 +17,10 @@ from hypvl.data.formats import (
 )
 from hypvl.errors import InputError
 
+from fixture_edits import assign, edit_json, edit_shard, edit_shard_json
 from format_fixtures import (
     BREEDS_HIERARCHY,
     BUILDERS,
-    assign,
     build_breeds_split,
     build_clip_benchmark_wds,
     build_coco_instances,
@@ -30,9 +30,6 @@ from format_fixtures import (
     build_vlchecklist_corpus,
     build_wordnet_isa,
     check_options,
-    edit_json,
-    edit_shard,
-    edit_shard_json,
     records_of,
 )
 

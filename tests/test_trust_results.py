@@ -20,7 +20,8 @@ import pytest
 import torch
 import yaml
 from conftest import REPO
-from format_fixtures import BUILDERS, truncate
+from fixture_edits import truncate
+from format_fixtures import BUILDERS
 from safetensors.torch import load_file, save_file
 from bad_input_builders import tiny_checkpoint
 from test_bad_inputs_2 import ground_into_the_raw_folder, probe_into_a_folder_it_did_not_write
