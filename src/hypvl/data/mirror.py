@@ -81,8 +81,8 @@ class Mirror:
         return ref.read_text().strip()
 
     def download(self, *, repo_id: str, repo_type: str, revision: str, allow_patterns, local_dir) -> None:
-        """Link (or copy) the files of Hub repository `repo_id` at `revision` that `allow_patterns` select from the mirror
-        into `local_dir` (as acquisition's `hub_download`, huggingface_hub.snapshot_download's arguments)."""
+        """Link (or copy: `link_or_copy`) the files of Hub repository `repo_id` at `revision` that `allow_patterns`
+        select from the mirror into `local_dir` (as acquisition's `hub_download`, snapshot_download's arguments)."""
         from huggingface_hub import snapshot_download
         from huggingface_hub.errors import LocalEntryNotFoundError
         from huggingface_hub.utils import filter_repo_objects

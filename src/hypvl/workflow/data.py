@@ -97,7 +97,8 @@ class DataStage:
         (hypvl.tasks.IMAGE_FOLDERS)."""
         evaluation = self.config["eval"]
         sets, split = self.root / evaluation["classification_dir"], evaluation["classification_split"]
-        items = GROUP_DATA.get(group, ()) if tasks is None else dict.fromkeys(i for t in tasks for i in task_data(t, group))
+        items = (GROUP_DATA.get(group, ()) if tasks is None
+                 else dict.fromkeys(item for task in tasks for item in task_data(task, group)))
         paths = []
         for item in items:
             if item == "classification":
