@@ -83,25 +83,29 @@ def fetch_file(url, path, sha256=None, md5=None, opener=None, retries=2, chunk_s
     """Download `url` to `path` via `path`.part, resuming up to `retries` times after an
     interruption, or take it from `local`, a local mirror's copy of it (`hypvl.io.link_or_copy`: hard-linked where it
     can be); verify sha256/md5 when given; return the file's sha256. An existing `path` is only verified."""
-    path, opener = Path(path), opener or url_opener()
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.exists():
         return verify(path, url, path, sha256, md5)
     part = path.with_name(path.name + ".part")
     if local is not None:
         link_or_copy(local, part)
-        retries = -1  # nothing to download
+    else:
+        _download_with_retries(url, part, opener or url_opener(), retries, chunk_size)
+    digest = verify(part, url, path, sha256, md5)
+    os.replace(part, path)
+    return digest
+
+
+def _download_with_retries(url, part, opener, retries, chunk_size):
+    """`_download_to_part`, resumed up to `retries` times after an interruption; InputError once they are spent."""
     for attempt in range(retries + 1):
         try:
-            _download_to_part(url, part, opener, chunk_size)
-            break
+            return _download_to_part(url, part, opener, chunk_size)
         except (OSError, http.client.HTTPException) as error:
             if attempt == retries:
                 kept = f"; {part} is kept to resume from" if part.exists() else ""
                 raise InputError(f"{url}: download failed after {retries + 1} attempts ({error}){kept}") from None
-    digest = verify(part, url, path, sha256, md5)
-    os.replace(part, path)
-    return digest
 
 
 def verify(candidate, url, path, sha256, md5):
