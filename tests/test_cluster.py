@@ -93,12 +93,12 @@ def test_slurm_profile_plans_every_table_at_paper_scale(slurm_plan):
 
 
 def test_a_vit_l_meru_training_job_asks_slurm_for_one_node_of_8_gpus(slurm_plan):
-    """What tests/test_cost.py derives by hand reaches SLURM: 8 GPUs on 1 node, 64 cores, 512 GB, 3491 minutes,
+    """What tests/test_cost.py derives by hand reaches SLURM: 8 GPUs on 1 node, 64 cores, 512 GB, 3602 minutes,
     and the job runs torchrun with 8 processes of 8 threads."""
     _, planned = slurm_plan
     job = job_of(planned, "train", "experiment=meru_meru_vitl")
     command = sbatch(job, threads=2)
-    for flag in ("--gpus=8", "--nodes=1", "--mem 512000", "-t 3491", "--cpus-per-task=64"):
+    for flag in ("--gpus=8", "--nodes=1", "--mem 512000", "-t 3602", "--cpus-per-task=64"):
         assert flag in command, command
     assert "--ntasks-per-gpu" not in command  # one task: torchrun starts the processes
     assert job["shell"].startswith("torchrun --standalone --nproc-per-node 8 -m hypvl.cli train --threads 8 ")

@@ -2,9 +2,11 @@
 
 Pure arithmetic on the model config and the schedule (no torch), so the workflow sizes its jobs while planning.
 - Parameters and FLOPs of a transformer tower: Kaplan et al. 2020 (Scaling Laws for Neural Language Models),
-  Table 1: N = 12 * depth * width^2 non-embedding parameters; a forward pass costs 2N per token, a training step
-  3x that (forward + backward); the attention-context term (2 * depth * tokens * width, 2% for ViT-B/16) is left
-  out.
+  Table 1: N = 12 * depth * width^2 non-embedding parameters; a forward pass costs 2N per token plus attention's
+  two token-by-token products (scores and the weighted sum of values, 2 * 2 * tokens * width per token and layer,
+  counted in full for a causal mask), a training step 3x that (forward + backward): PaLM's model FLOPs (Chowdhery
+  et al. 2022, App. B: 6N + 12 * depth * width * tokens per token), against which utilisation is measured
+  (attention: 4% of ViT-B/16's, 8% of ViT-S/16's, 2.5% of the 77-token text tower's). Embeddings are left out.
 - Activation memory: Korthikanti et al. 2022 (Reducing Activation Recomputation in Large Transformer Models),
   Eq. 1: tokens * width * (34 + 5 * heads * tokens / width) bytes per sample and layer, in 16-bit activations
   (mixed precision), no recomputation.
@@ -50,8 +52,8 @@ class Tower:
 
     @property
     def forward_flops(self) -> int:
-        """FLOPs of one sample's forward pass."""
-        return 2 * self.block_params * self.tokens
+        """FLOPs of one sample's forward pass: the blocks' matrix products and attention's."""
+        return 2 * self.block_params * self.tokens + 4 * self.depth * self.tokens**2 * self.width
 
     @property
     def activation_bytes(self) -> float:
