@@ -54,7 +54,7 @@ def markdown(results: dict) -> str:
     lines += ["| method | backbone | precision | compile | batch | ms/step | pairs/s | images/s | TFLOP/s "
               "| MFU datasheet | MFU measured | peak GiB | note |", "|" + "---|" * 13]
     for row in results["configurations"]:
-        head = f"| {row['method']} | {row['backbone']} | {row['precision']} | {'on' if row['compile'] else 'off'} |"
+        head = f"| {row['method']} | {row['backbone']} | {row['precision']} | {row.get('compile_mode') or 'off'} |"
         if "step_s" not in row:
             lines.append(head + " |" * 8 + f" {row.get('error', 'not run yet')[:160].replace('|', '/')} |")
             continue

@@ -71,6 +71,20 @@ def test_no_configuration_starts_past_the_budget(tmp_path):
     assert "skipped" in results["eval_pipeline"]["error"]
 
 
+def test_compiled_configurations_take_inductors_modes(tmp_path):
+    _run(tmp_path, "--budget-s", "0", "--methods", "clip", "--backbones", "vit_s16", "--precisions", "bf16",
+         "--compile", "off,on,max-autotune-no-cudagraphs")
+    results = json.loads((tmp_path / "gpu_benchmark.json").read_text())
+    assert [(row["compile"], row["compile_mode"]) for row in results["configurations"]] == [
+        (False, None), (True, "default"), (True, "max-autotune-no-cudagraphs")]
+    table = [line.split("|")[4].strip() for line in (tmp_path / "gpu_benchmark.md").read_text().splitlines()
+             if line.startswith("| clip")]
+    assert table == ["off", "default", "max-autotune-no-cudagraphs"]
+    done = subprocess.run([sys.executable, str(SCRIPT), "--device", "cpu", "--compile", "off,max-autotune-fast"],
+                          capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert done.returncode == 2 and "max-autotune-fast: not one of off, on, default," in done.stderr
+
+
 @pytest.mark.parametrize("overestimate", [1.0, 1.3])
 def test_batch_search_finds_a_batch_that_fits_near_the_largest(overestimate):
     """A simulated GPU: 1 GB resting, 10 MB per sample, 6.23 GB in all (523 samples fit: 520 is the largest multiple

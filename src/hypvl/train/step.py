@@ -56,11 +56,11 @@ def precision_on(name: str, device: torch.device) -> Precision:
     return Precision("fp32" if name == "fp16" and device.type == "cpu" else name, device.type)
 
 
-def compile_encoders(model, backend: str = "inductor") -> None:
+def compile_encoders(model, backend: str = "inductor", mode: str | None = None) -> None:
     """torch.compile the image and text encoders of `model` in place (their parameters and state-dict keys stay
-    as they are); projections, geometry and losses stay eager."""
-    model.visual.compile(backend=backend)
-    model.textual.compile(backend=backend)
+    as they are), in inductor's `mode` (None: its default); projections, geometry and losses stay eager."""
+    model.visual.compile(backend=backend, mode=mode)
+    model.textual.compile(backend=backend, mode=mode)
 
 
 class TrainStep:
