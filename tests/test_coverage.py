@@ -187,4 +187,4 @@ def test_the_coverage_job_plans_with_the_workflows_whole_config(toy):
     fetched.write_text(yaml.safe_dump({"weights": {"standins": None}}))
     plan = Plan(load_config([config, fetched]))
     assert plan.blocker("cov_released") is None  # obtainable now
-    assert load_config(config_json=shlex.split(plan.step_config("coverage"))[0]) == plan.config
+    assert load_config(config_json=shlex.split(plan.step_config("coverage"))) == plan.config

@@ -127,7 +127,7 @@ def run_group(tmp_path, method: str, group: str, datasets: dict, data_dir, **ext
                     "linear_probe_dir": "linear_probe", "vg_attribution_min_count": extra.get("min_count", 25),
                     "datasets": datasets}}
     out = tmp_path / "metrics"
-    args = Namespace(group=group, configfile=[], config_json=json.dumps(cfg), project=None, checkpoint=str(checkpoint),
+    args = Namespace(group=group, configfile=[], config_json=[json.dumps(cfg)], project=None, checkpoint=str(checkpoint),
                      experiment="exp", out_dir=str(out), tasks=extra.get("tasks"), threads=1, prompts="meru")
     evaluate_group(args)
     return {task: json.loads((out / f"{task}.json").read_text())

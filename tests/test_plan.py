@@ -15,7 +15,7 @@ import pytest
 import yaml
 from conftest import REPO
 
-from hypvl.config import DEFAULT_CONFIG, load_config
+from hypvl.config import DEFAULT_CONFIG, deep_merge, load_config
 from hypvl.data.synthetic.probe_sources import probe_source_sets
 from hypvl.errors import InputError
 from hypvl.models.methods import METHOD_NAMES, MODEL_OVERRIDES
@@ -261,14 +261,36 @@ def test_steps_for_sets_the_grid_models_steps_in_their_cost_and_their_train_jobs
     assert other == before
 
 
-def test_a_fine_tuning_reads_the_telemetry_of_train_and_nothing_else_of_it():
-    """The finetune job reports as training does (train.telemetry), so a change to another train setting (steps,
-    batch) leaves the fine-tuned models current."""
+def test_a_fine_tuning_reads_nothing_of_train_but_the_run_settings_handed_apart():
+    """The finetune job reports as training does (train.telemetry, among the run settings handed to it apart), so a
+    change to another train setting (steps, batch) leaves the fine-tuned models current."""
     plan = Plan(load_config())
     passed = json.loads(shlex.split(plan.step_config("finetune"))[0])
-    assert passed["train"] == {"telemetry": plan.config["train"]["telemetry"]}
-    assert passed["radial_ft"] == plan.config["radial_ft"] and "model" not in passed
-    assert load_config(config_json=json.dumps(passed))["train"]["telemetry"] == plan.config["train"]["telemetry"]
+    assert "train" not in passed and "model" not in passed and passed["radial_ft"] == plan.config["radial_ft"]
+    handed = load_config(config_json=[*shlex.split(plan.step_config("finetune")), *shlex.split(plan.run_settings())])
+    assert handed["train"]["telemetry"] == plan.config["train"]["telemetry"]
+
+
+@pytest.mark.parametrize("edit", [{"telemetry": {"log_every": 7, "tensorboard": False,
+                                                 "wandb": {"project": "p", "entity": None, "mode": "offline"}}},
+                                  {"checkpoint_every": 3}, {"cache_decoded": False}])
+def test_editing_a_run_setting_changes_no_jobs_tracked_config_and_reaches_the_job(edit):
+    """The run settings (checkpoints, the decoded cache, telemetry) are outside what the train, finetune and stand-in
+    rules track (their params: Snakemake reruns a job whose params changed) and reach the job in the JSON handed
+    apart, merged last; every other train setting is still tracked."""
+    plan = Plan(load_config())
+    edited = Plan(deep_merge(plan.config, {"train": edit}))
+    experiment = "hyco_clip_vits_grit"
+    for step in ("finetune", "evaluate", "ground"):
+        assert edited.step_config(step) == plan.step_config(step)
+    assert edited.training.experiment_config(experiment) == plan.training.experiment_config(experiment)
+    assert edited.outside.standin_config(experiment) == plan.outside.standin_config(experiment)
+    assert edited.run_settings() != plan.run_settings()
+    job = load_config(config_json=[*shlex.split(edited.training.experiment_config(experiment)),
+                                   *shlex.split(edited.run_settings())])
+    assert job["train"] == {**plan.config["train"], **edit}
+    shuffled = Plan(deep_merge(plan.config, {"train": {"shuffle_buffer": 3}}))
+    assert shuffled.training.experiment_config(experiment) != plan.training.experiment_config(experiment)
 
 
 def test_every_steps_for_entry_matches_an_experiment_and_paper_scale_undoes_them():

@@ -84,6 +84,22 @@ def test_flagship_report_prints_the_paper_and_13_by_16_measured_numbers(smoke_ru
 
 
 @pytest.mark.slow
+def test_editing_the_run_settings_reruns_nothing_and_another_train_setting_retrains(smoke_run):
+    """Checkpoints, the decoded cache and telemetry change no number: after the run, editing them leaves Table 1
+    current (a dry run finds nothing to do); editing another train setting retrains its models."""
+    folder = smoke_run.parent
+    table = str(folder / "reports" / "table1.md")
+    settings = folder / "run_settings.yaml"
+    settings.write_text(json.dumps({"train": {"checkpoint_every": 3, "cache_decoded": False, "telemetry": {
+        "log_every": 7, "tensorboard": False, "wandb": {"project": "p", "mode": "offline"}}}}))
+    edited = snakemake(table, "-n", "--configfile", str(folder / "paths.yaml"), str(settings))
+    assert edited.returncode == 0 and "Nothing to be done" in edited.stdout + edited.stderr
+    settings.write_text(json.dumps({"train": {"shuffle_buffer": 7}}))
+    other = snakemake(table, "-n", "--configfile", str(folder / "paths.yaml"), str(settings))
+    assert other.returncode == 0 and re.search(r"^train\s+13$", other.stdout, re.M), other.stdout[-3000:]
+
+
+@pytest.mark.slow
 def test_the_html_report_holds_the_flagship_table_and_its_plot_under_hycoclip(smoke_run):
     """`snakemake --report report.html reports/table1.md`: the page and the picture of Table 1 under the HyCoCLIP
     category (the report embeds its data as JSON: `var categories` and `var results`, each file a data URI), the

@@ -162,6 +162,29 @@ def test_editing_another_experiments_steps_for_entry_keeps_a_table_comparable(tm
     assert recorded_train_section("tiny_clip", train) == {"steps": 200, "steps_for": {"tiny_*": 300}}
 
 
+@pytest.mark.parametrize("steps, joins", [(200, True), (300, False)])
+def test_models_trained_under_other_run_settings_still_join_in_a_table(tmp_path, steps, joins):
+    """Metric JSONs whose recorded train sections differ only in the run settings (telemetry, checkpoints, the
+    decoded cache: an older hypvl recorded them) join; a difference in another train setting is refused."""
+    shutil.copytree(FIXTURE, tmp_path, dirs_exist_ok=True)
+    metrics = write_metrics(tmp_path, "smoke")
+    for experiment, tasks in OURS.items():
+        clip = experiment == "tiny_clip"
+        train = {"steps": 200 if clip else steps, "checkpoint_every": 10 if clip else 0, "cache_decoded": clip,
+                 "telemetry": {"log_every": 50 if clip else 7, "tensorboard": clip, "wandb": None}}
+        for task in tasks:
+            path = metrics / experiment / f"{task}.json"
+            record = json.loads(path.read_text())
+            record["provenance"]["run_config"] = {"train": train}
+            path.write_text(json.dumps(record))
+    spec = load_spec(tmp_path / "replication" / "tiny.yaml")
+    if joins:
+        assert compare_table(spec, "table1", metrics, "smoke")["ours"].notna().sum() == 8
+    else:
+        with pytest.raises(InputError, match=r"measured under another config than .*train\.steps"):
+            compare_table(spec, "table1", metrics, "smoke")
+
+
 # --------------------------------------------------------------------------- dates and numbers
 
 

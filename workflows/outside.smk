@@ -97,7 +97,8 @@ else:
             ENV
         shell:
             "hypvl train --spec {params.spec:q} --experiment {wildcards.experiment} --standin"
-            " --config-json {params.cfg} --out {params.out:q} --threads {threads} --quiet > {log:q} 2>&1"
+            " --config-json {params.cfg} --config-json {RUN_SETTINGS} --out {params.out:q} --threads {threads}"
+            " --quiet > {log:q} 2>&1"
 
 
 rule import_weights:

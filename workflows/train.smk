@@ -39,7 +39,8 @@ rule train:
         ENV
     shell:
         "{params.launch} --spec {params.spec:q} --experiment {params.declared} --seed {params.seed}"
-        " --config-json {params.cfg} --out {params.out:q} {params.init:q} --quiet{params.then} > {log:q} 2>&1"
+        " --config-json {params.cfg} --config-json {RUN_SETTINGS} --out {params.out:q} {params.init:q}"
+        " --quiet{params.then} > {log:q} 2>&1"
 
 
 rule finetune:
@@ -70,6 +71,7 @@ rule finetune:
         ENV
     shell:
         "hypvl finetune --spec {params.spec:q} --experiment {wildcards.experiment} --config-json {params.cfg}"
+        " --config-json {RUN_SETTINGS}"
         " --base-checkpoint {input.base:q} {params.data:q} --out {params.out:q}"
         " --threads {threads} --quiet{params.then} > {log:q} 2>&1"
 

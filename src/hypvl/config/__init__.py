@@ -4,7 +4,8 @@ The suite's own inputs (`replication_dir`, `expected_dir`, `baselines_dir`), whe
 project (the checkout holding replication/ and expected/: the Snakefile's folder for the workflow; `--project`, or
 found, for a command), never from the working directory; the folders the suite writes are the working directory's.
 
-Snakemake rules hand each command the resolved config as JSON (`--config-json`); by hand, a command
+Snakemake rules hand each command the resolved config as JSON (`--config-json`: the sections its step reads, and
+apart from them the RUN_SETTINGS, whose changes rerun no job); by hand, a command
 takes `--configfile` paths merged over the default, as `snakemake --configfile` does. The default and
 the schema ship inside the package, so `hypvl` and the Snakefile work from any directory.
 """
@@ -31,6 +32,11 @@ DEFAULT_CONFIG = CONFIG_DIR / "default.yaml"
 PROJECT_ENV = "HYPVL_PROJECT"  # the project's folder where neither --project nor the working directory gives one
 # keys a config may no longer set -> what replaced them: an old config is told, not only that the key is unexpected
 RETIRED_KEYS = {("train", "amp"): "train.precision (fp16 | bf16 | fp32; amp: true was fp16, amp: false fp32)"}
+# train settings that say how a run goes, not what it computes: how often it checkpoints, whether it keeps its decoded
+# corpus, what it reports as it goes. Editing them reruns no job (the workflow hands them to a job apart from the
+# sections its rule tracks), a run resumes across them (hypvl.train.resume) and its numbers join the rest's in a table
+# (the run config `hypvl compare` checks leaves them out)
+RUN_SETTINGS = ("checkpoint_every", "cache_decoded", "telemetry")
 
 
 def deep_merge(base: dict, update: dict) -> dict:
@@ -118,18 +124,17 @@ def in_project(config: dict, project) -> dict:
     return {**config, **{key: str(Path(project, config[key])) for key in INPUT_DIRS}}
 
 
-def load_config(configfiles=(), config_json: str | None = None, config_dir: Path = CONFIG_DIR,
-                project=None) -> dict:
-    """The default config merged with `configfiles` in order, then with the sections a rule passed as
-    JSON (a rule passes only the sections its step reads, so other config edits do not rerun it); relative input
-    folders are read from the project (`find_project(project)`)."""
+def load_config(configfiles=(), config_json=(), config_dir: Path = CONFIG_DIR, project=None) -> dict:
+    """The default config merged with `configfiles` in order, then with the JSON objects a rule passed, in order (a
+    rule passes only the sections its step reads, so other config edits do not rerun it, and the RUN_SETTINGS
+    apart); relative input folders are read from the project (`find_project(project)`)."""
     config = _read_yaml(Path(config_dir) / "default.yaml")
     for path in configfiles:
         config = deep_merge(config, _read_yaml(Path(path)))
     sources = ["default.yaml", *map(str, configfiles)]
-    if config_json is not None:
+    for text in config_json:
         try:
-            sections = json.loads(config_json, parse_constant=_refuse_constant)
+            sections = json.loads(text, parse_constant=_refuse_constant)
         except json.JSONDecodeError as exc:
             raise InputError(f"--config-json: not valid JSON ({exc})") from None
         if not isinstance(sections, dict):
@@ -149,7 +154,8 @@ def _refuse_constant(name: str):
 def add_config_arguments(parser) -> None:
     """`--configfile` (repeatable), `--config-json` and `--project`, for commands that read the workflow config."""
     parser.add_argument("--configfile", action="append", default=[], help="YAML merged over the default config")
-    parser.add_argument("--config-json", default=None, help="the resolved config as JSON (used by the workflow)")
+    parser.add_argument("--config-json", action="append", default=[],
+                        help="config sections as JSON, merged in order (used by the workflow)")
     parser.add_argument("--project", default=None,
                         help="the checkout holding replication/, expected/ and baselines/ (default: the working "
                              f"directory or a folder above it, ${PROJECT_ENV}, or the checkout hypvl runs from)")

@@ -5,7 +5,7 @@ import importlib
 import time
 from pathlib import Path
 
-from hypvl.config import add_config_arguments, config_from_args, positive_int, steps_for
+from hypvl.config import RUN_SETTINGS, add_config_arguments, config_from_args, positive_int, steps_for
 from hypvl.data.catalog import PROMPT_SETS
 from hypvl.errors import InputError
 from hypvl.models.commands import add_extra_arguments
@@ -86,11 +86,12 @@ def model_identity(recipe: dict) -> dict:
 
 def run_config(config: dict, recipe: dict) -> dict:
     """The settings every model of a run shares: the model and training sections the checkpoint was trained under
-    (None for imported weights; `train.steps_for` apart, `own_steps_for`) and the evaluation's CPU code path and
-    section. Numbers measured under two run configs are never joined in one table (`hypvl compare`)."""
+    (None for imported weights; `train.steps_for` apart, `own_steps_for`; the RUN_SETTINGS, which change no number,
+    left out) and the evaluation's CPU code path and section. Numbers measured under two run configs are never joined
+    in one table (`hypvl compare`)."""
     train = recipe.get("train_cfg")
     if isinstance(train, dict):
-        train = {key: value for key, value in train.items() if key != "steps_for"}
+        train = {key: value for key, value in train.items() if key != "steps_for" and key not in RUN_SETTINGS}
     return {"scale": config["scale"], "model": recipe.get("model_cfg"), "train": train,
             "cpu_code_path": config["cpu_code_path"], "eval": config["eval"]}
 

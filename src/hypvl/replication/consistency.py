@@ -8,7 +8,7 @@ import functools
 import json
 from pathlib import Path
 
-from hypvl.config import steps_for
+from hypvl.config import RUN_SETTINGS, steps_for
 from hypvl.errors import InputError
 from hypvl.provenance import config_differences, file_digest
 from hypvl.spec.paper import Experiment
@@ -27,14 +27,15 @@ def _sections(path: Path, provenance: dict) -> dict:
     """A JSON's run config by section, and each entry of `train.steps_for` its model matched as a section of its own
     (`train.steps_for[<glob>]`, from `provenance.steps_for`; a JSON of an older hypvl recorded the whole map in the
     train section, whose entries matching the model are taken): editing one experiment's entry leaves every other
-    experiment's numbers comparable."""
+    experiment's numbers comparable. The RUN_SETTINGS, which an older hypvl recorded too, are left out."""
     model = (provenance.get("model") or {}).get("experiment") or path.parent.name
     sections = dict(provenance["run_config"])
     train = sections.get("train")
     own = provenance.get("steps_for")
-    if isinstance(train, dict) and "steps_for" in train:
-        own = steps_for(model, train) if own is None else own
-        sections["train"] = {key: value for key, value in train.items() if key != "steps_for"}
+    if isinstance(train, dict):
+        own = steps_for(model, train) if own is None and "steps_for" in train else own
+        sections["train"] = {key: value for key, value in train.items()
+                             if key != "steps_for" and key not in RUN_SETTINGS}
     sections.update({f"train.steps_for[{glob}]": steps for glob, steps in (own or {}).items()})
     return sections
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import torch
 
+from hypvl.config import RUN_SETTINGS
 from hypvl.errors import InputError
 from hypvl.io import atomic_write
 from hypvl.models.checkpoints import read_checkpoint
@@ -27,10 +28,10 @@ from hypvl.provenance import config_differences
 from . import distributed
 
 RESUME = "resume.pt"
-# train settings that change no number of the run (how it is checkpointed, where the decoded corpus is kept) or its
-# numbers by float rounding only (micro-batches: the same loss and gradients), or that the layout check covers
-# (loader workers), or that say what the run reports as it goes (telemetry)
-NEUTRAL_SETTINGS = ("checkpoint_every", "cache_decoded", "accum_steps", "num_workers", "telemetry")
+# train settings that change no number of the run (hypvl.config.RUN_SETTINGS: checkpoints, the decoded corpus kept,
+# telemetry) or its numbers by float rounding only (micro-batches: the same loss and gradients), or that the layout
+# check covers (loader workers)
+NEUTRAL_SETTINGS = (*RUN_SETTINGS, "accum_steps", "num_workers")
 STATE_KEYS = ("fingerprint", "layout", "step", "model", "optimizer", "scheduler", "scaler", "streams", "rows",
               "seconds", "rng")
 

@@ -1,5 +1,7 @@
-"""What a step's job reads of the config (a rule passes only those sections, so an edit elsewhere does not rerun it)
-and what it asks of the machine (config `resources.jobs`)."""
+"""What a step's job reads of the config (a rule passes only those sections, so an edit elsewhere does not rerun it),
+the run settings handed to its jobs apart, and what it asks of the machine (config `resources.jobs`)."""
+
+from hypvl.config import RUN_SETTINGS
 
 # config sections each step reads (a rule passes only these, so unrelated edits do not rerun it); `a.b`: key b of a
 STEP_SECTIONS = {
@@ -9,7 +11,7 @@ STEP_SECTIONS = {
                     "eval.probe_source_dir"),
     "pilot_weights": ("scale", "cpu_code_path", "model", "fetch", "pilot_world"),
     "train": ("scale", "cpu_code_path", "data_dir", "corpora", "model", "train"),
-    "finetune": ("scale", "cpu_code_path", "radial_ft", "train.telemetry"),
+    "finetune": ("scale", "cpu_code_path", "radial_ft"),  # and the run settings (`run_settings`)
     "evaluate": ("scale", "cpu_code_path", "data_dir", "eval", "plugins"),
     "import": ("scale", "cpu_code_path", "model", "weights"),
     "import_extra": ("scale", "cpu_code_path", "data_dir", "model", "fetch", "plugins"),
@@ -20,7 +22,8 @@ STEP_SECTIONS = {
 
 def step_sections(config: dict, step: str) -> dict:
     """The config sections `step` reads (STEP_SECTIONS; the whole config for None), `plugins` only where set (so the
-    jobs of before stay current)."""
+    jobs of before stay current); a train section without the RUN_SETTINGS, which `run_settings` passes (a step
+    that plans with the whole config gets it whole)."""
     sections = STEP_SECTIONS[step] or config
     passed: dict = {}
     for key in (k for k in sections if k != "plugins" or config.get(k)):
@@ -29,7 +32,16 @@ def step_sections(config: dict, step: str) -> dict:
             passed.setdefault(section, {})[entry] = config[section][entry]
         else:
             passed[section] = config[section]
+    if STEP_SECTIONS[step] and "train" in passed:
+        passed["train"] = {key: value for key, value in passed["train"].items() if key not in RUN_SETTINGS}
     return passed
+
+
+def run_settings(config: dict) -> dict:
+    """The train settings that change no number of a job (hypvl.config.RUN_SETTINGS), as the training and fine-tuning
+    jobs are handed them apart from their sections: outside their rules' params, which Snakemake's rerun triggers
+    track (it tracks the rule's command as written, not as filled in), so that editing them reruns nothing."""
+    return {"train": {key: config["train"][key] for key in RUN_SETTINGS}}
 
 
 def step_resources(config: dict, step: str) -> dict:

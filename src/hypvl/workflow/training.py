@@ -15,7 +15,7 @@ from hypvl.cost import Job, Run, model_towers, size_job
 from hypvl.errors import InputError
 from hypvl.train.recipe import resolve_schedule, steps_for, stream_mode, train_section_for
 from hypvl.workflow.core import Core
-from hypvl.workflow.steps import STEP_SECTIONS
+from hypvl.workflow.steps import step_sections
 from hypvl.workflow.data import DataStage
 
 
@@ -40,9 +40,9 @@ class TrainingStage:
         """The shell-quoted JSON of the config sections training `experiment` reads (`step`: train, or standin): of
         `train.steps_for`, only the entries matching it (so editing another experiment's entry does not retrain it);
         on GPUs, `train.accum_steps` as its job's size has it (`job`)."""
-        sections = {k: self.config[k] for k in STEP_SECTIONS[step]}
+        sections = step_sections(self.config, step)
         own = steps_for(experiment, self.config["train"])
-        sections["train"] = {k: v for k, v in self.config["train"].items() if k != "steps_for"}
+        sections["train"] = {k: v for k, v in sections["train"].items() if k != "steps_for"}
         sections["train"].update({"steps_for": own} if own else {})
         job = self.job(experiment) if step == "train" else None
         sections["train"].update({"accum_steps": job.accum_steps} if job else {})
