@@ -52,7 +52,9 @@ def test_a_metrics_json_records_run_config_code_data_and_checkpoint(tmp_path):
                  str(tmp_path / "metrics"), "--tasks", "zs_cifar10", "--configfile", str(config)]) == 0
     record = json.loads((tmp_path / "metrics" / "zs_cifar10.json").read_text())
     provenance = record["provenance"]
-    run = {"scale": "smoke", "model": model_cfg, "train": {k: v for k, v in train_cfg.items() if k != "steps_for"},
+    neutral = ("steps_for", "telemetry", "checkpoint_every", "cache_decoded")  # apart: steps_for; no number: the rest
+    shared = {k: v for k, v in train_cfg.items() if k not in neutral}
+    run = {"scale": "smoke", "model": model_cfg, "train": shared,
            "cpu_code_path": DEFAULT["cpu_code_path"], "eval": DEFAULT["eval"]}
     assert record["scale"] == "smoke" and provenance["run_config"] == run
     assert provenance["run_config_hash"] == config_hash(run)

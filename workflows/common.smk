@@ -17,9 +17,6 @@ RESULTS = config["results_dir"]
 REPORTS = config["reports_dir"]
 THREADS = config["threads_per_job"]
 ENV = "envs/hypvl.yaml"  # the one conda environment every rule runs in (`--sdm conda`), the project at its own path
-# the train settings that change no number (checkpoints, decoded cache, telemetry), handed to the training jobs in
-# their commands, not their params: Snakemake reruns a job whose params changed, and editing these reruns nothing
-RUN_SETTINGS = PLAN.run_settings()
 
 # In a container (`--sdm apptainer`, the Snakefile's `container:`) the jobs read this checkout's specs, printed tables and
 # baselines at their paths here: the checkout is bound into the container at the same path.

@@ -87,6 +87,7 @@ else:
         params:
             spec=lambda w: PLAN.spec_path(w.experiment),
             cfg=lambda w: PLAN.outside.standin_config(w.experiment),
+            settings=lambda w, threads: PLAN.run_settings(),  # untracked (a function of threads)
             out=lambda w, output: above(output.checkpoint),
         threads: THREADS
         resources:
@@ -97,7 +98,7 @@ else:
             ENV
         shell:
             "hypvl train --spec {params.spec:q} --experiment {wildcards.experiment} --standin"
-            " --config-json {params.cfg} --config-json {RUN_SETTINGS} --out {params.out:q} --threads {threads}"
+            " --config-json {params.cfg} --config-json {params.settings} --out {params.out:q} --threads {threads}"
             " --quiet > {log:q} 2>&1"
 
 

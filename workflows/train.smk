@@ -22,6 +22,7 @@ rule train:
         declared=lambda w: PLAN.declared_id(w.experiment),  # a seed variant trains its experiment with another seed
         seed=lambda w: PLAN.experiment(w.experiment).seed,
         cfg=lambda w: PLAN.training.experiment_config(PLAN.declared_id(w.experiment)),
+        settings=lambda w, threads: PLAN.run_settings(),  # untracked (a function of threads): edits rerun nothing
         out=lambda w: f"{RESULTS}/models/{w.experiment}",
         init=lambda w, input: ["--init-checkpoint", input.init] if input.init else [],
         then=lambda w, threads: PLAN.evaluation.with_training_commands(w.experiment, threads),
@@ -39,7 +40,7 @@ rule train:
         ENV
     shell:
         "{params.launch} --spec {params.spec:q} --experiment {params.declared} --seed {params.seed}"
-        " --config-json {params.cfg} --config-json {RUN_SETTINGS} --out {params.out:q} {params.init:q}"
+        " --config-json {params.cfg} --config-json {params.settings} --out {params.out:q} {params.init:q}"
         " --quiet{params.then} > {log:q} 2>&1"
 
 
@@ -58,6 +59,7 @@ rule finetune:
     params:
         spec=lambda w: PLAN.spec_path(w.experiment),
         cfg=PLAN.step_config("finetune"),
+        settings=lambda w, threads: PLAN.run_settings(),  # untracked (a function of threads): edits rerun nothing
         data=lambda w: [word for option in PLAN.training.finetune_data(w.experiment).items() for word in option],
         out=lambda w: f"{RESULTS}/models/{w.experiment}",
         then=lambda w, threads: PLAN.evaluation.with_training_commands(w.experiment, threads),
@@ -71,7 +73,7 @@ rule finetune:
         ENV
     shell:
         "hypvl finetune --spec {params.spec:q} --experiment {wildcards.experiment} --config-json {params.cfg}"
-        " --config-json {RUN_SETTINGS}"
+        " --config-json {params.settings}"
         " --base-checkpoint {input.base:q} {params.data:q} --out {params.out:q}"
         " --threads {threads} --quiet{params.then} > {log:q} 2>&1"
 

@@ -39,8 +39,9 @@ def step_sections(config: dict, step: str) -> dict:
 
 def run_settings(config: dict) -> dict:
     """The train settings that change no number of a job (hypvl.config.RUN_SETTINGS), as the training and fine-tuning
-    jobs are handed them apart from their sections: outside their rules' params, which Snakemake's rerun triggers
-    track (it tracks the rule's command as written, not as filled in), so that editing them reruns nothing."""
+    jobs are handed them apart from their sections, so that editing them reruns nothing: Snakemake reruns a job whose
+    params changed, but leaves out of that comparison the params its rules compute from the job's threads (as from
+    its input, output and resources), which is how the rules compute this one."""
     return {"train": {key: config["train"][key] for key in RUN_SETTINGS}}
 
 
