@@ -267,7 +267,8 @@ def test_a_fine_tuning_reads_nothing_of_train_but_the_run_settings_handed_apart(
     plan = Plan(load_config())
     passed = json.loads(shlex.split(plan.step_config("finetune"))[0])
     assert "train" not in passed and "model" not in passed and passed["radial_ft"] == plan.config["radial_ft"]
-    handed = load_config(config_json=[*shlex.split(plan.step_config("finetune")), *shlex.split(plan.run_settings())])
+    handed = load_config(config_json=[*shlex.split(plan.step_config("finetune")),
+                                      *shlex.split(plan.step_config("run_settings"))])
     assert handed["train"]["telemetry"] == plan.config["train"]["telemetry"]
 
 
@@ -285,9 +286,9 @@ def test_editing_a_run_setting_changes_no_jobs_tracked_config_and_reaches_the_jo
         assert edited.step_config(step) == plan.step_config(step)
     assert edited.training.experiment_config(experiment) == plan.training.experiment_config(experiment)
     assert edited.outside.standin_config(experiment) == plan.outside.standin_config(experiment)
-    assert edited.run_settings() != plan.run_settings()
+    assert edited.step_config("run_settings") != plan.step_config("run_settings")
     job = load_config(config_json=[*shlex.split(edited.training.experiment_config(experiment)),
-                                   *shlex.split(edited.run_settings())])
+                                   *shlex.split(edited.step_config("run_settings"))])
     assert job["train"] == {**plan.config["train"], **edit}
     shuffled = Plan(deep_merge(plan.config, {"train": {"shuffle_buffer": 3}}))
     assert shuffled.training.experiment_config(experiment) != plan.training.experiment_config(experiment)

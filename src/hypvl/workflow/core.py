@@ -22,7 +22,7 @@ from hypvl.spec.paper import SEED_MARK, Experiment, seed_variant
 from hypvl.tasks import group_tasks
 from hypvl.train.recipe import RADIAL_METHOD, supported_overrides, train_section_for
 from hypvl.workflow import patterns
-from hypvl.workflow.steps import run_settings, step_resources, step_sections
+from hypvl.workflow.steps import step_resources, step_sections
 
 NO_WEIGHTS = {"local": {}, "library": {}, "standins": None}  # a config without a `weights` section (schema-checked
 # configs always have one): weights from outside are fetched as the manifest says
@@ -121,10 +121,6 @@ class Core:
     def step_config(self, step: str) -> str:
         """The shell-quoted JSON of the config sections `step` reads (`steps.step_sections`)."""
         return shlex.quote(json.dumps(step_sections(self.config, step), sort_keys=True))
-
-    def run_settings(self) -> str:
-        """The shell-quoted JSON of the run settings, handed to training jobs apart (`steps.run_settings`)."""
-        return shlex.quote(json.dumps(run_settings(self.config), sort_keys=True))
 
     def step_resources(self, step: str) -> dict:
         """Snakemake resources of the jobs of `step` (`steps.step_resources`)."""

@@ -1,5 +1,5 @@
-"""What a step's job reads of the config (a rule passes only those sections, so an edit elsewhere does not rerun it),
-the run settings handed to its jobs apart, and what it asks of the machine (config `resources.jobs`)."""
+"""What a step's job reads of the config (a rule passes only those sections, so an edit elsewhere does not rerun it)
+and what it asks of the machine (config `resources.jobs`)."""
 
 from hypvl.config import RUN_SETTINGS
 
@@ -11,19 +11,24 @@ STEP_SECTIONS = {
                     "eval.probe_source_dir"),
     "pilot_weights": ("scale", "cpu_code_path", "model", "fetch", "pilot_world"),
     "train": ("scale", "cpu_code_path", "data_dir", "corpora", "model", "train"),
-    "finetune": ("scale", "cpu_code_path", "radial_ft"),  # and the run settings (`run_settings`)
+    "finetune": ("scale", "cpu_code_path", "radial_ft"),  # and the run settings (below)
     "evaluate": ("scale", "cpu_code_path", "data_dir", "eval", "plugins"),
     "import": ("scale", "cpu_code_path", "model", "weights"),
     "import_extra": ("scale", "cpu_code_path", "data_dir", "model", "fetch", "plugins"),
     "standin": ("scale", "cpu_code_path", "data_dir", "corpora", "model", "train", "weights"),
     "coverage": None,  # the whole config: `hypvl coverage` plans as the workflow does
+    # the train settings that change no number (hypvl.config.RUN_SETTINGS), handed to the training and fine-tuning
+    # jobs apart from their sections (which leave them out), so that editing them reruns nothing: Snakemake reruns a
+    # job whose params changed, but leaves out of that comparison the params its rules compute from the job's threads
+    # (as from its input, output and resources), which is how the rules compute this one
+    "run_settings": tuple(f"train.{key}" for key in RUN_SETTINGS),
 }
 
 
 def step_sections(config: dict, step: str) -> dict:
     """The config sections `step` reads (STEP_SECTIONS; the whole config for None), `plugins` only where set (so the
-    jobs of before stay current); a train section without the RUN_SETTINGS, which `run_settings` passes (a step
-    that plans with the whole config gets it whole)."""
+    jobs of before stay current); a whole train section without the RUN_SETTINGS (the step `run_settings` passes
+    them)."""
     sections = STEP_SECTIONS[step] or config
     passed: dict = {}
     for key in (k for k in sections if k != "plugins" or config.get(k)):
@@ -32,17 +37,9 @@ def step_sections(config: dict, step: str) -> dict:
             passed.setdefault(section, {})[entry] = config[section][entry]
         else:
             passed[section] = config[section]
-    if STEP_SECTIONS[step] and "train" in passed:
+    if "train" in (STEP_SECTIONS[step] or ()):
         passed["train"] = {key: value for key, value in passed["train"].items() if key not in RUN_SETTINGS}
     return passed
-
-
-def run_settings(config: dict) -> dict:
-    """The train settings that change no number of a job (hypvl.config.RUN_SETTINGS), as the training and fine-tuning
-    jobs are handed them apart from their sections, so that editing them reruns nothing: Snakemake reruns a job whose
-    params changed, but leaves out of that comparison the params its rules compute from the job's threads (as from
-    its input, output and resources), which is how the rules compute this one."""
-    return {"train": {key: config["train"][key] for key in RUN_SETTINGS}}
 
 
 def step_resources(config: dict, step: str) -> dict:
