@@ -18,6 +18,13 @@ REPORTS = config["reports_dir"]
 THREADS = config["threads_per_job"]
 ENV = "envs/hypvl.yaml"  # the one conda environment every rule runs in (`--sdm conda`), the project at its own path
 
+
+def run_settings(wildcards, threads):
+    """The training and fine-tuning jobs' param of the run settings (hypvl.workflow.steps, STEP_SECTIONS): a
+    function of the job's threads, so that Snakemake leaves it out of the params whose change reruns a job."""
+    return PLAN.step_config("run_settings")
+
+
 # In a container (`--sdm apptainer`, the Snakefile's `container:`) the jobs read this checkout's specs, printed tables and
 # baselines at their paths here: the checkout is bound into the container at the same path.
 def _bind_checkout():

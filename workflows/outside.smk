@@ -87,7 +87,7 @@ else:
         params:
             spec=lambda w: PLAN.spec_path(w.experiment),
             cfg=lambda w: PLAN.outside.standin_config(w.experiment),
-            settings=lambda w, threads: PLAN.step_config("run_settings"),  # untracked: a function of threads
+            settings=run_settings,  # untracked (common.smk)
             out=lambda w, output: above(output.checkpoint),
         threads: THREADS
         resources:

@@ -22,7 +22,7 @@ rule train:
         declared=lambda w: PLAN.declared_id(w.experiment),  # a seed variant trains its experiment with another seed
         seed=lambda w: PLAN.experiment(w.experiment).seed,
         cfg=lambda w: PLAN.training.experiment_config(PLAN.declared_id(w.experiment)),
-        settings=lambda w, threads: PLAN.step_config("run_settings"),  # untracked: a function of threads
+        settings=run_settings,  # untracked (common.smk)
         out=lambda w: f"{RESULTS}/models/{w.experiment}",
         init=lambda w, input: ["--init-checkpoint", input.init] if input.init else [],
         then=lambda w, threads: PLAN.evaluation.with_training_commands(w.experiment, threads),
@@ -59,7 +59,7 @@ rule finetune:
     params:
         spec=lambda w: PLAN.spec_path(w.experiment),
         cfg=PLAN.step_config("finetune"),
-        settings=lambda w, threads: PLAN.step_config("run_settings"),  # untracked: a function of threads
+        settings=run_settings,  # untracked (common.smk)
         data=lambda w: [word for option in PLAN.training.finetune_data(w.experiment).items() for word in option],
         out=lambda w: f"{RESULTS}/models/{w.experiment}",
         then=lambda w, threads: PLAN.evaluation.with_training_commands(w.experiment, threads),

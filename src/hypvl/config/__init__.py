@@ -179,5 +179,11 @@ def steps_for(experiment_id: str, train_cfg: dict) -> dict:
             if fnmatch.fnmatchcase(experiment_id, pattern)}
 
 
+def shared_train_settings(train_cfg: dict) -> dict:
+    """The train settings every model of a run shares, as `hypvl compare` joins numbers on them: less
+    `train.steps_for` (each model's own entries are compared apart) and the RUN_SETTINGS (they change no number)."""
+    return {key: value for key, value in train_cfg.items() if key != "steps_for" and key not in RUN_SETTINGS}
+
+
 def config_from_args(args) -> dict:
     return load_config(args.configfile, args.config_json, project=args.project)

@@ -5,7 +5,7 @@ import importlib
 import time
 from pathlib import Path
 
-from hypvl.config import RUN_SETTINGS, add_config_arguments, config_from_args, positive_int, steps_for
+from hypvl.config import add_config_arguments, config_from_args, positive_int, shared_train_settings, steps_for
 from hypvl.data.catalog import PROMPT_SETS
 from hypvl.errors import InputError
 from hypvl.models.commands import add_extra_arguments
@@ -91,7 +91,7 @@ def run_config(config: dict, recipe: dict) -> dict:
     in one table (`hypvl compare`)."""
     train = recipe.get("train_cfg")
     if isinstance(train, dict):
-        train = {key: value for key, value in train.items() if key != "steps_for" and key not in RUN_SETTINGS}
+        train = shared_train_settings(train)
     return {"scale": config["scale"], "model": recipe.get("model_cfg"), "train": train,
             "cpu_code_path": config["cpu_code_path"], "eval": config["eval"]}
 

@@ -8,7 +8,7 @@ import functools
 import json
 from pathlib import Path
 
-from hypvl.config import RUN_SETTINGS, steps_for
+from hypvl.config import shared_train_settings, steps_for
 from hypvl.errors import InputError
 from hypvl.provenance import config_differences, file_digest
 from hypvl.spec.paper import Experiment
@@ -34,8 +34,7 @@ def _sections(path: Path, provenance: dict) -> dict:
     own = provenance.get("steps_for")
     if isinstance(train, dict):
         own = steps_for(model, train) if own is None and "steps_for" in train else own
-        sections["train"] = {key: value for key, value in train.items()
-                             if key != "steps_for" and key not in RUN_SETTINGS}
+        sections["train"] = shared_train_settings(train)
     sections.update({f"train.steps_for[{glob}]": steps for glob, steps in (own or {}).items()})
     return sections
 
