@@ -12,7 +12,7 @@ Cases: `smoke` uses a smoke world's ImageNet folder and COCO captions (`--smoke-
 webdataset of them (1,000 a shard, as CLIP_benchmark's; `zs wds`, with the time and memory its index takes). The model is a
 MERU with random weights: `--model smoke` (default.yaml's `model`: ViT at 32 px, width 64, 2 layers) or
 `--model paper` (full.yaml's: ViT-S/16 at 224 px, 12-layer text transformer), on the CPU.
-`write_photos` and `pipeline_rates` measure the image path alone on photo-sized JPEGs (benchmarks/gpu, on a GPU).
+`image_pipeline` measures the image path alone on photo-sized JPEGs (benchmarks/gpu, on a GPU).
 
     python benchmarks/eval_throughput.py --smoke-root data/smoke
 """
@@ -35,8 +35,8 @@ from hypvl.data.formats.coco_captions import read_coco_captions, write_coco_capt
 from hypvl.data.formats.common import CaptionedImage
 from hypvl.data.formats.imagefolder import load_image, write_imagefolder
 from hypvl.data.transforms import resize_center_crop, squeeze, to_tensor_batch
-from hypvl.devices import device_encoder
-from hypvl.evaluate.features import encode_images, set_loader_workers
+from hypvl.devices import device_encoder, on_device
+from hypvl.evaluate.features import LOADER_THREADS, encode_images, set_loader_workers
 from hypvl.evaluate.retrieval import evaluate_retrieval
 from hypvl.evaluate.zeroshot import evaluate_zero_shot
 from hypvl.models.build import build_model
@@ -185,6 +185,34 @@ def pipeline_rates(model, paths: list[Path], size: int, batch: int, workers: int
             rates[f"{part}_{name}"] = len(paths) / whole
             rates[f"steady_{part}_{name}"] = (len(paths) - half) / max(whole - first, 1e-9)
     return rates
+
+
+def image_pipeline(config: dict, device: torch.device, images: int, workers: int) -> dict:
+    """benchmarks/gpu's evaluation input pipeline: images/s (`pipeline_rates`: loader threads, and `workers` loader
+    processes) of `images` photo-sized JPEGs with a MERU ViT-B/16 image encoder on `device`, as evaluation runs it
+    (`hypvl.devices.on_device`), at the config's eval batch; and whether its features are bitwise."""
+    torch.manual_seed(0)
+    model = on_device(build_model("meru", "vit_b16", config["model"]).eval(), device)
+    size, batch = config["model"]["image_size"], config["eval"]["batch_size"]
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = write_photos(Path(tmp), images)
+        kb = sum(p.stat().st_size for p in paths) / len(paths) / 1024
+        rates = pipeline_rates(model, paths, size, batch, workers)
+        return {"images": len(paths), "jpeg_kb": kb, "batch": batch, "loader_threads": LOADER_THREADS,
+                "loader_processes": workers, **{f"{part}_images_per_s": r for part, r in rates.items()},
+                "bitwise": bitwise_features(model, paths[:batch], size)}
+
+
+def bitwise_features(model, paths: list[Path], size: int) -> dict:
+    """Whether the pipeline's features (uint8 pixels made floats on the encoder's device) equal those of pixels made
+    floats on the CPU, and whether dividing by the Python number 255 on the device would give the CPU's floats."""
+    view = lambda image: resize_center_crop(image, size)  # noqa: E731
+    encode, device = device_encoder(model, "encode_image")
+    pipeline = encode_images(encode, lambda i: load_image(paths[i]), len(paths), view, len(paths), "bitwise", device)
+    on_cpu = to_tensor_batch([view(load_image(path)) for path in paths])
+    by_number = on_cpu.mul(255).round().to(torch.uint8).to(device).float().div_(255.0).cpu()
+    return {"features": torch.equal(pipeline, model.encode_image(on_cpu)),
+            "python_number_division": torch.equal(by_number, on_cpu)}
 
 
 def random_meru(size: str):

@@ -7,6 +7,8 @@ def shown(value: float | None, spec: str) -> str:
 
 def row_note(row: dict) -> str:
     notes = [f"runs as {row['runs_as']}"] if row["runs_as"] != row["precision"] else []
+    if "ours_over_peer" in row:
+        notes.append(f"our CLIP's images/s are {row['ours_over_peer']:.3f} x these")
     if "lowered_from" in row:
         notes.append(f"batch {row['lowered_from']} ran out of memory when timed")
     return "; ".join(notes)
@@ -21,6 +23,17 @@ def pilot_lines(pilot: dict | None) -> list[str]:
     rules = ", ".join(f"{rule} {r['jobs']} ({r['total_s']:.0f} s)" for rule, r in pilot["rules"].items())
     return [f"Pilot row `{pilot['target']}` from nothing, {pilot['cores']} cores: {pilot['wall_s']:.0f} s, exit "
             f"{pilot['status']}; jobs by rule (their seconds): {rules}.", ""]
+
+
+def profile_lines(rows: list[dict]) -> list[str]:
+    """Each profiled configuration's step time by kind of work (nothing when none was profiled)."""
+    lines = []
+    for row in (row for row in rows if "profile" in row):
+        shares = ", ".join(f"{kind} {share:.0%}" for kind, share in row["profile"]["shares"].items())
+        lines.append(f"- {row['method']} {row['backbone']} {row['precision']} compile "
+                     f"{row.get('compile_mode') or 'off'}: {1000 * row['profile']['profiled_s']:.0f} ms profiled "
+                     f"a step; {shares}")
+    return ["", "Where a step's time goes (kernel time by kind of work):", "", *lines] if lines else []
 
 
 def markdown(results: dict) -> str:
@@ -62,4 +75,4 @@ def markdown(results: dict) -> str:
                      f"{row['images_per_s']:.0f} | {row['tflops_per_s']:.3g} | {shown(row['mfu_datasheet'], '.1%')} | "
                      f"{shown(row['mfu_measured'], '.1%')} | {shown(row['peak_gib'], '.1f')} | "
                      f"{row_note(row)} |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + profile_lines(results["configurations"])) + "\n"

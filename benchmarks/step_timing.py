@@ -13,14 +13,18 @@ class OutOfTime(Exception):
     pass
 
 
+REFIRE_S = 1.0  # how often OutOfTime is raised again after the limit, until it leaves the limited code
+
+
 @contextlib.contextmanager
 def time_limit(seconds: float):
-    """Raise OutOfTime in this (main) thread once `seconds` have passed."""
+    """Raise OutOfTime in this (main) thread once `seconds` have passed, and again every REFIRE_S after: code that
+    catches and logs every exception (inductor's autotuning and Triton compiling do) cannot outlast the limit."""
     def expire(signum, frame):
         raise OutOfTime(f"stopped at its time limit ({seconds:.0f} s)")
 
     previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.01))
+    signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.01), REFIRE_S)
     try:
         yield
     finally:

@@ -21,6 +21,7 @@ model, its gradients and the optimiser's moments hold between steps.
 """
 
 import argparse
+import math
 import multiprocessing
 import resource
 import statistics
@@ -32,7 +33,7 @@ from open_clip.loss import ClipLoss
 from open_clip.model import CLIPTextCfg, CLIPVisionCfg
 
 from hypvl.config import load_config
-from hypvl.models.build import build_model
+from hypvl.models.build import backbone_config, build_model
 from hypvl.train.optim import build_optimizer, build_scheduler
 from hypvl.train.step import TrainStep, precision_on
 from hypvl.train.syntax import collate_syntax, syntax_targets
@@ -42,12 +43,30 @@ FULL = "workflows/config/full.yaml"
 
 def open_clip_model(model_cfg: dict, backbone: str):
     """open_clip's CLIP with our architecture: same ViT and text transformer sizes, same embedding width."""
-    vit, text = model_cfg["backbones"][backbone], model_cfg["text"]
+    vit, text = backbone_config(model_cfg, backbone), model_cfg["text"]
     vision = CLIPVisionCfg(layers=vit["depth"], width=vit["width"], head_width=vit["width"] // vit["heads"],
                            patch_size=vit["patch"], image_size=model_cfg["image_size"])
     textual = CLIPTextCfg(context_length=text["context_length"], vocab_size=text.get("vocab_size", 49408),
                           width=text["width"], heads=text["heads"], layers=text["layers"])
     return open_clip.model.CLIP(model_cfg["embed_dim"], vision, textual)
+
+
+class PeerCLIP(torch.nn.Module):
+    """open_clip's CLIP (our architecture) and its ClipLoss, shaped as hypvl's models are for the trainer's step
+    (`hypvl.train.step.TrainStep`): forward(batch) -> {"loss"}, clamp_scalars()."""
+
+    def __init__(self, model_cfg: dict, backbone: str):
+        super().__init__()
+        self.clip, self.clip_loss = open_clip_model(model_cfg, backbone), ClipLoss()
+
+    def clamp_scalars(self) -> None:
+        """open_clip's clamp of the logit scale (at most 100), which its training loop applies after each step."""
+        with torch.no_grad():
+            self.clip.logit_scale.clamp_(0, math.log(100))
+
+    def forward(self, batch: dict) -> dict:
+        image, text, scale = self.clip(batch["images"], batch["tokens"])
+        return {"loss": self.clip_loss(image, text, scale)}
 
 
 def batch_of(model_cfg: dict, size: int, boxes: bool, device="cpu") -> dict:
@@ -90,13 +109,11 @@ def ours(method: str, model_cfg: dict, backbone: str, batch: dict):
 
 
 def theirs(model_cfg: dict, backbone: str, batch: dict):
-    model = open_clip_model(model_cfg, backbone).train()
+    model = PeerCLIP(model_cfg, backbone).train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=5e-4, weight_decay=0.2, betas=(0.9, 0.98), fused=True)
-    loss_fn = ClipLoss()
 
     def step():
-        image, text, scale = model(batch["images"], batch["tokens"])
-        loss = loss_fn(image, text, scale)
+        loss = model(batch)["loss"]
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
