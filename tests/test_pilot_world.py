@@ -167,6 +167,8 @@ def test_every_path_the_readers_need_is_where_acquisition_and_the_prepare_steps_
     assert len(hierarchy.classes) == 1000 and [(s.source, s.target) for s in split] == [((0,), (1,)), ((2,), (3,))]
     corpora = sorted((path["vlchecklist"] / "corpus").rglob("*.yaml"))  # the archive's top folder dropped
     assert len(corpora) == 13 and all(len(read_vlchecklist_corpus(corpus)[1]) == 1 for corpus in corpora)
+    swig = path["vlchecklist"] / "swig"  # IMG_ROOT swig/ of the real SWiG corpora: the zip's images_512/ dropped
+    assert [p.name for p in swig.iterdir() if p.suffix == ".jpg"] == ["standin_1.jpg"]
     assert len(read_vg_attribution(path["vg_attribution"])) == 10  # a picture per pair of the 5 patterns
 
 

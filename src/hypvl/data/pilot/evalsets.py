@@ -11,8 +11,8 @@ scratch folder and packed as its host serves it:
 - WordNet: HyCoCLIP's `imagenet_isa.txt`, is-a edges over the 1000 ImageNet wnids;
 - HyperLex: `hyperlex-data.zip` (`hyperlex-data/hyperlex-all.txt`);
 - BREEDS: the three hierarchy files over the ImageNet wnids; the prepare step leaves a superclass split JSON;
-- VL-CheckList: GitHub's source archive of the repository (`VL-CheckList-<commit>/corpus/`, `data/`) and Visual
-  Genome's `images.zip` (`VG_100K/`) and `images2.zip` (`VG_100K_2/`);
+- VL-CheckList: GitHub's source archive of the repository (`VL-CheckList-<commit>/corpus/`, `data/`), Visual
+  Genome's `images.zip` (`VG_100K/`) and `images2.zip` (`VG_100K_2/`), and SWiG's `images_512.zip` (`images_512/`);
 - ARO VG-Attribution: `visual_genome_attribution.json` at its Drive URL; the prepare step (gdown, unzip) leaves
   `images/`.
 """
@@ -22,13 +22,15 @@ import json
 import tempfile
 from pathlib import Path
 
+from PIL import Image
+
 from hypvl.data.formats.breeds import BreedsClass, BreedsHierarchy, BreedsSuperclass, write_breeds_hierarchy, \
     write_breeds_split
 from hypvl.data.formats.wordnet_isa import IsaEdge
 from hypvl.data.synthetic import hierarcaps_sets, hyperlex_set, retrieval_sets, vg_attribution_set, vlchecklist_sets
 
 from .classification import imagenet_wnids
-from .world import PilotWorld, zip_bytes
+from .world import PilotWorld, image_bytes, zip_bytes
 
 # COCO 2017's categories beyond the 65 of the zero-shot split (the smoke world's), with their ids
 COCO_OTHER_CATEGORIES = {
@@ -180,6 +182,8 @@ def write_vl_checklist(world: PilotWorld) -> dict:
                                                 top + "README.md": b"# VL-CheckList\n"}))
         world.serve(files[1]["url"], zip_bytes(_files(root / "vg")))  # VG_100K/
         world.serve(files[2]["url"], zip_bytes({}))  # VG_100K_2/: no item of the pilot's lies there
+        # SWiG: no item of the pilot's lies there either; one picture in the zip's top folder, as the real one holds
+        world.serve(files[3]["url"], zip_bytes({"images_512/standin_1.jpg": image_bytes(Image.new("RGB", (8, 8)), "JPEG")}))
     return counts
 
 
