@@ -199,3 +199,20 @@ def test_a_lab_with_one_node_of_4_gpus_trains_the_papers_batch_in_micro_batches(
     assert "--gpus=4" in sbatch(job, threads=2) and "-t 4320" in sbatch(job, threads=2)
     assert job["shell"].startswith("torchrun --standalone --nproc-per-node 4 -m hypvl.cli train ")
     assert '"accum_steps": 2' in job["shell"] and '"batch_size_scale": 1.0' in job["shell"]
+
+
+def test_a_profiles_settings_for_an_evaluation_group_reach_its_part_rules(tmp_path):
+    """set-resources and set-threads name rules; a part rule (HierarCaps' CLIP-B read on CIFAR-10 alone:
+    evaluate_zeroshot_part<n>) takes its group's, and a part's own still win. The SLURM command carries them."""
+    metric = "{tmp}/results/metrics/hcaps_clip_b/zs_cifar10.json"
+    group = ("--set-threads", "evaluate_zeroshot=3", "--set-resources", "evaluate_zeroshot:slurm_partition=gpu",
+             "evaluate_zeroshot:mem_mb=12345")
+    output = dry_run(tmp_path, metric, *group, "--cores", "8")
+    [job] = [job for job in jobs(output) if job["rule"].startswith("evaluate_zeroshot_part")]
+    assert job["resources"]["slurm_partition"] == "gpu" and job["resources"]["mem_mb"] == "12345"
+    assert "--mem 12345 --cpus-per-task=3" in sbatch(job, threads=3)
+    assert re.search(rf"rule {job['rule']}:\n(    .*\n)*    threads: 3\n", output)
+    own = jobs(dry_run(tmp_path, metric, *group, f"{job['rule']}:mem_mb=999", "--cores", "8"))
+    assert job_of(own, job["rule"], job["wildcards"])["resources"]["mem_mb"] == "999"
+    plain = jobs(dry_run(tmp_path, metric, "--cores", "8"))
+    assert "slurm_partition" not in job_of(plain, job["rule"], job["wildcards"])["resources"]

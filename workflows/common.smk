@@ -25,6 +25,20 @@ def run_settings(wildcards, threads):
     return PLAN.step_config("run_settings")
 
 
+def inherit_rule_settings(part, group_rule):
+    """Give rule `part` (evaluate_<group>_part<n>) the set-resources and set-threads (a profile's, the command line's)
+    of rule `group_rule`, under any of its own. Snakemake keys them by rule name and has no hook for a family of rules,
+    so they are applied here as it applies a rule's own when it defines the rule (snakemake.workflow)."""
+    from snakemake.resources import Resource, Resources
+
+    settings, part_rule = workflow.resource_settings, workflow.get_rule(part)
+    for name in (group_rule, part):
+        part_rule.resources.update(Resources.from_mapping(settings.overwrite_resources.get(name, {})))
+    threads = settings.overwrite_threads.get(part, settings.overwrite_threads.get(group_rule))
+    if threads is not None:
+        part_rule.resources["_cores"] = threads if isinstance(threads, Resource) else Resource("_cores", threads)
+
+
 # In a container (`--sdm apptainer`, the Snakefile's `container:`) the jobs read this checkout's specs, printed tables and
 # baselines at their paths here: the checkout is bound into the container at the same path.
 def _bind_checkout():

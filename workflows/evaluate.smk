@@ -3,7 +3,9 @@
 # and their tasks: hypvl.tasks). A group in `evaluate_with_training` is computed by the training job for the models it
 # trains. An experiment whose recipe repeats another's is evaluated on that experiment's model (PLAN.model_of).
 
-for _rule in PLAN.evaluation.rules(PLAN.reports.export_inputs()):
+EVALUATION_RULES = PLAN.evaluation.rules(PLAN.reports.export_inputs())
+
+for _rule in EVALUATION_RULES:
 
     rule:
         name:
@@ -28,3 +30,9 @@ for _rule in PLAN.evaluation.rules(PLAN.reports.export_inputs()):
             ENV
         shell:
             "hypvl {params.args} > {log:q} 2>&1"
+
+
+# a profile's set-resources and set-threads for evaluate_<group> reach its part rules too
+for _rule in EVALUATION_RULES:
+    if _rule.subset:
+        inherit_rule_settings(_rule.name, f"evaluate_{_rule.group}")
