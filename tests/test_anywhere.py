@@ -131,3 +131,18 @@ def test_the_rules_conda_environment_installs_the_project_from_its_own_path(tmp_
                                 env={k: v for k, v in os.environ.items() if k != PROJECT_ENV}, capture_output=True,
                                 text=True, timeout=600)
     assert no_project.returncode != 0  # without the workflow's variable the file names no project
+
+
+def test_a_modules_part_rules_take_its_group_rules_settings(tmp_path):
+    """As a module with its rules renamed, a part rule (hypvl_evaluate_scene_part<n>) takes the set-resources given
+    under its group rule's new name (the rule names a profile of the other workflow sees)."""
+    (tmp_path / "mine.yaml").write_text("results_dir: mine/results\nwarm_start: false\n")
+    (tmp_path / "Snakefile").write_text(
+        'configfile: "mine.yaml"\n\n'
+        f'module hypvl:\n    snakefile: "{REPO}/Snakefile"\n    config: config\n\n'
+        "use rule * from hypvl as hypvl_*\n")
+    result = run("snakemake", "-n", "--cores", "2", "mine/results/metrics/hyco_clip_vits_grit/vlc_object.json",
+                 "--set-resources", "hypvl_evaluate_scene:mem_mb=4321", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    block = re.search(r"^rule hypvl_evaluate_scene_part\d+:\n((?:    .*\n)+)", result.stdout, re.M)
+    assert block and re.search(r"^    resources: .*\bmem_mb=4321\b", block.group(1), re.M), result.stdout[-3000:]

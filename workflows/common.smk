@@ -28,9 +28,13 @@ def run_settings(wildcards, threads):
 def inherit_rule_settings(part, group_rule):
     """Give rule `part` (evaluate_<group>_part<n>) the set-resources and set-threads (a profile's, the command line's)
     of rule `group_rule`, under any of its own. Snakemake keys them by rule name and has no hook for a family of rules,
-    so they are applied here as it applies a rule's own when it defines the rule (snakemake.workflow)."""
+    so they are applied here as it applies a rule's own when it defines the rule (snakemake.workflow). Names are as
+    the workflow has them (a module's `use rule * from hypvl as hypvl_*` renames them; one it leaves out is skipped)."""
     from snakemake.resources import Resource, Resources
 
+    group_rule, part = (workflow.modifier.avail_rulename(name) for name in (group_rule, part))
+    if part is None or not workflow.is_rule(part):
+        return
     settings, part_rule = workflow.resource_settings, workflow.get_rule(part)
     for name in (group_rule, part):
         part_rule.resources.update(Resources.from_mapping(settings.overwrite_resources.get(name, {})))
