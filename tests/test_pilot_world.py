@@ -32,7 +32,7 @@ from hypvl.data.pilot.evalsets import WRITERS
 from hypvl.data.pilot.manifest import PILOT_SOURCE
 from hypvl.data.probe_splits import build_probe_splits
 from hypvl.evaluate.linprobe import check_labels_agree
-from hypvl.tasks import IMAGE_FOLDERS
+from hypvl.tasks import IMAGE_FOLDERS, NAMED_IMAGE_FOLDERS
 from hypvl.train.recipe import resolve_schedule, train_section_for
 from hypvl.workflow import Plan
 
@@ -153,6 +153,8 @@ def test_every_path_the_readers_need_is_where_acquisition_and_the_prepare_steps_
         assert ready and all(Path(path).exists() for path in ready), (name, ready)
     assert str(dest(config, "flickr30k") / "flickr30k_images") in plan.data.acquisition_ready("flickr30k")
     assert str(dest(config, "hierarcaps") / "assets" / "test_imgs") in plan.data.acquisition_ready("hierarcaps")
+    assert {str(dest(config, "vl_checklist") / folder) for folder in ("vg", "swig", "hake")} <= set(
+        plan.data.acquisition_ready("vl_checklist"))  # the IMG_ROOTs of VL-CheckList's corpus YAMLs
     path = {key: Path(config["data_dir"]) / relative for key, relative in config["eval"]["datasets"].items()}
     captions, instances = read_coco_captions(path["coco_captions"]), read_coco_instances(path["coco_instances"])
     assert len(captions) == len(instances.images) == 3 and all(len(item.captions) == 5 for item in captions)
@@ -167,6 +169,8 @@ def test_every_path_the_readers_need_is_where_acquisition_and_the_prepare_steps_
     assert len(hierarchy.classes) == 1000 and [(s.source, s.target) for s in split] == [((0,), (1,)), ((2,), (3,))]
     corpora = sorted((path["vlchecklist"] / "corpus").rglob("*.yaml"))  # the archive's top folder dropped
     assert len(corpora) == 13 and all(len(read_vlchecklist_corpus(corpus)[1]) == 1 for corpus in corpora)
+    assert {read_vlchecklist_corpus(corpus)[0].image_root.name for corpus in corpora} <= set(
+        NAMED_IMAGE_FOLDERS["vlchecklist"])  # the folders acquisition checks are those the corpus YAMLs name
     swig = path["vlchecklist"] / "swig"  # IMG_ROOT swig/ of the real SWiG corpora: the zip's images_512/ dropped
     assert [p.name for p in swig.iterdir() if p.suffix == ".jpg"] == ["standin_1.jpg"]
     assert len(read_vg_attribution(path["vg_attribution"])) == 10  # a picture per pair of the 5 patterns

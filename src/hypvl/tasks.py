@@ -90,6 +90,9 @@ GROUP_DATA = {
 # zip, HierarCaps' test images) is named by the acquire job, not found missing by an evaluation
 IMAGE_FOLDERS = {"coco_captions": "../val2017", "coco_instances": "../val2017", "flickr30k": "flickr30k_images",
                  "hierarcaps_test": "../assets/test_imgs", "vg_attribution": "images"}
+# `eval.datasets` key -> the image folders its own files name, relative to it (the IMG_ROOTs of VL-CheckList's corpus
+# YAMLs: Visual Genome's, SWiG's, HAKE's), checked by acquisition likewise (HAKE's images are a manual step)
+NAMED_IMAGE_FOLDERS = {"vlchecklist": ("vg", "swig", "hake")}
 RETRIEVAL_SETS = ("coco", "flickr30k")
 # HierarCaps App. C.7 (Table 7): BREEDS scored by one two-slot prompt per label pair, the specific label in the first
 # slot; task `breeds_prompt_<key>` each, all in group `breeds_prompts` (only Table 7 asks for them)

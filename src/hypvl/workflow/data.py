@@ -15,7 +15,8 @@ import os
 from pathlib import Path
 
 from hypvl.errors import InputError
-from hypvl.tasks import GROUP_DATA, IMAGE_FOLDERS, linear_probe_datasets, task_data, zero_shot_datasets
+from hypvl.tasks import (GROUP_DATA, IMAGE_FOLDERS, NAMED_IMAGE_FOLDERS, linear_probe_datasets, task_data,
+                         zero_shot_datasets)
 from hypvl.workflow.core import Core
 
 PROBE_FOLDERS = ("classification_dir", "probe_source_dir", "linear_probe_dir")  # eval keys: apart from each other
@@ -94,7 +95,7 @@ class DataStage:
         """The paper-scale data evaluation group `group` reads (hypvl.tasks.GROUP_DATA), or only its `tasks`
         (hypvl.tasks.task_data), as paths in this config: classification splits as `<classification_dir>/<set>/<split>`
         folders, a file whose reader takes its images from a folder beside it with that folder
-        (hypvl.tasks.IMAGE_FOLDERS)."""
+        (hypvl.tasks.IMAGE_FOLDERS), a dataset whose files name image folders with those (NAMED_IMAGE_FOLDERS)."""
         evaluation = self.config["eval"]
         sets, split = self.root / evaluation["classification_dir"], evaluation["classification_split"]
         items = (GROUP_DATA.get(group, ()) if tasks is None
@@ -112,6 +113,7 @@ class DataStage:
                 paths.append(path)
                 if item in IMAGE_FOLDERS:
                     paths.append(Path(os.path.normpath(path.parent / IMAGE_FOLDERS[item])))
+                paths += [path / folder for folder in NAMED_IMAGE_FOLDERS.get(item, ())]
         return list(dict.fromkeys(str(path) for path in paths))
 
     def trained_corpus(self, experiment: str) -> str | None:

@@ -13,6 +13,7 @@ scratch folder and packed as its host serves it:
 - BREEDS: the three hierarchy files over the ImageNet wnids; the prepare step leaves a superclass split JSON;
 - VL-CheckList: GitHub's source archive of the repository (`VL-CheckList-<commit>/corpus/`, `data/`), Visual
   Genome's `images.zip` (`VG_100K/`) and `images2.zip` (`VG_100K_2/`), and SWiG's `images_512.zip` (`images_512/`);
+  the manual step leaves `hake/`;
 - ARO VG-Attribution: `visual_genome_attribution.json` at its Drive URL; the prepare step (gdown, unzip) leaves
   `images/`.
 """
@@ -182,8 +183,11 @@ def write_vl_checklist(world: PilotWorld) -> dict:
                                                 top + "README.md": b"# VL-CheckList\n"}))
         world.serve(files[1]["url"], zip_bytes(_files(root / "vg")))  # VG_100K/
         world.serve(files[2]["url"], zip_bytes({}))  # VG_100K_2/: no item of the pilot's lies there
-        # SWiG: no item of the pilot's lies there either; one picture in the zip's top folder, as the real one holds
-        world.serve(files[3]["url"], zip_bytes({"images_512/standin_1.jpg": image_bytes(Image.new("RGB", (8, 8)), "JPEG")}))
+        # SWiG's and HAKE's images: no item of the pilot's either; a picture where each real one puts its own (the
+        # zip's top folder; hake/, which the manual step fills)
+        picture = image_bytes(Image.new("RGB", (8, 8)), "JPEG")
+        world.serve(files[3]["url"], zip_bytes({"images_512/standin_1.jpg": picture}))
+        world.leave("vl_checklist", "hake/openimages/standin_1.jpg", picture)
     return counts
 
 
