@@ -136,6 +136,22 @@ def test_archive_is_unpacked_once(tmp_path, sources):
     assert not extracted.exists()  # the marker says it was unpacked already
 
 
+def test_a_web_page_sent_for_an_archive_is_neither_kept_nor_recorded(tmp_path, sources):
+    """A server may answer with a page (Google Drive: its quota or confirmation page) where the manifest expects an
+    archive: on a first fetch, with no published checksum, that page is refused in one error naming the file, not kept
+    and its checksum not recorded, so the next fetch gets the archive and records the archive's own."""
+    archive = (FIXTURES / "archive.zip").read_bytes()
+    answers = [b"<!DOCTYPE html>\n<html><title>Google Drive - Quota exceeded</title></html>", archive]
+    opener = lambda request: FixtureResponse(answers.pop(0), 200)  # noqa: E731
+    with pytest.raises(InputError, match=r"archive\.zip: https://fixtures\.invalid/archive\.zip sent a web page"):
+        fetch("archive", tmp_path, opener=opener, sources=sources)
+    assert not (tmp_path / "archive.zip").exists() and not (tmp_path / "archive.zip.part").exists()
+    assert not (tmp_path / "SHA256SUMS").exists() and not (tmp_path / "extracted").exists()
+    fetch("archive", tmp_path, opener=opener, sources=sources)
+    assert (tmp_path / "SHA256SUMS").read_text() == f"{hashlib.sha256(archive).hexdigest()}  archive.zip\n"
+    assert (tmp_path / "extracted" / "inner" / "hello.txt").read_text() == "hello from the archive\n"
+
+
 def test_an_archive_can_be_unpacked_without_its_one_top_folder(tmp_path):
     """GitHub's source archives hold `<repo>-<commit>/`; `unpack_strip_top` puts the repository's files in the folder
     itself, and refuses an archive with more than one entry at its top."""

@@ -189,15 +189,16 @@ def ground_into_the_raw_folder(tmp_path):
         [path.parent / "grounding.json"]
 
 
-def acquire_case(archive: bytes, problem: str, member: str, limit: int | None = None):
-    """`hypvl acquire x --mirror M` of one archive (its sha256 published) that the mirror serves; `member`: a file
-    it would unpack, which must not be left."""
+def acquire_case(archive: bytes, problem: str, member: str, limit: int | None = None, published: bool = True):
+    """`hypvl acquire x --mirror M` of one archive (its sha256 published, or not) that the mirror serves; `member`: a
+    file that must not be left (one it would unpack, or the archive itself)."""
     def build(tmp_path):
         (tmp_path / "mirror" / "x.invalid").mkdir(parents=True)
         (tmp_path / "mirror" / "x.invalid" / "a.zip").write_bytes(archive)
-        digest = file_digest(tmp_path / "mirror" / "x.invalid" / "a.zip")
-        item = {"url": "https://x.invalid/a.zip", "path": "a.zip", "sha256": digest, "checksum_source": "this test",
-                "unpack": True, **({"unpack_max_bytes": limit} if limit else {})}
+        digest = file_digest(tmp_path / "mirror" / "x.invalid" / "a.zip") if published else None
+        item = {"url": "https://x.invalid/a.zip", "path": "a.zip", "sha256": digest, "unpack": True,
+                **({"checksum_source": "this test"} if published else {}),
+                **({"unpack_max_bytes": limit} if limit else {})}
         sources = write(tmp_path / "sources.yaml", yaml.safe_dump({"datasets": {"x": {"files": [item]}}}))
         dest = tmp_path / "dest"
         argv = ["acquire", "x", "--dest", str(dest), "--sources", str(sources), "--mirror", str(tmp_path / "mirror")]
@@ -269,6 +270,9 @@ CASES = {
                                                      "unpacks to 5000 bytes, over the limit of 4096", "a.txt", 4096),
     "acquire_corrupt_archive": acquire_case(corrupted(zipped("a.txt", random.Random(0).randbytes(20000))),
                                             "cannot unpack: .*; nothing of it was kept", "a.txt"),
+    "acquire_web_page_for_an_archive": acquire_case(  # Drive's quota page, say, on a first fetch
+        b"<!DOCTYPE html><html><head><title>Google Drive - Quota exceeded</title></head></html>",
+        "sent a web page, not the archive the manifest unpacks; not kept", "a.zip", published=False),
 }
 
 

@@ -24,7 +24,7 @@ from hypvl.provenance import file_digest
 from .download import ChecksumMismatch, fetch_file, url_opener, verify
 from .manifest import SOURCES_PATH, expected_files, is_hex, load_sources, pinned, trust
 from .mirror import Mirror
-from .unpack import unpack
+from .unpack import check_archive, unpack
 
 log = logging.getLogger(__name__)
 
@@ -172,7 +172,8 @@ def fetch(name, dest, opener=None, sources=None, retries=2, hub_download=None, h
         path = dest / relative
         url = item["url"] if mirror is None else mirror.url(item["url"])
         digest = fetch_file(url, path, item["sha256"] or recorded.get(relative), item.get("md5"), opener, retries,
-                            local=None if mirror is None else mirror.path(item["url"]))
+                            local=None if mirror is None else mirror.path(item["url"]),
+                            check=check_archive if item.get("unpack") else None)
         if not item["sha256"] and relative not in recorded:  # an md5 alone was verified: recorded without a word
             (_write_record if item.get("md5") else _record_checksum)(dest, relative, digest)
         _say_how_verified(path, item, relative in recorded, dest)

@@ -79,10 +79,12 @@ def _download_to_part(url, part, opener, chunk_size):
             raise ConnectionError(f"connection closed after {received} of {expected} bytes")
 
 
-def fetch_file(url, path, sha256=None, md5=None, opener=None, retries=2, chunk_size=CHUNK_SIZE, local=None):
+def fetch_file(url, path, sha256=None, md5=None, opener=None, retries=2, chunk_size=CHUNK_SIZE, local=None,
+               check=None):
     """Download `url` to `path` via `path`.part, resuming up to `retries` times after an
     interruption, or take it from `local`, a local mirror's copy of it (`hypvl.io.link_or_copy`: hard-linked where it
-    can be); verify sha256/md5 when given; return the file's sha256. An existing `path` is only verified."""
+    can be); `check(part, path, url)` may refuse what came (an InputError; the part is then removed); verify
+    sha256/md5 when given; return the file's sha256. An existing `path` is only verified."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.exists():
@@ -92,6 +94,12 @@ def fetch_file(url, path, sha256=None, md5=None, opener=None, retries=2, chunk_s
         link_or_copy(local, part)
     else:
         _download_with_retries(url, part, opener or url_opener(), retries, chunk_size)
+    if check is not None:
+        try:
+            check(part, path, url)
+        except InputError:
+            part.unlink()  # written just now, by this download
+            raise
     digest = verify(part, url, path, sha256, md5)
     os.replace(part, path)
     return digest

@@ -34,6 +34,19 @@ def _unpacked_size(archive: Path) -> int:
         return sum(member.size for member in handle.getmembers() if member.isfile())
 
 
+def check_archive(candidate: Path, path: Path, url: str) -> None:
+    """InputError naming `path` unless `candidate` (the download of `url` to be kept as `path`) is a zip or tar
+    archive: a server may answer with a web page instead (Google Drive's quota or confirmation page), which must not
+    be kept, nor its checksum recorded as the file's."""
+    if zipfile.is_zipfile(candidate) or tarfile.is_tarfile(candidate):
+        return
+    with open(candidate, "rb") as handle:
+        head = handle.read(512).lstrip().lower()
+    kind = "a web page" if head.startswith((b"<!doctype html", b"<html")) else "a file that is no zip or tar archive"
+    raise InputError(f"{path}: {url} sent {kind}, not the archive the manifest unpacks; not kept (fetch it again "
+                     "later, or as the dataset's prepare note says)")
+
+
 def unpack(archive: Path, target: Path, limit: int | None = None, strip_top: bool = False) -> None:
     """Extract `archive` into `target` once (a `.<archive>.unpacked` marker records it): only when its members add
     up to at most `limit` bytes (default: UNPACK_RATIO times the archive, at least UNPACK_FLOOR) and fit the disk;

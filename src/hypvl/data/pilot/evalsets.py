@@ -14,8 +14,7 @@ scratch folder and packed as its host serves it:
 - VL-CheckList: GitHub's source archive of the repository (`VL-CheckList-<commit>/corpus/`, `data/`), Visual
   Genome's `images.zip` (`VG_100K/`) and `images2.zip` (`VG_100K_2/`), and SWiG's `images_512.zip` (`images_512/`);
   the manual step leaves `hake/`;
-- ARO VG-Attribution: `visual_genome_attribution.json` at its Drive URL; the prepare step (gdown, unzip) leaves
-  `images/`.
+- ARO VG-Attribution: `visual_genome_attribution.json` and `vgr_vga_images.zip` (`images/`) at their Drive URLs.
 """
 
 import gzip
@@ -192,13 +191,13 @@ def write_vl_checklist(world: PilotWorld) -> dict:
 
 
 def write_vg_attribution(world: PilotWorld) -> dict:
-    """ARO's VG-Attribution JSON in the mirror and the images its prepare step leaves in `images/`."""
+    """ARO's VG-Attribution JSON and its image zip (`images/`) in the mirror."""
+    files = world.entry("vg_attribution")["files"]
     with tempfile.TemporaryDirectory() as scratch:
         path = Path(scratch) / "visual_genome_attribution.json"
         counts = vg_attribution_set.write_vg_attribution_set(world.settings.world(), path)
-        world.serve(world.entry("vg_attribution")["files"][0]["url"], path.read_bytes())
-        for name, data in _files(path.parent / "images").items():
-            world.leave("vg_attribution", f"images/{name}", data)
+        world.serve(files[0]["url"], path.read_bytes())
+        world.serve(files[1]["url"], zip_bytes(_files(path.parent / "images", "images/")))
     return counts
 
 
