@@ -50,7 +50,8 @@ def time_shares(step, batch: dict, steps: int = 2) -> dict:
     total = sum(times.values()) or 1.0
     shares: dict[str, float] = {}
     for name, microseconds in times.items():
-        shares[kind_of(name)] = shares.get(kind_of(name), 0.0) + microseconds / total
+        kind = kind_of(name)
+        shares[kind] = shares.get(kind, 0.0) + microseconds / total
     top = sorted(times.items(), key=lambda item: -item[1])[:8]
     return {"profiled_s": total / steps / 1e6, "shares": dict(sorted(shares.items(), key=lambda item: -item[1])),
             "top": [{"name": name[:120], "share": microseconds / total} for name, microseconds in top]}

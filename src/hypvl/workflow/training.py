@@ -11,6 +11,7 @@ their cost, so the longest runs start first.
 import json
 import shlex
 
+from hypvl.config import shared_train_settings
 from hypvl.cost import Job, Run, model_towers, size_job
 from hypvl.errors import InputError
 from hypvl.train.recipe import resolve_schedule, steps_for, stream_mode, train_section_for
@@ -42,7 +43,7 @@ class TrainingStage:
         on GPUs, `train.accum_steps` as its job's size has it (`job`)."""
         sections = step_sections(self.config, step)
         own = steps_for(experiment, self.config["train"])
-        sections["train"] = {k: v for k, v in sections["train"].items() if k != "steps_for"}
+        sections["train"] = shared_train_settings(sections["train"])
         sections["train"].update({"steps_for": own} if own else {})
         job = self.job(experiment) if step == "train" else None
         sections["train"].update({"accum_steps": job.accum_steps} if job else {})
