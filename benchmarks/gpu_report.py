@@ -31,8 +31,8 @@ def profile_lines(rows: list[dict]) -> list[str]:
     for row in (row for row in rows if "profile" in row):
         shares = ", ".join(f"{kind} {share:.0%}" for kind, share in row["profile"]["shares"].items())
         lines.append(f"- {row['method']} {row['backbone']} {row['precision']} compile "
-                     f"{row.get('compile_mode') or 'off'}: {1000 * row['profile']['profiled_s']:.0f} ms profiled "
-                     f"a step; {shares}")
+                     f"{row.get('compile_mode') or 'off'} attention {row.get('attention', 'auto')}: "
+                     f"{1000 * row['profile']['profiled_s']:.0f} ms profiled a step; {shares}")
     return ["", "Where a step's time goes (kernel time by kind of work):", "", *lines] if lines else []
 
 
@@ -64,10 +64,11 @@ def markdown(results: dict) -> str:
                   f"(a division by the Python number 255 on the device would be: "
                   f"{ev['bitwise']['python_number_division']}).", ""]
     lines += pilot_lines(results.get("pilot_row"))
-    lines += ["| method | backbone | precision | compile | batch | ms/step | pairs/s | images/s | TFLOP/s "
-              "| MFU datasheet | MFU measured | peak GiB | note |", "|" + "---|" * 13]
+    lines += ["| method | backbone | precision | compile | attention | batch | ms/step | pairs/s | images/s | TFLOP/s "
+              "| MFU datasheet | MFU measured | peak GiB | note |", "|" + "---|" * 14]
     for row in results["configurations"]:
-        head = f"| {row['method']} | {row['backbone']} | {row['precision']} | {row.get('compile_mode') or 'off'} |"
+        head = (f"| {row['method']} | {row['backbone']} | {row['precision']} | {row.get('compile_mode') or 'off'} | "
+                f"{row.get('attention', 'auto')} |")
         if "step_s" not in row:
             lines.append(head + " |" * 8 + f" {row.get('error', 'not run yet')[:160].replace('|', '/')} |")
             continue

@@ -2,9 +2,11 @@
 FLOPs per step as hypvl.cost plans them, throughput and MFU as defined, the budget honoured, JSON and markdown
 written and the markdown printed last; and its batch search on a simulated GPU memory."""
 
+import importlib.util
 import json
 import subprocess
 import sys
+from importlib.machinery import SourceFileLoader
 
 import pytest
 
@@ -92,6 +94,53 @@ def test_compiled_configurations_take_inductors_modes(tmp_path):
     assert done.returncode == 2 and "max-autotune-fast: not one of off, on, default," in done.stderr
 
 
+def test_attention_kernels_are_configurations_of_their_own(tmp_path):
+    """`--attention`: each kernel asked for is a configuration, after PyTorch's choice (auto), and the one that runs
+    (on the CPU, PyTorch's flash kernel or its plain one, as the profile tells them apart), the peer compared with our
+    CLIP under the same kernel; the markdown says which; a kernel train.attention does not know is refused."""
+    _run(tmp_path, "--methods", "clip,open_clip", "--backbones", "vit_s16", "--precisions", "bf16",
+         "--attention", "math,auto", "--batch", "4", "--profile")
+    rows = json.loads((tmp_path / "gpu_benchmark.json").read_text())["configurations"]
+    assert [(row["method"], row["attention"]) for row in rows] == [
+        ("clip", "auto"), ("open_clip", "auto"), ("clip", "math"), ("open_clip", "math")]
+    # PyTorch's CPU flash kernel is one operator of attention's kind (measured: a fifth of the step); its plain one,
+    # matmuls and a softmax, leaves that kind about 1% (the dispatching operators' own time)
+    for auto, math in ((rows[0], rows[2]), (rows[1], rows[3])):
+        assert auto["profile"]["shares"]["attention"] > 5 * math["profile"]["shares"]["attention"]
+    assert rows[3]["ours_over_peer"] == pytest.approx(rows[3]["step_s"] / rows[2]["step_s"])
+    table = [line.split("|")[5].strip() for line in (tmp_path / "gpu_benchmark.md").read_text().splitlines()
+             if line.startswith(("| clip", "| open_clip"))]
+    assert table == ["auto", "auto", "math", "math"]
+    done = subprocess.run([sys.executable, str(SCRIPT), "--device", "cpu", "--attention", "auto,xformers"],
+                          capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert done.returncode == 2 and "xformers: not one of auto, flash, cudnn, efficient, math" in done.stderr
+
+
+def test_each_configuration_takes_the_batch_of_its_measured_twin():
+    """No configuration searches a batch its twin found: the peer takes our CLIP's (same compile mode and attention),
+    another attention kernel the batch of PyTorch's choice, a compiled one its eager twin's."""
+    loader = SourceFileLoader("gpu_benchmark_script", str(SCRIPT))
+    script = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
+    loader.exec_module(script)
+
+    def row(method="clip", mode=None, attention="auto", batch=None):
+        values = {"method": method, "backbone": "vit_b16", "precision": "bf16", "compile": mode is not None,
+                  "compile_mode": mode, "attention": attention}
+        return {**values, "batch": batch, "step_s": 1.0} if batch else values
+
+    eager, compiled = row(batch=1616), row(mode="default", batch=1600)
+    eager_flash, peer = row(attention="flash", batch=1500), row(method="open_clip", batch=1400)
+    rows = [eager, compiled, eager_flash, peer, row(method="meru", batch=1200), row(method="hycoclip")]
+    assert script.batch_twin(row(method="open_clip", mode="default"), rows) is compiled
+    assert script.batch_twin(row(method="open_clip"), rows) is eager
+    assert script.batch_twin(row(attention="cudnn"), rows) is eager
+    assert script.batch_twin(row(mode="default", attention="flash"), rows) is compiled
+    assert script.batch_twin(row(attention="flash", mode="default"), rows[2:]) is eager_flash
+    assert script.batch_twin(row(method="meru", mode="default", attention="flash"), rows)["batch"] == 1200
+    assert script.batch_twin(row(method="hycoclip", mode="default"), rows) is None
+    assert script.batch_twin(row(), rows) is None  # an eager one with PyTorch's kernel searches its own
+
+
 def test_profile_splits_a_steps_time_by_kind_of_work(tmp_path):
     """`--profile` on the CPU: the operators' own time of a CLIP step, shares summing to 1 with matmuls and attention
     among them, listed in the markdown."""
@@ -101,7 +150,7 @@ def test_profile_splits_a_steps_time_by_kind_of_work(tmp_path):
     assert sum(profile["shares"].values()) == pytest.approx(1.0)
     assert profile["shares"]["matmul"] > 0.05 and profile["shares"]["attention"] > 0
     assert 0 < profile["profiled_s"] and len(profile["top"]) == 8
-    assert "clip vit_s16 bf16 compile off:" in (tmp_path / "gpu_benchmark.md").read_text()
+    assert "clip vit_s16 bf16 compile off attention auto:" in (tmp_path / "gpu_benchmark.md").read_text()
 
 
 def test_a_time_limit_outlasts_code_that_swallows_its_exception():

@@ -23,7 +23,7 @@ TRAIN_CFG = {"steps": 3, "batch_size_scale": 4 / 768, "paper_steps": 500000, "pa
              "paper_warmup": 4000, "lr": 5e-4, "weight_decay": 0.2, "betas": [0.9, 0.98], "shuffle_buffer": 8,
              "max_corrupt_fraction": 0.01, "cache_decoded": True, "num_workers": 0, "checkpoint_every": 0,
              "activation_checkpointing": [], "device": "cpu", "precision": "fp32",
-             "compile": False, "accum_steps": 1, "ddp_fp16_compression": False,
+             "compile": False, "attention": "auto", "accum_steps": 1, "ddp_fp16_compression": False,
              "telemetry": {"log_every": 0, "tensorboard": False, "wandb": None}}
 
 

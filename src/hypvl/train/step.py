@@ -1,18 +1,27 @@
 """One training step, as the trainer runs it and benchmarks/gpu times it: the batch to the device, the learned
 scalars clamped, forward and loss under the run's precision, backward (loss-scaled in fp16), the optimiser and the
 learning-rate schedule stepped; in one pass, or over micro-batches (`train.accum_steps`, `hypvl.train.accumulation`).
-Also the precision itself (`train.precision`) and compiling the encoders (`train.compile`).
+Also the precision itself (`train.precision`), compiling the encoders (`train.compile`) and the attention kernel
+they try first (`train.attention`).
 
 Precision: `fp16` autocasts the encoders to float16 and scales the loss (torch.amp.GradScaler), as MERU trains
 (Sec. 4, mixed precision); `bf16` autocasts them to bfloat16, whose float32 exponent range needs no scaler; `fp32`
 does neither. Geometry and losses compute in float32 under either (`hypvl.geometry.precision.full_precision`).
 On the CPU, `fp16` runs in float32 (as `amp: true` did before): most CPUs have no fast float16 matmuls and need no
 scaler; `bf16` autocasts there too.
+
+Attention: `auto` leaves the choice of scaled-dot-product attention kernel to PyTorch (cuDNN's first on Hopper GPUs
+in recent releases); `flash`, `cudnn`, `efficient` or `math` runs that kernel on every attention it can take and,
+on one it cannot, the memory-efficient kernel, else the plain (math) one (flash takes no explicit mask: the text
+tower's causal one). The same function up to float rounding; which is fastest at a step's shapes is for
+benchmarks/gpu to measure.
 """
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from hypvl.errors import InputError
 
@@ -20,6 +29,11 @@ from .accumulation import Replay, accumulate, check_accumulable
 
 # train.precision -> the encoders' autocast dtype (None: float32, no autocast)
 AUTOCAST_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": None}
+# train.attention -> the attention kernel tried first (auto: PyTorch's own order), and those tried after it
+ATTENTION_KERNELS = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION,
+                     "efficient": SDPBackend.EFFICIENT_ATTENTION, "math": SDPBackend.MATH}
+FALLBACK_KERNELS = (SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH)
+CPU_ATTENTION = ("auto", "flash", "math")  # PyTorch's CPU build has no cuDNN or memory-efficient attention
 
 
 @dataclass(frozen=True)
@@ -56,6 +70,21 @@ def precision_on(name: str, device: torch.device) -> Precision:
     return Precision("fp32" if name == "fp16" and device.type == "cpu" else name, device.type)
 
 
+def attention_kernels(name: str, device: torch.device):
+    """The context a step runs in so that `train.attention: name` is the attention kernel tried first on `device`,
+    then the fallbacks (PyTorch's own order for `auto`). Only these kernels are enabled: the CPU tries its two in a
+    fixed order (flash, math) whatever the priority, so `math` there has to be the only one."""
+    known = ("auto", *ATTENTION_KERNELS)
+    if name not in known:
+        raise InputError(f"train.attention {name!r} is not one of {', '.join(known)}")
+    if torch.device(device).type == "cpu" and name not in CPU_ATTENTION:
+        raise InputError(f"train.attention {name!r}: no such kernel on the CPU (there: {', '.join(CPU_ATTENTION)})")
+    if name == "auto":
+        return nullcontext()
+    first = ATTENTION_KERNELS[name]
+    return sdpa_kernel([first, *(kernel for kernel in FALLBACK_KERNELS if kernel != first)], set_priority=True)
+
+
 def compile_encoders(model, backend: str = "inductor", mode: str | None = None) -> None:
     """torch.compile the image and text encoders of `model` in place (their parameters and state-dict keys stay
     as they are), in inductor's `mode` (None: its default); projections, geometry and losses stay eager."""
@@ -65,14 +94,17 @@ def compile_encoders(model, backend: str = "inductor", mode: str | None = None) 
 
 class TrainStep:
     """The trainer's step for `model` under `precision`, with its loss scaler (`scaler`, saved in resume checkpoints),
-    over `accum_steps` micro-batches of each batch (`hypvl.train.accumulation`; 1: one pass). `parallel` wraps the
-    module whose forward pass the step runs (`step_model`: the model, or its accumulation's `Replay`) for data
-    parallelism (DistributedDataParallel under torchrun); None leaves it as it is."""
+    over `accum_steps` micro-batches of each batch (`hypvl.train.accumulation`; 1: one pass), with `attention`'s
+    kernel tried first (`train.attention`). `parallel` wraps the module whose forward pass the step runs
+    (`step_model`: the model, or its accumulation's `Replay`) for data parallelism (DistributedDataParallel under
+    torchrun); None leaves it as it is."""
 
     def __init__(self, model, optimizer, scheduler, precision: Precision, device: torch.device, accum_steps: int = 1,
-                 parallel=None):
+                 parallel=None, attention: str = "auto"):
         self.model, self.optimizer, self.scheduler = model, optimizer, scheduler
         self.precision, self.device, self.accum_steps = precision, device, accum_steps
+        self.attention = attention
+        attention_kernels(attention, device)  # its name checked now, not at the first step
         if accum_steps > 1:
             check_accumulable(model, accum_steps)
         module = model if accum_steps == 1 else Replay(model)
@@ -83,14 +115,16 @@ class TrainStep:
         """Train on `batch` (tensors on any device); returns the loss terms (with their graphs in one pass)."""
         self.model.clamp_scalars()
         batch = {key: value.to(self.device, non_blocking=True) for key, value in batch.items()}
-        if self.accum_steps == 1:
-            with self.precision.autocast():  # geometry and losses stay float32 inside
-                terms = self.step_model(batch)
-            self.optimizer.zero_grad(set_to_none=True)
-            self.scaler.scale(terms["loss"]).backward()
-        else:
-            self.optimizer.zero_grad(set_to_none=True)
-            terms = accumulate(self.model, self.step_model, batch, self.accum_steps, self.precision, self.scaler)
+        with attention_kernels(self.attention, self.device):
+            if self.accum_steps == 1:
+                with self.precision.autocast():  # geometry and losses stay float32 inside
+                    terms = self.step_model(batch)
+                self.optimizer.zero_grad(set_to_none=True)
+                self.scaler.scale(terms["loss"]).backward()
+            else:
+                self.optimizer.zero_grad(set_to_none=True)
+                terms = accumulate(self.model, self.step_model, batch, self.accum_steps, self.precision,
+                                   self.scaler)
         self.scaler.step(self.optimizer)
         self.scaler.update()
         self.scheduler.step()

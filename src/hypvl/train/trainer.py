@@ -100,7 +100,8 @@ def _train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path
     # ddp_fp16_compression`); unscaled bf16 or fp32 gradients would underflow
     compressed = train_cfg["ddp_fp16_compression"] and precision.scaled and ranks.world > 1
     step_of = TrainStep(model, optimizer, scheduler, precision, device, train_cfg["accum_steps"],
-                        lambda module: distributed.data_parallel(module, ranks, device, compressed))
+                        lambda module: distributed.data_parallel(module, ranks, device, compressed),
+                        train_cfg["attention"])
     run = Run(run_recipe(experiment, model_cfg, train_cfg, shards),
               {"world": ranks.world, "workers": train_cfg["num_workers"]})
     resumed = load_resume(out_dir / RESUME, run.recipe, run.layout, ranks)
@@ -150,8 +151,8 @@ def _train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path
                "samples_read": sum(c.read for c in counts), "corrupt_images_skipped": sum(c.corrupt for c in counts),
                "corrupt_examples": [m for c in counts for m in c.corrupt_examples][:10],
                "samples_without_box": sum(c.no_box for c in counts), "data": _data_seen(stream.mode, counts),
-               "precision": precision.name, "ddp_fp16_compression": compressed,
-               "compile": train_cfg["compile"], "accum_steps": accum, "seconds": round(run.seconds(), 2)}
+               "precision": precision.name, "ddp_fp16_compression": compressed, "compile": train_cfg["compile"],
+               "attention": train_cfg["attention"], "accum_steps": accum, "seconds": round(run.seconds(), 2)}
     write_json(out_dir / "train_summary.json", summary, indent=1)
     (out_dir / RESUME).unlink(missing_ok=True)
     return summary
