@@ -29,9 +29,9 @@ from . import distributed
 
 RESUME = "resume.pt"
 # train settings that change no number of the run (hypvl.config.RUN_SETTINGS: checkpoints, the decoded corpus kept,
-# telemetry) or its numbers by float rounding only (micro-batches: the same loss and gradients), or that the layout
-# check covers (loader workers)
-NEUTRAL_SETTINGS = (*RUN_SETTINGS, "accum_steps", "num_workers")
+# telemetry) or its numbers by float rounding only (micro-batches: the same loss and gradients; the encoders compiled;
+# another attention kernel), or that the layout check covers (loader workers): a run resumes across them
+NEUTRAL_SETTINGS = (*RUN_SETTINGS, "accum_steps", "compile", "attention", "num_workers")
 STATE_KEYS = ("fingerprint", "layout", "step", "model", "optimizer", "scheduler", "scaler", "streams", "rows",
               "seconds", "rng")
 
