@@ -10,8 +10,8 @@ does neither. Geometry and losses compute in float32 under either (`hypvl.geomet
 On the CPU, `fp16` runs in float32 (as `amp: true` did before): most CPUs have no fast float16 matmuls and need no
 scaler; `bf16` autocasts there too.
 
-Attention: `auto` leaves the choice of scaled-dot-product attention kernel to PyTorch (cuDNN's first on Hopper GPUs
-in recent releases); `flash`, `cudnn`, `efficient` or `math` runs that kernel on every attention it can take and,
+Attention: `auto` leaves the choice of scaled-dot-product attention kernel to PyTorch (cuDNN's, on an H200 with
+torch 2.11, as benchmarks/gpu's profile showed); `flash`, `cudnn`, `efficient` or `math` runs that kernel on every attention it can take and,
 on one it cannot, the memory-efficient kernel, else the plain (math) one (flash takes no explicit mask: the text
 tower's causal one). The same function up to float rounding; which is fastest at a step's shapes is for
 benchmarks/gpu to measure.
