@@ -10,8 +10,10 @@ from torch.profiler import profile
 from hypvl.errors import InputError
 from hypvl.train.optim import build_optimizer
 from hypvl.train.step import Precision, TrainStep, compile_encoders, precision_on
+from hypvl.train.trainer import train
 
-from test_models import _batch, _model
+from test_models import TINY, _batch, _model
+from test_training import TRAIN_CFG, _shards
 
 CPU = torch.device("cpu")
 
@@ -124,3 +126,15 @@ def test_an_attention_kernel_the_device_lacks_or_a_typo_is_one_clear_error():
                           ("flashy", "train.attention 'flashy' is not one of auto, flash, cudnn, efficient, math")]:
         with pytest.raises(InputError, match=message):
             _step(_model("clip"), precision_on("fp32", CPU), attention=name)
+
+
+def test_the_trainer_runs_the_attention_kernel_its_config_names(tmp_path):
+    shards = _shards(tmp_path / "data", n=8)
+    exp = {"id": "t", "method": "clip", "backbone": "vit_s16", "seed": 0}
+    with profile() as prof:
+        summary = train(exp, TINY, {**TRAIN_CFG, "attention": "math"}, shards, tmp_path / "out", progress=False)
+    ran = {event.key for event in prof.key_averages()}
+    assert summary["attention"] == "math" and "aten::_scaled_dot_product_attention_math" in ran
+    assert not any("flash_attention" in name for name in ran)
+    with pytest.raises(InputError, match="train.attention 'cudnn': no such kernel on the CPU"):
+        train(exp, TINY, {**TRAIN_CFG, "attention": "cudnn"}, shards, tmp_path / "cudnn", progress=False)
