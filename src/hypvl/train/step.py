@@ -11,10 +11,10 @@ On the CPU, `fp16` runs in float32 (as `amp: true` did before): most CPUs have n
 scaler; `bf16` autocasts there too.
 
 Attention: `auto` leaves the choice of scaled-dot-product attention kernel to PyTorch (cuDNN's, on an H200 with
-torch 2.11, as benchmarks/gpu's profile showed); `flash`, `cudnn`, `efficient` or `math` runs that kernel on every attention it can take and,
-on one it cannot, the memory-efficient kernel, else the plain (math) one (flash takes no explicit mask: the text
-tower's causal one). The same function up to float rounding; which is fastest at a step's shapes is for
-benchmarks/gpu to measure.
+torch 2.11, as benchmarks/gpu's profile showed); `flash`, `cudnn`, `efficient` or `math` runs that kernel on every
+attention it can take and, on one it cannot, the memory-efficient kernel, else the plain (math) one (flash takes no
+explicit mask: the text tower's causal one). The same function up to float rounding; which is fastest at a step's
+shapes is for benchmarks/gpu to measure.
 """
 
 from contextlib import nullcontext
@@ -70,19 +70,19 @@ def precision_on(name: str, device: torch.device) -> Precision:
     return Precision("fp32" if name == "fp16" and device.type == "cpu" else name, device.type)
 
 
-def attention_kernels(name: str, device: torch.device):
-    """The context a step runs in so that `train.attention: name` is the attention kernel tried first on `device`,
-    then the fallbacks (PyTorch's own order for `auto`). Only these kernels are enabled: the CPU tries its two in a
-    fixed order (flash, math) whatever the priority, so `math` there has to be the only one."""
+def attention_kernels(name: str, device: torch.device) -> list[SDPBackend] | None:
+    """The attention kernels a step enables for `train.attention: name` on `device`, in the order tried: `name`'s,
+    then the fallbacks (None for `auto`: PyTorch's own kernels and order). Only these are enabled: the CPU tries its
+    two in a fixed order (flash, math) whatever the priority, so `math` there has to be the only one."""
     known = ("auto", *ATTENTION_KERNELS)
     if name not in known:
         raise InputError(f"train.attention {name!r} is not one of {', '.join(known)}")
     if torch.device(device).type == "cpu" and name not in CPU_ATTENTION:
         raise InputError(f"train.attention {name!r}: no such kernel on the CPU (there: {', '.join(CPU_ATTENTION)})")
     if name == "auto":
-        return nullcontext()
+        return None
     first = ATTENTION_KERNELS[name]
-    return sdpa_kernel([first, *(kernel for kernel in FALLBACK_KERNELS if kernel != first)], set_priority=True)
+    return [first, *(kernel for kernel in FALLBACK_KERNELS if kernel != first)]
 
 
 def compile_encoders(model, backend: str = "inductor", mode: str | None = None) -> None:
@@ -103,8 +103,7 @@ class TrainStep:
                  parallel=None, attention: str = "auto"):
         self.model, self.optimizer, self.scheduler = model, optimizer, scheduler
         self.precision, self.device, self.accum_steps = precision, device, accum_steps
-        self.attention = attention
-        attention_kernels(attention, device)  # its name checked now, not at the first step
+        self.attention_kernels = attention_kernels(attention, device)
         if accum_steps > 1:
             check_accumulable(model, accum_steps)
         module = model if accum_steps == 1 else Replay(model)
@@ -115,7 +114,8 @@ class TrainStep:
         """Train on `batch` (tensors on any device); returns the loss terms (with their graphs in one pass)."""
         self.model.clamp_scalars()
         batch = {key: value.to(self.device, non_blocking=True) for key, value in batch.items()}
-        with attention_kernels(self.attention, self.device):
+        kernels = self.attention_kernels
+        with nullcontext() if kernels is None else sdpa_kernel(kernels, set_priority=True):
             if self.accum_steps == 1:
                 with self.precision.autocast():  # geometry and losses stay float32 inside
                     terms = self.step_model(batch)
