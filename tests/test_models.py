@@ -8,6 +8,7 @@ import pytest
 import torch
 import yaml
 from conftest import REPO
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from hypvl.config import DEFAULT_CONFIG
 from hypvl.errors import InputError
@@ -255,21 +256,72 @@ def test_longest_text_counts_the_columns_holding_any_token():
     assert longest_text(torch.zeros(2, 6, dtype=torch.long)) == 1
 
 
+def _plain_text_transformer(text):
+    """open_clip's own text transformer (no causal hint) holding `text`'s weights: the oracle of its features."""
+    from open_clip.transformer import TextTransformer
+
+    layers = len(text.transformer.transformer.resblocks)
+    plain = TextTransformer(context_length=text.context_length, vocab_size=text.transformer.vocab_size,
+                            width=text.width, heads=text.transformer.transformer.resblocks[0].attn.num_heads,
+                            layers=layers, output_dim=None, proj_type="none", pool_type="argmax")
+    plain.load_state_dict(text.transformer.state_dict())
+    return plain
+
+
+def _texts(context, lengths):
+    tokens = torch.zeros(len(lengths), context, dtype=torch.long)
+    for row, length in enumerate(lengths):
+        tokens[row, :length] = torch.randint(1, 49000, (length,))
+        tokens[row, 0], tokens[row, length - 1] = 49406, 49407
+    return tokens
+
+
 def test_text_features_ignore_the_padding_columns_they_skip():
     """The causal text transformer run on the batch's used columns gives the EOT features of open_clip's own
     full-context forward (padding after every EOT cannot reach it), and does run on fewer columns."""
     torch.manual_seed(0)
-    model = _model("clip").eval()
-    text = model.textual
-    tokens = torch.zeros(3, text.context_length, dtype=torch.long)
-    for row, length in enumerate((4, 9, 6)):
-        tokens[row, :length] = torch.randint(1, 49000, (length,))
-        tokens[row, 0], tokens[row, length - 1] = 49406, 49407
+    text = _model("clip").eval().textual
+    tokens = _texts(text.context_length, (4, 9, 6))
     seen = []
     hook = text.transformer.transformer.register_forward_pre_hook(lambda module, args: seen.append(args[0].shape[1]))
     with torch.no_grad():
         trimmed = text(tokens)
-        full = text.transformer(tokens)
+        full = _plain_text_transformer(text)(tokens)
     hook.remove()
-    assert seen == [9, text.context_length]
+    assert seen == [9]
     torch.testing.assert_close(trimmed, full, rtol=0, atol=1e-6)
+
+
+class _AttentionCalls(TorchDispatchMode):
+    """Records the aten scaled-dot-product attention calls (forward and backward) with their arguments by name."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if "scaled_dot_product" in str(func):
+            named = dict(zip((argument.name for argument in func._schema.arguments), args))
+            self.calls.append((str(func), named | (kwargs or {})))
+        return func(*args, **(kwargs or {}))
+
+
+def test_text_attention_runs_causal_without_a_mask_tensor_and_gives_open_clips_features_and_gradients():
+    """Every text block attends with PyTorch's causal flag and no mask tensor, forward and backward (open_clip's
+    own blocks pass the mask tensor, which the flash kernels cannot take), at open_clip's features and gradients."""
+    torch.manual_seed(0)
+    text = _model("clip").textual
+    plain = _plain_text_transformer(text)
+    tokens = _texts(text.context_length, (5, 12, 7))
+    with _AttentionCalls() as ours:
+        pooled = text(tokens)
+        pooled.square().sum().backward()
+    with _AttentionCalls() as reference:
+        plain(tokens).square().sum().backward()
+    layers = len(text.transformer.transformer.resblocks)
+    assert len(ours.calls) == len(reference.calls) == 2 * layers  # one forward and one backward call per block
+    assert all(named["is_causal"] is True and named.get("attn_mask") is None for _, named in ours.calls), ours.calls
+    assert all(named.get("attn_mask") is not None for _, named in reference.calls), reference.calls
+    torch.testing.assert_close(pooled, plain(tokens), rtol=0, atol=1e-6)
+    for (name, ours_param), reference_param in zip(text.transformer.named_parameters(), plain.parameters()):
+        torch.testing.assert_close(ours_param.grad, reference_param.grad, rtol=1e-5, atol=1e-6, msg=name)

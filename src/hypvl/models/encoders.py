@@ -92,6 +92,13 @@ def longest_text(tokens: torch.Tensor) -> int:
     return int(used[-1]) + 1 if len(used) else 1
 
 
+def _causal_hint(module: nn.Module, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """Forward pre-hook of a text block's `nn.MultiheadAttention`: tells it its mask is the causal one
+    (`is_causal`, PyTorch's documented hint), so that attention runs as causal scaled-dot-product attention with no
+    mask tensor, which the flash kernels take (open_clip's blocks pass the mask only, which they do not)."""
+    return args, {**kwargs, "is_causal": kwargs.get("attn_mask") is not None}
+
+
 class TextEncoder(nn.Module):
     """open_clip's causal text transformer without its projection; tokens in, (B, width) EOT features out."""
 
@@ -100,6 +107,11 @@ class TextEncoder(nn.Module):
         self.transformer = TextTransformer(context_length=cfg.context_length, vocab_size=cfg.vocab_size,
                                            width=cfg.width, heads=cfg.heads, layers=cfg.layers,
                                            output_dim=None, proj_type="none", pool_type="argmax")
+        causal = torch.full((cfg.context_length,) * 2, float("-inf")).triu(1)
+        if not torch.equal(self.transformer.attn_mask, causal):  # the hint below holds for this mask only
+            raise RuntimeError("open_clip's text transformer no longer builds a causal mask; the causal hint is wrong")
+        for block in self.transformer.transformer.resblocks:
+            block.attn.register_forward_pre_hook(_causal_hint, with_kwargs=True)
         self.width = cfg.width
         self.context_length = cfg.context_length
 

@@ -12,9 +12,9 @@ scaler; `bf16` autocasts there too.
 
 Attention: `auto` leaves the choice of scaled-dot-product attention kernel to PyTorch (cuDNN's, on an H200 with
 torch 2.11, as benchmarks/gpu's profile showed); `flash`, `cudnn`, `efficient` or `math` runs that kernel on every
-attention it can take and, on one it cannot, the memory-efficient kernel, else the plain (math) one (flash takes no
-explicit mask: the text tower's causal one). The same function up to float rounding; which is fastest at a step's
-shapes is for benchmarks/gpu to measure.
+attention it can take and, on one it cannot, the memory-efficient kernel, else the plain (math) one (the text tower
+attends with the causal flag, not a mask tensor, so flash takes it: `hypvl.models.encoders`). The same function up
+to float rounding; which is fastest at a step's shapes is for benchmarks/gpu to measure.
 """
 
 from contextlib import nullcontext
