@@ -150,7 +150,7 @@ def test_grounded_shards_feed_the_training_stream(raw, extractor, tmp_path):
     stream = TrainingStream(shards, Tokenizer(16), image_size=24, batch_size=4, mode="compositional", seed=0,
                             shuffle_buffer=4)
     batch = next(iter(stream))
-    assert batch["images"].shape == batch["box_images"].shape == (4, 3, 24, 24)
+    assert batch["images"].shape == batch["box_images"].shape == (4, 24, 24, 3)
     assert batch["tokens"].shape == batch["box_tokens"].shape == (4, 16)
     assert batch["stream"][1]["corrupt"] == 0
 
@@ -172,7 +172,7 @@ def test_a_yfcc15m_folder_is_grounded_into_training_pairs(raw, extractor, tmp_pa
     assert sum(len(r.captions) == 2 for r in grounded) == SMOKE.yfcc15m_samples // 4
     stream = TrainingStream(result["shards"], Tokenizer(16), image_size=24, batch_size=4, mode="pairs", seed=0,
                             shuffle_buffer=4)
-    assert next(iter(stream))["images"].shape == (4, 3, 24, 24)
+    assert next(iter(stream))["images"].shape == (4, 24, 24, 3)
 
 
 def test_detector_box_source_end_to_end(raw, extractor, tmp_path):

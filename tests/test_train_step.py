@@ -2,6 +2,7 @@
 a compiled step trains as the eager one, the attention kernel asked for is the one that runs, and the config names the
 key that replaced `train.amp`."""
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -9,7 +10,7 @@ from torch.profiler import profile
 
 from hypvl.errors import InputError
 from hypvl.train.optim import build_optimizer
-from hypvl.train.step import Precision, TrainStep, compile_encoders, precision_on
+from hypvl.train.step import Precision, TrainStep, compile_encoders, on_device, precision_on
 from hypvl.train.trainer import train
 
 from test_models import TINY, _batch, _model
@@ -138,3 +139,26 @@ def test_the_trainer_runs_the_attention_kernel_its_config_names(tmp_path):
     assert not any("flash_attention" in name for name in ran)
     with pytest.raises(InputError, match="train.attention 'cudnn': no such kernel on the CPU"):
         train(exp, TINY, {**TRAIN_CFG, "attention": "cudnn"}, shards, tmp_path / "cudnn", progress=False)
+
+
+def test_the_streams_uint8_pixels_train_as_the_unit_floats_they_stand_for():
+    """The training stream sends pixels as uint8 (B, S, S, 3); the step makes them unit floats (B, 3, S, S) where it
+    runs: numpy's float32 quotient by 255 bitwise, other keys untouched, and the step's losses and updated weights
+    bitwise those of the same batch sent as floats."""
+    generator = torch.Generator().manual_seed(0)
+    pixels = {key: torch.randint(0, 256, (4, 16, 16, 3), dtype=torch.uint8, generator=generator)
+              for key in ("images", "box_images")}
+    tokens = _batch(boxes=True)["tokens"]
+    floats = {key: torch.from_numpy(value.numpy().transpose(0, 3, 1, 2).astype(np.float32) / np.float32(255))
+              for key, value in pixels.items()}
+    moved = on_device({**pixels, "tokens": tokens, "mask": torch.ones(4, dtype=torch.uint8)}, CPU)
+    assert all(torch.equal(moved[key], floats[key]) for key in pixels)
+    assert moved["mask"].dtype == torch.uint8 and torch.equal(moved["tokens"], tokens)
+    assert on_device(floats, CPU)["images"] is floats["images"]
+    trained = {}
+    for name, images in (("pixels", pixels), ("floats", floats)):
+        model = _model("hycoclip")
+        terms = _step(model, Precision("fp32", "cpu"))({**images, "tokens": tokens, "box_tokens": tokens.flip(0)})
+        trained[name] = terms["loss"], [p.detach().clone() for p in model.parameters()]
+    assert torch.equal(trained["pixels"][0], trained["floats"][0])
+    assert all(torch.equal(a, b) for a, b in zip(trained["pixels"][1], trained["floats"][1]))

@@ -52,13 +52,19 @@ def _same(a: dict, b: dict) -> bool:
 def test_three_views(tmp_path):
     shards = _shards(tmp_path)
     [batch] = _take(_stream(shards), 1)
-    assert batch["images"].shape == (4, 3, 16, 16) and batch["tokens"].shape == (4, 12)
-    assert 0.0 <= batch["images"].min() and batch["images"].max() <= 1.0
+    assert batch["images"].shape == (4, 16, 16, 3) and batch["tokens"].shape == (4, 12)
+    assert batch["images"].dtype == torch.uint8  # pixels, made unit floats where the step runs
+    # each image is one colour, (20 i, 0, 0) for caption i (JPEG moves it by a level or two): the crop of its image
+    red = torch.tensor([20 * n for n in _captions(batch)])
+    colours = torch.stack([red, red * 0, red * 0], -1)[:, None, None]
+    assert (batch["images"].int() - colours).abs().max() <= 2
     [batch] = _take(_stream(shards, "boxes_as_pairs", batch_size=24), 1)
     reader, state = batch["stream"]
     assert reader == 0 and state["read"] < 24  # box pairs fill the batch beside whole pairs
     [batch] = _take(_stream(shards, "compositional"), 1)
-    assert batch["box_images"].shape == (4, 3, 16, 16) and batch["box_tokens"].shape == (4, 12)
+    assert batch["box_images"].shape == (4, 16, 16, 3) and batch["box_tokens"].shape == (4, 12)
+    green = (batch["box_images"][:, 0, 0, 1].long() + 10) // 20  # box j of image i: (0, 20 i, 0), "box i j"
+    assert torch.equal(batch["box_tokens"][:, 2], torch.stack([TOKENIZER([f"box {g}"])[0][2] for g in green]))
     assert batch["stream"][1]["no_box"] > 0  # samples without boxes are dropped
 
 

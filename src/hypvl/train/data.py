@@ -39,7 +39,7 @@ from hypvl.data.formats.decoded import DecodedImage, read_twin
 from hypvl.data.formats.grounded import GroundedRecord
 from hypvl.data.formats.images import CorruptImage
 from hypvl.data.formats.shards import shard_paths
-from hypvl.data.transforms import to_tensor_batch
+from hypvl.data.transforms import to_uint8_batch
 from hypvl.errors import InputError
 
 from .records import LazyImage, Sample, check_parsed, read_shard, unparsed
@@ -291,7 +291,8 @@ class _Reader:
         return out
 
     def _views(self, images) -> torch.Tensor:
-        """(B, 3, S, S) in [0, 1]: a RandomResizedCrop of each image, drawn from torch's (seeded) generator. The
-        transform's two steps are called directly (a plain call also flattens and re-packs its input each time)."""
+        """(B, S, S, 3) uint8 pixels, made unit floats where the step runs (`hypvl.train.step.on_device`): a
+        RandomResizedCrop of each image, drawn from torch's (seeded) generator. The transform's two steps are called
+        directly (a plain call also flattens and re-packs its input each time)."""
         crop = self.crop
-        return to_tensor_batch([crop.transform(image, crop.make_params([image])) for image in images])
+        return to_uint8_batch([crop.transform(image, crop.make_params([image])) for image in images])

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from hypvl.data.transforms import to_unit_float
 from hypvl.errors import InputError
 
 from .accumulation import Replay, accumulate, check_accumulable
@@ -34,6 +35,7 @@ ATTENTION_KERNELS = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CU
                      "efficient": SDPBackend.EFFICIENT_ATTENTION, "math": SDPBackend.MATH}
 FALLBACK_KERNELS = (SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH)
 CPU_ATTENTION = ("auto", "flash", "math")  # PyTorch's CPU build has no cuDNN or memory-efficient attention
+PIXELS = ("images", "box_images")  # a batch's images: unit floats (B, 3, S, S), or the stream's uint8 (B, S, S, 3)
 
 
 @dataclass(frozen=True)
@@ -113,7 +115,7 @@ class TrainStep:
     def __call__(self, batch: dict) -> dict[str, torch.Tensor]:
         """Train on `batch` (tensors on any device); returns the loss terms (with their graphs in one pass)."""
         self.model.clamp_scalars()
-        batch = {key: value.to(self.device, non_blocking=True) for key, value in batch.items()}
+        batch = on_device(batch, self.device)
         kernels = self.attention_kernels
         with nullcontext() if kernels is None else sdpa_kernel(kernels, set_priority=True):
             if self.accum_steps == 1:
@@ -129,3 +131,12 @@ class TrainStep:
         self.scaler.update()
         self.scheduler.step()
         return terms
+
+
+def on_device(batch: dict, device: torch.device) -> dict[str, torch.Tensor]:
+    """`batch` on `device`, its uint8 pixels made unit floats there (bitwise as on the CPU: `to_unit_float`). The
+    training stream sends pixels as uint8, a quarter of float32's bytes through the loader's shared memory, the
+    pinning and the copy to the GPU (which the step's kernels wait for)."""
+    moved = {key: value.to(device, non_blocking=True) for key, value in batch.items()}
+    return {key: to_unit_float(value) if key in PIXELS and value.dtype == torch.uint8 else value
+            for key, value in moved.items()}
