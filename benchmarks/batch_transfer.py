@@ -1,6 +1,6 @@
 #!/usr/bin/env python
 """A training batch's images from the loader's worker processes to the step's device: the stream's uint8 pixels
-(B, S, S, 3), made unit floats on the device (hypvl.train.step.on_device), against float32 unit floats (B, 3, S, S)
+(B, S, S, 3), made unit floats on the device (hypvl.train.step.batch_on_device), against float32 unit floats (B, 3, S, S)
 made in the workers, as the stream sent them before.
 
     python benchmarks/batch_transfer.py --device cuda   # a paper-size batch (256 at 224 px), 4 loader processes
@@ -8,7 +8,7 @@ made in the workers, as the stream sent them before.
 
 Per format: the bytes of a batch; the seconds per batch the loader delivers (workers making a fresh batch each, the
 same copy of a template for both formats, so only the bytes differ; pinned for a GPU, in the loader's pinning
-thread); the seconds per batch of the copy to the device and `on_device` (synchronised); and whether the device's
+thread); the seconds per batch of the copy to the device and `batch_on_device` (synchronised); and whether the device's
 floats are bitwise the CPU's.
 """
 
@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from peaks import synchronize  # noqa: E402
 
 from hypvl.data.transforms import to_unit_float  # noqa: E402
-from hypvl.train.step import on_device  # noqa: E402
+from hypvl.train.step import batch_on_device  # noqa: E402
 
 FORMATS = ("uint8", "float32")
 
@@ -63,7 +63,7 @@ def measure(device: torch.device, batch: int, size: int, workers: int, batches: 
             delivered.append(time.perf_counter() - start)
             synchronize(device)
             begin = time.perf_counter()
-            floats = on_device(item, device)["images"]
+            floats = batch_on_device(item, device)["images"]
             synchronize(device)
             moved.append(time.perf_counter() - begin)
             first = floats if first is None else first

@@ -115,6 +115,8 @@ def test_ranks_come_from_torchruns_environment():
     assert distributed.from_environment({}) == distributed.Ranks()
     assert distributed.from_environment({"WORLD_SIZE": "4", "RANK": "2", "LOCAL_RANK": "0"}) == \
         distributed.Ranks(2, 4, 0)
+    assert distributed.from_environment({"WORLD_SIZE": "4", "RANK": "3", "LOCAL_RANK": "1",
+                                         "LOCAL_WORLD_SIZE": "2"}) == distributed.Ranks(3, 4, 1, 2)
     with pytest.raises(InputError, match="WORLD_SIZE is 2 but RANK is not set: start data-parallel training with torchrun"):
         distributed.from_environment({"WORLD_SIZE": "2", "LOCAL_RANK": "0"})
     with pytest.raises(InputError, match="RANK 2 is not below WORLD_SIZE 2"):

@@ -10,7 +10,7 @@ from torch.profiler import profile
 
 from hypvl.errors import InputError
 from hypvl.train.optim import build_optimizer
-from hypvl.train.step import Precision, TrainStep, compile_encoders, on_device, precision_on
+from hypvl.train.step import Precision, TrainStep, batch_on_device, compile_encoders, precision_on
 from hypvl.train.trainer import train
 
 from test_models import TINY, _batch, _model
@@ -151,10 +151,10 @@ def test_the_streams_uint8_pixels_train_as_the_unit_floats_they_stand_for():
     tokens = _batch(boxes=True)["tokens"]
     floats = {key: torch.from_numpy(value.numpy().transpose(0, 3, 1, 2).astype(np.float32) / np.float32(255))
               for key, value in pixels.items()}
-    moved = on_device({**pixels, "tokens": tokens, "mask": torch.ones(4, dtype=torch.uint8)}, CPU)
+    moved = batch_on_device({**pixels, "tokens": tokens, "mask": torch.ones(4, dtype=torch.uint8)}, CPU)
     assert all(torch.equal(moved[key], floats[key]) for key in pixels)
     assert moved["mask"].dtype == torch.uint8 and torch.equal(moved["tokens"], tokens)
-    assert on_device(floats, CPU)["images"] is floats["images"]
+    assert batch_on_device(floats, CPU)["images"] is floats["images"]
     trained = {}
     for name, images in (("pixels", pixels), ("floats", floats)):
         model = _model("hycoclip")

@@ -43,11 +43,13 @@ from hypvl.data.transforms import to_uint8_batch
 from hypvl.errors import InputError
 
 from .records import LazyImage, Sample, check_parsed, read_shard, unparsed
+from .shared_memory import batch_bytes, check_shared_memory
 from .subreddits import prefixed_caption
 from .syntax import collate_syntax, syntax_targets
 
 MODES = ("pairs", "boxes_as_pairs", "compositional")
 CROP_SCALE = (0.5, 1.0)
+PREFETCH = 4  # batches each loader process makes ahead
 
 
 @dataclass
@@ -120,11 +122,15 @@ class TrainingStream(IterableDataset):
         except InputError as exc:
             yield {"error": str(exc)}
 
-    def loader(self, pin_memory: bool = False) -> DataLoader:
+    def loader(self, pin_memory: bool = False, processes: int = 1) -> DataLoader:
         """A DataLoader over this stream: `workers` seeded worker processes (0: in this process), batches taken
-        from them in turn (worker k makes batches k, k + workers, ...), pinned for the GPU when asked."""
+        from them in turn (worker k makes batches k, k + workers, ...), pinned for the GPU when asked; refused when
+        this machine's `processes` training processes would need more shared memory than it has."""
+        views = 2 if self.mode == "compositional" else 1
+        check_shared_memory(batch_bytes(self.batch_size, self.image_size, self.tokenizer.context_length, views),
+                            self.workers, PREFETCH, processes)
         return DataLoader(self, batch_size=None, num_workers=self.workers, pin_memory=pin_memory,
-                          prefetch_factor=4 if self.workers else None,
+                          prefetch_factor=PREFETCH if self.workers else None,
                           generator=torch.Generator().manual_seed(self.seed))
 
 
@@ -291,8 +297,7 @@ class _Reader:
         return out
 
     def _views(self, images) -> torch.Tensor:
-        """(B, S, S, 3) uint8 pixels, made unit floats where the step runs (`hypvl.train.step.on_device`): a
-        RandomResizedCrop of each image, drawn from torch's (seeded) generator. The transform's two steps are called
-        directly (a plain call also flattens and re-packs its input each time)."""
+        """(B, S, S, 3) uint8 pixels (floats where the step runs): a RandomResizedCrop of each image, drawn from
+        torch's generator; the transform's two steps called directly (a plain call re-packs its input each time)."""
         crop = self.crop
         return to_uint8_batch([crop.transform(image, crop.make_params([image])) for image in images])

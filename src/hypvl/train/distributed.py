@@ -16,11 +16,12 @@ from hypvl.errors import InputError
 
 @dataclass(frozen=True)
 class Ranks:
-    """This process's rank, the number of processes, and its rank on its machine (its GPU)."""
+    """This process's rank, the number of processes, its rank on its machine (its GPU) and the number there."""
 
     rank: int = 0
     world: int = 1
     local: int = 0
+    local_world: int = 1
 
     @property
     def main(self) -> bool:
@@ -34,7 +35,7 @@ def from_environment(environ=os.environ) -> Ranks:
         world = int(environ.get("WORLD_SIZE", "1"))
         if world <= 1:
             return Ranks()
-        ranks = Ranks(int(environ["RANK"]), world, int(environ["LOCAL_RANK"]))
+        ranks = Ranks(int(environ["RANK"]), world, int(environ["LOCAL_RANK"]), int(environ.get("LOCAL_WORLD_SIZE", 1)))
     except KeyError as exc:
         raise InputError(f"WORLD_SIZE is {environ['WORLD_SIZE']} but {exc.args[0]} is not set: start data-parallel "
                          "training with torchrun") from None

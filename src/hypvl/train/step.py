@@ -115,7 +115,7 @@ class TrainStep:
     def __call__(self, batch: dict) -> dict[str, torch.Tensor]:
         """Train on `batch` (tensors on any device); returns the loss terms (with their graphs in one pass)."""
         self.model.clamp_scalars()
-        batch = on_device(batch, self.device)
+        batch = batch_on_device(batch, self.device)
         kernels = self.attention_kernels
         with nullcontext() if kernels is None else sdpa_kernel(kernels, set_priority=True):
             if self.accum_steps == 1:
@@ -133,7 +133,7 @@ class TrainStep:
         return terms
 
 
-def on_device(batch: dict, device: torch.device) -> dict[str, torch.Tensor]:
+def batch_on_device(batch: dict, device: torch.device) -> dict[str, torch.Tensor]:
     """`batch` on `device`, its uint8 pixels made unit floats there (bitwise as on the CPU: `to_unit_float`). The
     training stream sends pixels as uint8, a quarter of float32's bytes through the loader's shared memory, the
     pinning and the copy to the GPU (which the step's kernels wait for)."""

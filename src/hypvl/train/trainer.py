@@ -119,8 +119,9 @@ def _train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path
     telemetry = Telemetry(out_dir, train_cfg["telemetry"], experiment["id"], schedule.steps, schedule.batch_size,
                           device, start=run.step, rows=run.rows, before=run.before, progress=progress,
                           config={**run.recipe, "schedule": schedule.__dict__}, main=ranks.main)
+    batches = stream.loader(device.type == "cuda", ranks.local_world)
     with telemetry:
-        for step, batch in zip(range(run.step, schedule.steps), stream.loader(pin_memory=device.type == "cuda")):
+        for step, batch in zip(range(run.step, schedule.steps), batches):
             if "error" in batch:
                 raise InputError(batch["error"])
             reader, state = batch.pop("stream")
