@@ -3,7 +3,6 @@ ranks and loader workers, and streams restarted from a saved position."""
 
 import io
 import tarfile
-import types
 
 import pytest
 import torch
@@ -13,7 +12,6 @@ from hypvl.data.formats.grounded import GroundedRecord, write_grounded_shards
 from hypvl.data.formats.images import encode_image
 from hypvl.errors import InputError
 from hypvl.models.encoders import Tokenizer
-from hypvl.train import shared_memory
 from hypvl.train.data import TrainingStream, read_shard
 from hypvl.train.subreddits import prefixed_caption, subreddit_words
 
@@ -244,30 +242,3 @@ def test_a_sample_with_several_captions_draws_one_at_every_access_seeded_and_res
     resumed = _take(_stream(shards, states={reader: state}), 39)
     assert all(_same(a, b) for a, b in zip(resumed, batches[21:]))
 
-
-@pytest.mark.parametrize("mode", ["pairs", "compositional"])
-def test_loader_processes_are_refused_in_one_line_where_shared_memory_cannot_hold_their_batches(tmp_path, monkeypatch,
-                                                                                             mode):
-    """A batch's bytes as the check counts them are the stream's batch's own; with 2 loader processes 4 batches
-    ahead (and one being read) in each of 3 training processes, 27 batches must fit in /dev/shm's free space, else
-    the loader is refused before any worker starts, naming the numbers; in-process streams need none."""
-    shards = _shards(tmp_path)
-    [batch] = _take(_stream(shards, mode), 1)
-    size = sum(batch[key].nbytes for key in ("images", "tokens", "box_images", "box_tokens") if key in batch)
-    assert shared_memory.batch_bytes(4, 16, 12, 2 if mode == "compositional" else 1) == size
-    statvfs = []
-
-    def free(pages):
-        monkeypatch.setattr(shared_memory.os, "statvfs", lambda path: statvfs.append(path) or
-                            types.SimpleNamespace(f_bavail=pages, f_frsize=1))
-
-    free(27 * size - 1)
-    with pytest.raises(InputError, match=r"^/dev/shm: 0 MiB free, but 3 training process\(es\) x 2 loader processes "
-                                         r"\(train.num_workers\) x 4 batches ahead hold up to 0 MiB of batches there: "
-                                         "lower train.num_workers"):
-        _stream(shards, mode, workers=2).loader(processes=3)
-    free(27 * size)
-    assert len(_take(_stream(shards, mode, workers=2), 2, processes=3)) == 2
-    statvfs.clear()
-    free(0)
-    assert len(_take(_stream(shards, mode), 1, processes=3)) == 1 and not statvfs

@@ -23,6 +23,7 @@ from torch.utils.data import DataLoader, Dataset
 from hypvl.data.transforms import to_uint8_batch, to_unit_float
 from hypvl.devices import device_encoder
 from hypvl.errors import InputError
+from hypvl.loader_processes import worker_deaths
 from hypvl.evaluate.metrics.checks import check_finite
 
 
@@ -85,12 +86,13 @@ def worker_batches(views: _Views, batch_size: int, workers: int) -> Iterator[tor
               for first in range(start, min(start + batch_size, len(views)), chunk)]
     loader = DataLoader(views, batch_sampler=[list(indices) for _, indices in chunks], num_workers=workers,
                         collate_fn=_uint8_batch, multiprocessing_context="fork")
-    for _, parts in itertools.groupby(zip((start for start, _ in chunks), loader), key=lambda pair: pair[0]):
-        pixels = [part for _, part in parts]
-        error = next((part for part in pixels if isinstance(part, InputError)), None)
-        if error is not None:
-            raise error
-        yield torch.cat(pixels)
+    with worker_deaths("eval.num_workers"):
+        for _, parts in itertools.groupby(zip((start for start, _ in chunks), loader), key=lambda pair: pair[0]):
+            pixels = [part for _, part in parts]
+            error = next((part for part in pixels if isinstance(part, InputError)), None)
+            if error is not None:
+                raise error
+            yield torch.cat(pixels)
 
 
 @torch.no_grad()

@@ -41,9 +41,9 @@ from hypvl.data.formats.images import CorruptImage
 from hypvl.data.formats.shards import shard_paths
 from hypvl.data.transforms import to_uint8_batch
 from hypvl.errors import InputError
+from hypvl.loader_processes import check_shared_memory, stream_batch_bytes
 
 from .records import LazyImage, Sample, check_parsed, read_shard, unparsed
-from .shared_memory import batch_bytes, check_shared_memory
 from .subreddits import prefixed_caption
 from .syntax import collate_syntax, syntax_targets
 
@@ -126,9 +126,9 @@ class TrainingStream(IterableDataset):
         """A DataLoader over this stream: `workers` seeded worker processes (0: in this process), batches taken
         from them in turn (worker k makes batches k, k + workers, ...), pinned for the GPU when asked; refused when
         this machine's `processes` training processes would need more shared memory than it has."""
-        views = 2 if self.mode == "compositional" else 1
-        check_shared_memory(batch_bytes(self.batch_size, self.image_size, self.tokenizer.context_length, views),
-                            self.workers, PREFETCH, processes)
+        batch = stream_batch_bytes(self.batch_size, self.image_size, self.tokenizer.context_length,
+                                   2 if self.mode == "compositional" else 1)
+        check_shared_memory(batch, self.workers, PREFETCH, "train.num_workers", processes)
         return DataLoader(self, batch_size=None, num_workers=self.workers, pin_memory=pin_memory,
                           prefetch_factor=PREFETCH if self.workers else None,
                           generator=torch.Generator().manual_seed(self.seed))

@@ -18,6 +18,7 @@ import torch
 from hypvl.devices import select_device
 from hypvl.errors import InputError
 from hypvl.io import write_json
+from hypvl.loader_processes import worker_deaths
 from hypvl.models.build import build_model
 from hypvl.models.checkpoints import load_state, read_checkpoint, save_checkpoint
 from hypvl.models.methods import PARSE_METHODS
@@ -120,7 +121,7 @@ def _train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path
                           device, start=run.step, rows=run.rows, before=run.before, progress=progress,
                           config={**run.recipe, "schedule": schedule.__dict__}, main=ranks.main)
     batches = stream.loader(device.type == "cuda", ranks.local_world)
-    with telemetry:
+    with telemetry, worker_deaths("train.num_workers"):
         for step, batch in zip(range(run.step, schedule.steps), batches):
             if "error" in batch:
                 raise InputError(batch["error"])
