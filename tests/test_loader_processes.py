@@ -89,6 +89,8 @@ def test_a_training_loader_process_that_dies_is_one_line_and_the_steps_so_far_ar
 
 
 def test_an_evaluation_loader_process_that_dies_is_one_line(tmp_path):
+    """A loader process killed by a bus error while decoding a set's images: one line naming eval.num_workers,
+    PyTorch's reason and where to find shared memory."""
     paths = [tmp_path / f"{i}.png" for i in range(6)]
     for i, path in enumerate(paths):
         random_image(torch.Generator().manual_seed(i), 24, 20).save(path)
