@@ -23,8 +23,8 @@ from torch.utils.data import DataLoader, Dataset
 from hypvl.data.transforms import to_uint8_batch, to_unit_float
 from hypvl.devices import device_encoder
 from hypvl.errors import InputError
-from hypvl.loader_processes import worker_deaths
 from hypvl.evaluate.metrics.checks import check_finite
+from hypvl.loader_processes import worker_deaths
 
 
 LOADER_THREADS = min(4, os.cpu_count() or 1)
