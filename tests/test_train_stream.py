@@ -241,4 +241,3 @@ def test_a_sample_with_several_captions_draws_one_at_every_access_seeded_and_res
     reader, state = batches[20]["stream"]
     resumed = _take(_stream(shards, states={reader: state}), 39)
     assert all(_same(a, b) for a, b in zip(resumed, batches[21:]))
-
