@@ -97,6 +97,16 @@ def test_every_number_occurs_in_paper_text(path):
 
 
 @pytest.mark.parametrize("paper", PAPER_NAMES)
+def test_each_number_index_is_well_formed(paper):
+    """What can be checked of an index without its text, on every machine: a sha256 header, its tokens sorted and
+    unique, and exactly the number tokens `number_tokens` reads from themselves (no prose, nothing hand-added)."""
+    lines = (NUMBERS / f"{paper}.txt").read_text(encoding="utf-8").splitlines()
+    digest, tokens = number_index(paper)
+    assert re.fullmatch(r"# number tokens of .+\.txt, sha256 [0-9a-f]{64}", lines[0]) and len(digest) == 64
+    assert lines[1:] == sorted(tokens) and number_tokens("\n".join(lines[1:])) == tokens
+
+
+@pytest.mark.parametrize("paper", PAPER_NAMES)
 def test_each_number_index_is_read_from_its_papers_text(paper):
     text = PAPERS / f"{paper}.txt"
     if not text.is_file():
