@@ -1,15 +1,15 @@
 #!/usr/bin/env python
 """A training batch's images from the loader's worker processes to the step's device: the stream's uint8 pixels
-(B, S, S, 3), made unit floats on the device (hypvl.train.step.batch_on_device), against float32 unit floats (B, 3, S, S)
-made in the workers, as the stream sent them before.
+(B, S, S, 3), made unit floats on the device (hypvl.train.step.batch_on_device), against float32 unit floats
+(B, 3, S, S) made in the workers, as the stream sent them before.
 
     python benchmarks/batch_transfer.py --device cuda   # a paper-size batch (256 at 224 px), 4 loader processes
     python benchmarks/batch_transfer.py --device cpu --batch 64 --workers 2
 
 Per format: the bytes of a batch; the seconds per batch the loader delivers (workers making a fresh batch each, the
 same copy of a template for both formats, so only the bytes differ; pinned for a GPU, in the loader's pinning
-thread); the seconds per batch of the copy to the device and `batch_on_device` (synchronised); and whether the device's
-floats are bitwise the CPU's.
+thread); the seconds per batch of the copy to the device and `batch_on_device` (synchronised); and whether the
+device's floats are bitwise the CPU's.
 """
 
 import argparse
@@ -61,6 +61,7 @@ def measure(device: torch.device, batch: int, size: int, workers: int, batches: 
         start = time.perf_counter()
         for _, item in zip(range(batches + 1), loader):  # the first batch waits for the workers to start
             delivered.append(time.perf_counter() - start)
+            sent = item["images"].nbytes
             synchronize(device)
             begin = time.perf_counter()
             floats = batch_on_device(item, device)["images"]
@@ -68,7 +69,7 @@ def measure(device: torch.device, batch: int, size: int, workers: int, batches: 
             moved.append(time.perf_counter() - begin)
             first = floats if first is None else first
             start = time.perf_counter()
-        out[wire] = {"bytes": template(1, size, wire).nbytes * batch,
+        out[wire] = {"bytes": sent,
                      "loader_s_per_batch": statistics.median(delivered[1:]),
                      "device_s_per_batch": statistics.median(moved[1:]),
                      "bitwise": torch.equal(first.cpu(), template(batch, size, "float32"))}

@@ -20,12 +20,6 @@ DEATH = re.compile(r"DataLoader worker \(pids?(\(s\))? [\d, ]+\) (exited unexpec
 MORE_SHM = "shared memory (docker run --shm-size; a memory-backed volume on /dev/shm in Kubernetes)"
 
 
-def stream_batch_bytes(batch_size: int, image_size: int, context_length: int, views: int) -> int:
-    """Bytes of one training-stream batch: per view (the image, and HyCoCLIP's box), (B, S, S, 3) uint8 pixels and
-    (B, L) int64 tokens (syntax targets, a few ids per word, left out)."""
-    return views * batch_size * (3 * image_size**2 + 8 * context_length)
-
-
 def check_shared_memory(batch: int, workers: int, prefetch: int, setting: str, processes: int = 1,
                         shm: Path = SHM) -> None:
     """Refuse when `processes` processes on this machine (LOCAL_WORLD_SIZE under torchrun), each with `workers`

@@ -41,7 +41,7 @@ from hypvl.data.formats.images import CorruptImage
 from hypvl.data.formats.shards import shard_paths
 from hypvl.data.transforms import to_uint8_batch
 from hypvl.errors import InputError
-from hypvl.loader_processes import check_shared_memory, stream_batch_bytes
+from hypvl.loader_processes import check_shared_memory
 
 from .records import LazyImage, Sample, check_parsed, read_shard, unparsed
 from .subreddits import prefixed_caption
@@ -122,13 +122,15 @@ class TrainingStream(IterableDataset):
         except InputError as exc:
             yield {"error": str(exc)}
 
+    def batch_bytes(self) -> int:
+        """Bytes of a batch: per view (image; HyCoCLIP's box) uint8 pixels, int64 tokens (syntax targets left out)."""
+        views = 2 if self.mode == "compositional" else 1
+        return views * self.batch_size * (3 * self.image_size**2 + 8 * self.tokenizer.context_length)
+
     def loader(self, pin_memory: bool = False, processes: int = 1) -> DataLoader:
-        """A DataLoader over this stream: `workers` seeded worker processes (0: in this process), batches taken
-        from them in turn (worker k makes batches k, k + workers, ...), pinned for the GPU when asked; refused when
-        this machine's `processes` training processes would need more shared memory than it has."""
-        batch = stream_batch_bytes(self.batch_size, self.image_size, self.tokenizer.context_length,
-                                   2 if self.mode == "compositional" else 1)
-        check_shared_memory(batch, self.workers, PREFETCH, "train.num_workers", processes)
+        """A DataLoader: `workers` seeded processes (0: this one) making batches in turn (worker k: k, k + workers,
+        ...), pinned when asked; refused where this machine's `processes` training processes lack shared memory."""
+        check_shared_memory(self.batch_bytes(), self.workers, PREFETCH, "train.num_workers", processes)
         return DataLoader(self, batch_size=None, num_workers=self.workers, pin_memory=pin_memory,
                           prefetch_factor=PREFETCH if self.workers else None,
                           generator=torch.Generator().manual_seed(self.seed))
