@@ -101,7 +101,7 @@ def test_a_compiled_step_trains_as_the_eager_one(accum_steps):
 @pytest.mark.parametrize("accum_steps", [1, 2])
 def test_the_attention_kernel_asked_for_runs_and_trains_as_pytorchs_choice(accum_steps):
     """`train.attention`: on the CPU, `math` runs PyTorch's plain attention in place of its flash kernel (PyTorch's
-    choice there, `auto`) in the forward and backward passes of both towers (the text tower's masked one too), in one
+    choice there, `auto`) in the forward and backward passes of both towers (the text tower's causal one too), in one
     pass and over micro-batches, and leaves the process's own kernel settings as they were. `flash` is PyTorch's CPU
     choice, so bitwise the same step; `math` the same up to float32 rounding (the kernels sum in other orders;
     measured: loss 1.4e-7 relative, every gradient together 1.2e-6 in norm; 1e-5 allowed, 100x below bf16's change)."""
