@@ -19,7 +19,8 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from hypvl.errors import InputError
 from hypvl.train import trainer
 from hypvl.train.resume import RESUME
-from hypvl.train.telemetry import (GPU_MEMORY, IMAGES_PER_S, LOG_NAME, TAGS, TENSORBOARD_DIR, Telemetry,
+from hypvl.train import telemetry as telemetry_module
+from hypvl.train.telemetry import (GPU_MEMORY, IMAGES_PER_S, INPUT_WAIT, LOG_NAME, TAGS, TENSORBOARD_DIR, Telemetry,
                                    check_telemetry)
 from hypvl.train.trainer import train
 
@@ -81,11 +82,13 @@ def test_every_scalar_reaches_tensorboard_and_wandb_and_progress_lines_and_no_nu
     logged = {key for key in TAGS if rows[0][key] != ""}
     assert logged == {"loss", "contrastive", "entailment", "lr", "curvature", "temperature"}  # MERU's
     scalars = _scalars(tmp_path / "on")
-    assert set(scalars) == {TAGS[key] for key in logged} | {IMAGES_PER_S}  # no GPU memory on the CPU
+    assert set(scalars) == {TAGS[key] for key in logged} | {IMAGES_PER_S, INPUT_WAIT}  # no GPU memory on the CPU
     for key in logged:
         assert [step for step, _ in scalars[TAGS[key]]] == [0, 1, 2, 3]
         assert [value for _, value in scalars[TAGS[key]]] == pytest.approx([float(r[key]) for r in rows], rel=1e-6)
     assert all(value > 0 for _, value in scalars[IMAGES_PER_S])
+    assert [step for step, _ in scalars[INPUT_WAIT]] == [0, 1, 2, 3]
+    assert all(0 <= value < 1 for _, value in scalars[INPUT_WAIT])
 
     [started] = wandb.started
     assert {k: started[k] for k in ("project", "entity", "mode", "name", "group")} == {**project, "name": "t",
@@ -93,14 +96,14 @@ def test_every_scalar_reaches_tensorboard_and_wandb_and_progress_lines_and_no_nu
     assert started["config"]["experiment"] == EXP and started["config"]["train"]["steps"] == 4
     assert [step for step, _ in wandb.logged] == [0, 1, 2, 3] and wandb.finished == [0]
     for step, values in wandb.logged:
-        assert {tag: value for tag, value in values.items() if tag != IMAGES_PER_S} == \
+        assert {tag: value for tag, value in values.items() if tag not in (IMAGES_PER_S, INPUT_WAIT)} == \
             pytest.approx({TAGS[key]: float(rows[step][key]) for key in logged}, rel=1e-12)
 
     lines = [record.getMessage() for record in caplog.records if "ETA" in record.getMessage()]
     assert len(lines) == 2  # every 2 steps, the last included
     for line, done in zip(lines, (2, 4)):
         assert re.fullmatch(rf"t: step {done}/4, loss {float(rows[done - 1]['loss']):.4f}, lr \S+, [\d.]+ images/s, "
-                            r"elapsed 0:00:\d\d, ETA 0:00:\d\d", line), line
+                            r"input wait \d+%, elapsed 0:00:\d\d, ETA 0:00:\d\d", line), line
     assert lines[-1].endswith("ETA 0:00:00")
 
 
@@ -130,7 +133,7 @@ def test_a_failed_run_leaves_its_steps_and_its_resumption_continues_the_log_and_
     assert cut.keys() == whole.keys()
     for tag in cut:  # the failed run's step 4 hidden, replaced by the resumed run's
         assert [step for step, _ in cut[tag]] == [0, 1, 2, 3, 4, 5]
-        if tag != IMAGES_PER_S:
+        if tag not in (IMAGES_PER_S, INPUT_WAIT):
             assert cut[tag] == whole[tag]
 
 
@@ -147,7 +150,7 @@ def test_a_killed_quiet_run_leaves_its_steps_and_progress_lines_in_the_job_log(t
                "--experiment", "hyco_hycoclip_vits_grit", "--configfile", str(tmp_path / "config.yaml"),
                "--out", str(out), "--quiet"]
     progress = re.compile(rf"hyco_hycoclip_vits_grit: step (\d+)/{steps}, loss \d+\.\d{{4}}, lr \S+, [\d.]+ images/s, "
-                          r"elapsed \d+:\d\d:\d\d, ETA \d+:\d\d:\d\d")
+                          r"input wait \d+%, elapsed \d+:\d\d:\d\d, ETA \d+:\d\d:\d\d")
     with open(job_log, "w") as handle:  # as a workflow job runs it: `> {log} 2>&1`
         process = subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 240
@@ -171,6 +174,43 @@ def test_on_a_gpu_the_peak_memory_is_a_scalar_too(tmp_path, monkeypatch):
     with Telemetry(tmp_path, WATCHED, "t", 2, 8, torch.device("cuda"), progress=False) as telemetry:
         telemetry.record({"step": 0, "loss": 1.0, "contrastive": 1.0, "lr": 0.1, "temperature": 0.07})
     assert _scalars(tmp_path)[GPU_MEMORY] == [(0, 3.0)]
+
+
+class FakeClock:
+    """`time` for the telemetry module: a clock that moves only when told."""
+
+    def __init__(self):
+        self.now = 100.0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+
+def test_the_input_wait_is_the_share_of_each_step_spent_in_the_loaders_next(tmp_path, monkeypatch, caplog):
+    """Batches that take 3 s each to arrive, steps of 1 s: every step waited 3/4 of its time, in TensorBoard and in
+    the progress lines; images/s counts the wait too. Without timed batches there is no such scalar."""
+    clock = FakeClock()
+    monkeypatch.setattr(telemetry_module, "time", clock)
+
+    def slow_batches():
+        for step in range(4):
+            clock.now += 3.0  # the loader's processes have nothing ready
+            yield step
+
+    with caplog.at_level(logging.INFO, logger="hypvl"), \
+            Telemetry(tmp_path, WATCHED, "t", 4, 8, torch.device("cpu"), progress=False) as telemetry:
+        for step in telemetry.timed(slow_batches()):
+            clock.now += 1.0  # the step
+            telemetry.record({"step": step, "loss": 1.0, "lr": 0.1})
+    scalars = _scalars(tmp_path)
+    assert scalars[INPUT_WAIT] == [(step, 0.75) for step in range(4)]
+    assert scalars[IMAGES_PER_S] == [(step, 2.0) for step in range(4)]  # 8 images in 4 s
+    lines = [record.getMessage() for record in caplog.records if "ETA" in record.getMessage()]
+    assert [line.split(", ")[3:5] for line in lines] == [["2.0 images/s", "input wait 75%"]] * 2
+
+    with Telemetry(tmp_path / "untimed", WATCHED, "t", 1, 8, torch.device("cpu"), progress=False) as telemetry:
+        telemetry.record({"step": 0, "loss": 1.0, "lr": 0.1})
+    assert INPUT_WAIT not in _scalars(tmp_path / "untimed")
 
 
 @pytest.mark.parametrize("key, module", [("wandb", "wandb"), ("tensorboard", "torch.utils.tensorboard")])

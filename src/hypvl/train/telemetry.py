@@ -3,13 +3,15 @@
 - `train_log.csv`: a row per step (its loss terms, the learning rate it trained with, the learned scalars after it),
   appended and flushed as the step ends, so a killed run leaves its steps so far. A resumed run rewrites the file
   with the rows of its resume checkpoint and appends from there: no row twice, none missing.
-- TensorBoard (`tensorboard: true`): every step's scalars, images/s and, on a GPU, the peak memory, through
-  torch.utils.tensorboard into `<out>/tensorboard` (a resumed run hides what the killed one logged after its
+- TensorBoard (`tensorboard: true`): every step's scalars, images/s, the share of the step's time spent waiting
+  for its batch (where the run's batches come through `timed`: the loader processes falling behind the step) and,
+  on a GPU, the peak memory, through torch.utils.tensorboard into `<out>/tensorboard` (a resumed run hides what the killed one logged after its
   checkpoint: `purge_step`).
 - Weights & Biases (`wandb: {project, entity, mode}`): the same scalars; each start of a run (a resumed one too) is
   a W&B run of its own, grouped under the experiment, logging at the run's global steps.
 - Progress: a bar on an interactive terminal; otherwise (a workflow job's log, `--quiet`) a plain line every
-  `log_every` steps and at the last, with the step, loss, learning rate, images/s, elapsed time and an ETA.
+  `log_every` steps and at the last, with the step, loss, learning rate, images/s, the input wait, elapsed time and
+  an ETA.
 
 Nothing here changes the training's arithmetic or random state: it reads the rows the trainer computed.
 """
@@ -20,6 +22,7 @@ import importlib
 import logging
 import sys
 import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import torch
@@ -34,7 +37,7 @@ LOG_FIELDS = ("step", "loss", "contrastive", "entailment", "syntax", "lr", "curv
 # log field -> its scalar's name in TensorBoard and W&B (another loss term: loss/<field>); and the measured ones
 TAGS = {"loss": "loss/total", "contrastive": "loss/contrastive", "entailment": "loss/entailment",
         "syntax": "loss/syntax", "lr": "lr", "curvature": "model/curvature", "temperature": "model/temperature"}
-IMAGES_PER_S, GPU_MEMORY = "speed/images_per_s", "memory/gpu_peak_gib"
+IMAGES_PER_S, INPUT_WAIT, GPU_MEMORY = "speed/images_per_s", "speed/input_wait", "memory/gpu_peak_gib"
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +67,7 @@ class Telemetry:
                  progress: bool = True, main: bool = True, fields: tuple[str, ...] = LOG_FIELDS):
         self.batch_size, self.device = batch_size, torch.device(device)
         self.tags = {field: TAGS.get(field, f"loss/{field}") for field in fields if field != "step"}
-        self.sinks = []
+        self.sinks, self.waits = [], InputWait()
         if not main:
             return
         if settings["wandb"] is not None:  # first: the one that may fail to start
@@ -75,8 +78,8 @@ class Telemetry:
         if progress and sys.stderr.isatty():
             self.sinks.append(Bar(name, steps, start))
         elif settings["log_every"]:
-            self.sinks.append(Lines(name, steps, start, before, settings["log_every"], batch_size))
-        self.last = time.perf_counter()
+            self.sinks.append(Lines(name, steps, start, before, settings["log_every"], batch_size, self.waits))
+        self.last, self.waited = time.perf_counter(), 0.0
 
     def __enter__(self):
         return self
@@ -85,6 +88,10 @@ class Telemetry:
         for sink in self.sinks:
             sink.close(failed=kind is not None)
 
+    def timed(self, batches: Iterable) -> Iterator:
+        """`batches`, the wait for each timed (`InputWait`)."""
+        return self.waits.timed(batches)
+
     def record(self, row: dict) -> None:
         """Report the log row of the step just trained."""
         if not self.sinks:
@@ -92,11 +99,34 @@ class Telemetry:
         now = time.perf_counter()
         scalars = {self.tags[key]: value for key, value in row.items() if key in self.tags and value is not None}
         scalars[IMAGES_PER_S] = self.batch_size / max(now - self.last, 1e-9)
+        if self.waits.used:
+            scalars[INPUT_WAIT] = (self.waits.seconds - self.waited) / max(now - self.last, 1e-9)
         if self.device.type == "cuda":
             scalars[GPU_MEMORY] = torch.cuda.max_memory_allocated(self.device) / 2**30
-        self.last = now
+        self.last, self.waited = now, self.waits.seconds
         for sink in self.sinks:
             sink.record(row, scalars)
+
+
+class InputWait:
+    """The seconds a run has waited for its batches: the time spent in the `next` of the iterator `timed` wraps (a
+    DataLoader whose processes have no batch ready yet; the first batch's wait includes their start). On a GPU each
+    step ends in a device sync (its log row's values), so the wait is time the GPU had no work."""
+
+    def __init__(self):
+        self.seconds, self.used = 0.0, False
+
+    def timed(self, batches: Iterable) -> Iterator:
+        self.used = True
+        iterator = iter(batches)
+        while True:
+            began = time.perf_counter()
+            try:
+                batch = next(iterator)
+            except StopIteration:
+                return
+            self.seconds += time.perf_counter() - began
+            yield batch
 
 
 class CsvLog:
@@ -171,14 +201,17 @@ class Bar:
 
 
 class Lines:
-    """A plain progress line every `every` steps and at the last (a job's log): images/s over the steps since the
-    previous line, the ETA at this process's pace so far."""
+    """A plain progress line every `every` steps and at the last (a job's log): images/s and the share of the time
+    spent waiting for input (`waits`, where the batches are timed) over the steps since the previous line, the ETA at
+    this process's pace so far."""
 
-    def __init__(self, name: str, steps: int, start: int, before: float, every: int, batch_size: int):
+    def __init__(self, name: str, steps: int, start: int, before: float, every: int, batch_size: int,
+                 waits: InputWait):
         self.name, self.steps, self.start, self.before, self.every = name, steps, start, before, every
-        self.batch_size = batch_size
+        self.batch_size, self.waits = batch_size, waits
         self.began = self.since = time.perf_counter()
         self.done = self.since_step = start
+        self.since_waited = 0.0
 
     def record(self, row: dict, scalars: dict) -> None:
         self.done = row["step"] + 1
@@ -186,10 +219,13 @@ class Lines:
             return
         now = time.perf_counter()
         speed = (self.done - self.since_step) * self.batch_size / max(now - self.since, 1e-9)
+        wait = (f", input wait {(self.waits.seconds - self.since_waited) / max(now - self.since, 1e-9):.0%}"
+                if self.waits.used else "")
         eta = (self.steps - self.done) * (now - self.began) / (self.done - self.start)
-        log.info("%s: step %d/%d, loss %.4f, lr %.3g, %.1f images/s, elapsed %s, ETA %s", self.name, self.done,
-                 self.steps, row["loss"], row["lr"], speed, _duration(self.before + now - self.began), _duration(eta))
-        self.since, self.since_step = now, self.done
+        log.info("%s: step %d/%d, loss %.4f, lr %.3g, %.1f images/s%s, elapsed %s, ETA %s", self.name, self.done,
+                 self.steps, row["loss"], row["lr"], speed, wait, _duration(self.before + now - self.began),
+                 _duration(eta))
+        self.since, self.since_step, self.since_waited = now, self.done, self.waits.seconds
 
     def close(self, failed: bool) -> None:
         pass

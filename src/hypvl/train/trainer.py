@@ -122,7 +122,7 @@ def _train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path
                           config={**run.recipe, "schedule": schedule.__dict__}, main=ranks.main)
     batches = stream.loader(device.type == "cuda", ranks.local_world)
     with telemetry, worker_deaths("train.num_workers"):
-        for step, batch in zip(range(run.step, schedule.steps), batches):
+        for step, batch in zip(range(run.step, schedule.steps), telemetry.timed(batches)):
             if "error" in batch:
                 raise InputError(batch["error"])
             reader, state = batch.pop("stream")
