@@ -11,7 +11,7 @@ as grounding writes them. The trainer's own stream (`hypvl.train.data.TrainingSt
 as a paper-scale run does: `cache_decoded: false`) makes batches of `--batch` at 224 px through its DataLoader with
 each count of loader processes (`train.num_workers`; 0: in this process), consumed as fast as they come, for
 CLIP's view (pairs: a whole image each) and HyCoCLIP's (compositional: a whole image and a box crop each). Images/s
-counts both, as benchmarks/gpu's step does; the first batch (the processes starting) is left out.
+counts both, as benchmarks/gpu's step does; each process's first batch (their start) is left out.
 
 From the largest count: images/s per loader process, and for each `--gpu-images-per-s` (a training step's images/s
 on one GPU, from benchmarks/gpu: 2,921 for compiled CLIP ViT-B/16 bf16 on an H200) the loader processes, so CPU
@@ -60,28 +60,29 @@ def stand_in_shards(folder: Path, samples: int, shards: int, photo: tuple[int, i
     return write_grounded_shards(records, folder / "shards", shard_size=math.ceil(samples / shards))
 
 
-def images_per_s(shards: list[Path], mode: str, batch: int, workers: int, batches: int) -> float:
-    """Images/s the training stream delivers with `workers` loader processes, over `batches` batches after the
-    first."""
+def images_per_s(shards: list[Path], mode: str, batch: int, workers: int, rounds: int) -> float:
+    """Images/s the training stream delivers with `workers` loader processes (each making every `workers`-th batch),
+    over `rounds` batches from each after their first (their start)."""
     stream = TrainingStream(shards, Tokenizer(77), 224, batch, mode, seed=0, shuffle_buffer=batch, cache=False,
                             workers=workers)
     loader = iter(stream.loader())
-    first = next(loader)
-    assert first["images"].shape == (batch, 224, 224, 3), first["images"].shape
+    for _ in range(max(1, workers)):
+        first = next(loader)
+        assert first["images"].shape == (batch, 224, 224, 3), first["images"].shape
     start = time.perf_counter()
-    for _ in range(batches):
+    for _ in range(rounds * max(1, workers)):
         next(loader)
-    return batches * batch * VIEWS[mode] / (time.perf_counter() - start)
+    return rounds * max(1, workers) * batch * VIEWS[mode] / (time.perf_counter() - start)
 
 
-def measure(photo: tuple[int, int], batch: int, workers: list[int], batches: int, gpu_rates: list[float]) -> dict:
+def measure(photo: tuple[int, int], batch: int, workers: list[int], rounds: int, gpu_rates: list[float]) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
-        most = max(workers)
-        shards = stand_in_shards(Path(tmp), samples=2 * batch * max(1, most), shards=2 * max(1, most), photo=photo)
-        out = {"photo": list(photo), "batch": batch, "batches": batches, "cpus": os.cpu_count(), "modes": {}}
+        most = max(1, *workers)  # every reader a shard of its own, each pass re-read from the shards
+        shards = stand_in_shards(Path(tmp), samples=2 * batch + 32 * most, shards=2 * most, photo=photo)
+        out = {"photo": list(photo), "batch": batch, "rounds": rounds, "cpus": os.cpu_count(), "modes": {}}
         for mode in VIEWS:
-            rates = {workers_: images_per_s(shards, mode, batch, workers_, batches) for workers_ in workers}
-            per_process = rates[most] / max(1, most)
+            rates = {workers_: images_per_s(shards, mode, batch, workers_, rounds) for workers_ in workers}
+            per_process = rates[max(workers)] / most
             out["modes"][mode] = {"images_per_s": rates, "per_process": per_process,
                                   "processes_per_gpu": {rate: math.ceil(rate / per_process) for rate in gpu_rates}}
         return out
@@ -91,7 +92,7 @@ def report(result: dict) -> str:
     """The measurements as markdown."""
     width, height = result["photo"]
     lines = [f"Training input: batches of {result['batch']} at 224 px from {width}x{height} JPEGs, "
-             f"{result['batches']} timed batches, {result['cpus']} CPUs.", "",
+             f"{result['rounds']} timed batches from each process, {result['cpus']} CPUs.", "",
              "| view | " + " | ".join(f"{w} processes" for w in next(iter(result["modes"].values()))["images_per_s"])
              + " | per process | processes a GPU needs |", "|---" * 5 + "|"]
     for mode, row in result["modes"].items():
@@ -106,12 +107,12 @@ def main() -> None:
     parser.add_argument("--photo", default="500x375", help="whole images' WIDTHxHEIGHT")
     parser.add_argument("--batch", type=int, default=256, help="a GPU's batch")
     parser.add_argument("--workers", default="0,1,2", help="loader process counts (train.num_workers)")
-    parser.add_argument("--batches", type=int, default=6, help="timed batches per count")
+    parser.add_argument("--rounds", type=int, default=3, help="timed batches from each process")
     parser.add_argument("--gpu-images-per-s", default="2921,921", help="a step's images/s on one GPU")
     parser.add_argument("--json", action="store_true", help="print the measurements as JSON")
     args = parser.parse_args()
     photo = tuple(int(side) for side in args.photo.lower().split("x"))
-    result = measure(photo, args.batch, [int(w) for w in args.workers.split(",")], args.batches,
+    result = measure(photo, args.batch, [int(w) for w in args.workers.split(",")], args.rounds,
                      [float(rate) for rate in args.gpu_images_per_s.split(",")])
     print(json.dumps(result, indent=1) if args.json else report(result))
 

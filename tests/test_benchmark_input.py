@@ -51,7 +51,7 @@ def test_train_input_stand_ins_are_grounded_shards_of_photos_with_one_to_three_b
 def test_train_input_rates_each_view_at_each_process_count_and_sizes_a_gpus_processes():
     """The trainer's stream through 0 and 2 loader processes for both views; the processes a GPU needs are its
     images/s over the largest count's rate per process, rounded up."""
-    result = _benchmark("train_input.py", "--photo", "40x30", "--batch", "4", "--batches", "2", "--workers", "0,2",
+    result = _benchmark("train_input.py", "--photo", "40x30", "--batch", "4", "--rounds", "2", "--workers", "0,2",
                         "--gpu-images-per-s", "5000,1", "--json")
     assert set(result["modes"]) == {"pairs", "compositional"} and result["photo"] == [40, 30]
     for row in result["modes"].values():
