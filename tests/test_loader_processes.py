@@ -1,9 +1,10 @@
-"""DataLoader worker processes: the training stream refused before its workers start where /dev/shm cannot hold
-their batches, and a worker that dies (a bus error: what a full /dev/shm does to it) one line naming the setting, in
-training and in evaluation, with the training steps so far kept."""
+"""DataLoader worker processes: the training stream and an evaluation refused before their workers start where
+/dev/shm cannot hold their batches, and a worker that dies (a bus error: what a full /dev/shm does to it) one line
+naming the setting, in training and in evaluation, with the training steps so far kept."""
 
 import csv
 import os
+import re
 import signal
 import time
 import types
@@ -11,17 +12,23 @@ import types
 import pytest
 import torch
 
+import yaml
+
 from hypvl import loader_processes
+from hypvl.cli import main
 from hypvl.data.formats.imagefolder import load_image
+from hypvl.data.transforms import to_uint8_batch
 from hypvl.errors import InputError
-from hypvl.evaluate.features import image_embeddings, set_loader_workers
+from hypvl.evaluate.features import check_loader_memory, image_embeddings, set_loader_workers
 from hypvl.train import data
 from hypvl.train.trainer import train
 
+from conftest import REPO
 from test_eval_helpers import SIZE, random_image, tiny
 from test_models import TINY
 from test_train_stream import _shards, _stream, _take
 from test_training import TRAIN_CFG
+from test_trust_faults import evaluate_argv, one_line
 
 PARENT = os.getpid()
 
@@ -30,6 +37,12 @@ def _bus_error_in_a_worker() -> None:
     """What a loader process gets from the kernel when /dev/shm is full: SIGBUS (never in this, the test's process)."""
     if os.getpid() != PARENT:
         os.kill(os.getpid(), signal.SIGBUS)
+
+
+def _free(monkeypatch, pages: int, asked: list | None = None) -> None:
+    """/dev/shm with `pages` bytes free, each look recorded in `asked`."""
+    monkeypatch.setattr(loader_processes.os, "statvfs", lambda path: (asked if asked is not None else []).append(path)
+                        or types.SimpleNamespace(f_bavail=pages, f_frsize=1))
 
 
 @pytest.mark.parametrize("mode", ["pairs", "compositional"])
@@ -45,8 +58,7 @@ def test_the_stream_is_refused_before_its_workers_start_where_shared_memory_cann
     asked = []
 
     def free(pages):
-        monkeypatch.setattr(loader_processes.os, "statvfs", lambda path: asked.append(path) or
-                            types.SimpleNamespace(f_bavail=pages, f_frsize=1))
+        _free(monkeypatch, pages, asked)
 
     free(27 * size - 1)
     with pytest.raises(InputError, match=r"^/dev/shm: 0 MiB free, but 3 process\(es\) x 2 loader processes "
@@ -59,6 +71,49 @@ def test_the_stream_is_refused_before_its_workers_start_where_shared_memory_cann
     asked.clear()
     free(0)
     assert len(_take(_stream(shards, mode), 1, processes=3)) == 1 and not asked
+
+
+def test_evaluation_loader_processes_are_refused_where_shared_memory_cannot_hold_their_parts(monkeypatch):
+    """Batches of 5 images of SIZE px over 2 loader processes are parts of 3 images (what one process's collate
+    makes of them); 2 ahead in each process and one more while a batch is gathered, 7 parts must fit; no loader
+    processes, nothing checked."""
+    part = to_uint8_batch([random_image(torch.Generator().manual_seed(0), SIZE, SIZE)] * 3).nbytes
+    assert part == 3 * 3 * SIZE**2
+    set_loader_workers(2)
+    try:
+        _free(monkeypatch, 7 * part - 1)
+        with pytest.raises(InputError, match=r"^/dev/shm: 0 MiB free, but 1 process\(es\) x 2 loader processes "
+                                             r"\(eval.num_workers\) x 3 parts of a batch ahead hold up to 0 MiB of "
+                                             "batches there: lower eval.num_workers or the batch, or give the "
+                                             "machine more shared memory"):
+            check_loader_memory(5, SIZE)
+        _free(monkeypatch, 7 * part)
+        check_loader_memory(5, SIZE)
+        set_loader_workers(0)
+        asked = []
+        _free(monkeypatch, 0, asked)
+        check_loader_memory(5, SIZE)
+        assert not asked
+    finally:
+        set_loader_workers(0)
+
+
+def test_an_evaluation_without_the_shared_memory_is_one_line_before_its_first_set(tmp_path, capsys, monkeypatch):
+    """`hypvl evaluate` with eval.num_workers loader processes, where /dev/shm holds less than their parts: one line,
+    no metrics written."""
+    monkeypatch.chdir(REPO)
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({"eval": {"num_workers": 2}}))
+    _free(monkeypatch, 2**20)
+    out = tmp_path / "metrics"
+    try:
+        assert main([*evaluate_argv(tmp_path, out), "--configfile", str(config)]) == 1
+    finally:
+        set_loader_workers(0)
+    assert re.fullmatch(r"hypvl evaluate: /dev/shm: 1 MiB free, but 1 process\(es\) x 2 loader processes "
+                        r"\(eval.num_workers\) x 3 parts of a batch ahead hold up to \d+ MiB of batches there: .*",
+                        one_line(capsys))
+    assert not out.exists() or not list(out.iterdir())
 
 
 def test_a_training_loader_process_that_dies_is_one_line_and_the_steps_so_far_are_kept(tmp_path, monkeypatch):

@@ -1,8 +1,8 @@
 """DataLoader worker processes: the shared memory their batches need, and their deaths, each in one line.
 
 Batches reach the consuming process through /dev/shm; where it holds less than the batches in flight (64 MB by
-default in Docker and Kubernetes), a worker dies of a bus error, hours into a run. The training stream checks
-before its workers start (`check_shared_memory`); a worker that dies anyway (that, or the kernel's OOM killer) is
+default in Docker and Kubernetes), a worker dies of a bus error, hours into a run. Training and evaluation check
+before their workers start (`check_shared_memory`); a worker that dies anyway (that, or the kernel's OOM killer) is
 one line naming the setting (`worker_deaths`), not PyTorch's traceback.
 """
 
@@ -21,9 +21,9 @@ MORE_SHM = "shared memory (docker run --shm-size; a memory-backed volume on /dev
 
 
 def check_shared_memory(batch: int, workers: int, prefetch: int, setting: str, processes: int = 1,
-                        shm: Path = SHM) -> None:
+                        shm: Path = SHM, unit: str = "batches") -> None:
     """Refuse when `processes` processes on this machine (LOCAL_WORLD_SIZE under torchrun), each with `workers`
-    loader processes (`setting`) `prefetch` batches of `batch` bytes ahead (and one being read), would hold more in
+    loader processes (`setting`) `prefetch` `unit` of `batch` bytes ahead (and one being read), would hold more in
     `shm` than it has free. Nothing to check without workers, or without `shm` (not Linux)."""
     if not workers or not shm.is_dir():
         return
@@ -32,7 +32,7 @@ def check_shared_memory(batch: int, workers: int, prefetch: int, setting: str, p
     free = stats.f_bavail * stats.f_frsize
     if need > free:
         raise InputError(f"{shm}: {free / MiB:.0f} MiB free, but {processes} process(es) x {workers} loader "
-                         f"processes ({setting}) x {prefetch} batches ahead hold up to {need / MiB:.0f} MiB of "
+                         f"processes ({setting}) x {prefetch} {unit} ahead hold up to {need / MiB:.0f} MiB of "
                          f"batches there: lower {setting} or the batch, or give the machine more {MORE_SHM}")
 
 

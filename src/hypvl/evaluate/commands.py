@@ -22,7 +22,7 @@ def evaluate_group(args) -> None:
     from hypvl.data.fingerprint import data_manifest_hash
     from hypvl.devices import on_device, select_device, use_threads
     from hypvl.evaluate.context import EvalContext
-    from hypvl.evaluate.features import set_loader_workers
+    from hypvl.evaluate.features import check_loader_memory, set_loader_workers
     from hypvl.evaluate.results import write_metrics
     from hypvl.io import check_writable
     from hypvl.models.checkpoints import load_checkpoint
@@ -56,6 +56,7 @@ def evaluate_group(args) -> None:
             raise InputError("give --experiment and --checkpoint, or --source (any model)")
         model, recipe = load_checkpoint(args.checkpoint, getattr(args, "model_of", None) or args.experiment)
         weights = checkpoint_record(args.checkpoint)
+    check_loader_memory(config["eval"]["batch_size"], model.image_size)
     model = on_device(model, select_device(config["eval"]["device"]))
     ctx = EvalContext(model, model.tokenizer, model.image_size, config, args.prompts)
     digest = config_hash({"recipe": recipe, "eval": config["eval"], "data_dir": config["data_dir"],

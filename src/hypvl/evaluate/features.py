@@ -24,16 +24,26 @@ from hypvl.data.transforms import to_uint8_batch, to_unit_float
 from hypvl.devices import device_encoder
 from hypvl.errors import InputError
 from hypvl.evaluate.metrics.checks import check_finite
-from hypvl.loader_processes import worker_deaths
+from hypvl.loader_processes import check_shared_memory, worker_deaths
 
 
 LOADER_THREADS = min(4, os.cpu_count() or 1)
+PREFETCH = 2  # parts of a batch each loader process makes ahead
 _loader = {"workers": 0}  # set_loader_workers
 
 
 def set_loader_workers(workers: int) -> None:
     """Decode and resize images in `workers` DataLoader processes from now on; 0: in LOADER_THREADS threads."""
     _loader["workers"] = workers
+
+
+def check_loader_memory(batch_size: int, image_size: int) -> None:
+    """Refuse, before any loader process starts, where /dev/shm cannot hold the pixels they would put there: each
+    process's part of a batch of `image_size` squares, PREFETCH of them ahead and one more while the batch's parts
+    are gathered (a bus error in a loader process otherwise, at the first set)."""
+    workers = _loader["workers"]
+    part = -(-batch_size // workers) * 3 * image_size**2 if workers else 0
+    check_shared_memory(part, workers, PREFETCH + 1, "eval.num_workers", unit="parts of a batch")
 
 
 def prefetched(make: Callable[[int], object], starts: Sequence[int], threads: int = LOADER_THREADS) -> Iterator:
@@ -85,7 +95,7 @@ def worker_batches(views: _Views, batch_size: int, workers: int) -> Iterator[tor
               for start in range(0, len(views), batch_size)
               for first in range(start, min(start + batch_size, len(views)), chunk)]
     loader = DataLoader(views, batch_sampler=[list(indices) for _, indices in chunks], num_workers=workers,
-                        collate_fn=_uint8_batch, multiprocessing_context="fork")
+                        collate_fn=_uint8_batch, multiprocessing_context="fork", prefetch_factor=PREFETCH)
     with worker_deaths("eval.num_workers"):
         for _, parts in itertools.groupby(zip((start for start, _ in chunks), loader), key=lambda pair: pair[0]):
             pixels = [part for _, part in parts]
