@@ -5,8 +5,8 @@
   with the rows of its resume checkpoint and appends from there: no row twice, none missing.
 - TensorBoard (`tensorboard: true`): every step's scalars, images/s, the share of the step's time spent waiting
   for its batch (where the run's batches come through `timed`: the loader processes falling behind the step) and,
-  on a GPU, the peak memory, through torch.utils.tensorboard into `<out>/tensorboard` (a resumed run hides what the killed one logged after its
-  checkpoint: `purge_step`).
+  on a GPU, the peak memory, through torch.utils.tensorboard into `<out>/tensorboard` (a resumed run hides what the
+  killed one logged after its checkpoint: `purge_step`).
 - Weights & Biases (`wandb: {project, entity, mode}`): the same scalars; each start of a run (a resumed one too) is
   a W&B run of its own, grouped under the experiment, logging at the run's global steps.
 - Progress: a bar on an interactive terminal; otherwise (a workflow job's log, `--quiet`) a plain line every
