@@ -12,7 +12,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
 from hypvl.config import load_config
-from hypvl.cost import Run, Tower, gpu_counts, model_towers, runtime_minutes
+from hypvl.cost import Run, Tower, gpu_counts, loader_seconds, model_towers, runtime_minutes
 from hypvl.errors import InputError
 from hypvl.models.build import build_model
 from hypvl.workflow import Plan
@@ -197,6 +197,40 @@ def test_the_fewest_gpus_that_finish_in_time_accumulate_where_the_batch_does_not
     at_least = at_least.training.job("meru_meru_vits")
     assert (at_least.gpus, at_least.accum_steps) == (2, 16)
     assert plan_with(A100).training.job("meru_meru_vits").accum_steps == 1  # 8-GPU nodes: the papers' way
+
+
+def test_on_fast_gpus_the_loader_processes_set_the_runtime():
+    """MERU ViT-S/16 (2048, 120k steps) on nodes of 8 GPUs at 989 TFLOPS and 36% utilisation (an H100 or H200 as
+    benchmarks/gpu measured ViT-B/16), worked by hand: 4 GPUs hold the batch; they compute it in F / (4 x 989 TFLOPS
+    x 0.36) = 7,786 s, but full.yaml's 8 loader processes a rank, 7 beside the rank on its 8 cores, at 380 images/s
+    each make its 2048 x 120k images in 23,098 s: the runtime asked for is theirs, times 1.25. Without loader
+    processes the rank decodes between steps and both add up; with 4 cores a GPU, 3 processes."""
+    fast = {**A100, "peak_tflops": 989, "utilisation": 0.36, "loader_images_per_s": 380}
+    plan = plan_with(fast)
+    run = plan.training.run("meru_meru_vits")
+    flops = 6 * (12 * 12 * 384**2 * 197 + 2 * 12 * 197**2 * 384 + 12 * 12 * 512**2 * 77 + 2 * 12 * 77**2 * 512)
+    computing = flops * 2048 * 120_000 / (4 * 989e12 * 0.36)
+    loading = 2048 * 120_000 / (4 * 7 * 380)
+    assert loader_seconds(run, 4, fast, 8) == loading and round(loading) == 23_098 and round(computing) == 7_786
+    job = plan.training.job("meru_meru_vits")
+    assert job.gpus == 4 and job.runtime == math.ceil(loading * 1.25 / 60) == 482
+    assert runtime_minutes(run, 4, fast, 1.25, workers=0) == math.ceil((computing + 7 * loading) * 1.25 / 60)
+    assert loader_seconds(run, 4, {**fast, "cpus": 4}, 8) == 2048 * 120_000 / (4 * 3 * 380)
+    assert runtime_minutes(run, 4, A100 | {"peak_tflops": 989, "utilisation": 0.36}, 1.25, workers=8) == \
+        math.ceil(computing * 1.25 / 60)  # no loader rate given: FLOPs alone
+
+
+def test_on_full_yamls_a100_nodes_every_run_is_paced_by_its_gpus():
+    """full.yaml's loader rate changes no run's request there: every planned run's loader processes make its images
+    faster than its GPUs compute it."""
+    plan = Plan(FULL)
+    gpu = FULL["resources"]["gpu"]
+    trained = [exp for exp in plan.experiments() if plan.trains(exp) and plan.runnable(exp)]
+    assert len(trained) > 50
+    for experiment in trained:
+        run, job = plan.training.run(experiment), plan.training.job(experiment)
+        computing = run.work(job.accum_steps) / (job.gpus * gpu["peak_tflops"] * 1e12 * gpu["utilisation"])
+        assert loader_seconds(run, job.gpus, gpu, FULL["train"]["num_workers"]) < computing, experiment
 
 
 def test_a_gpu_that_cannot_hold_one_sample_is_named():

@@ -15,6 +15,10 @@ Pure arithmetic on the model config and the schedule (no torch), so the workflow
 - Gradient accumulation (`train.accum_steps`, hypvl.train.accumulation): a rank keeps one micro-batch's activations
   (the cached features of the rest, a few KB a sample, are left out) and runs its encoders' forward pass once more
   per step (4 passes of 3; 2 of 1 with frozen encoders).
+- Input: each rank's loader processes (`train.num_workers`, as many as the GPU's cores hold beside the rank's own)
+  each decode and crop `loader_images_per_s` images (`resources.gpu`; benchmarks/train_input.py measures it); where
+  they make the run's images more slowly than the GPUs compute, the runtime is theirs (with no loader processes,
+  the rank decodes between steps: both add up).
 The GPU model and the utilisation assumed for the runtime come from the config (`resources.gpu`). Calibrated on
 MERU App. (CLIP ViT-S/16, 120k steps at batch 2048 in ~14 h on 8 V100), the runtime estimate brackets HyCoCLIP's
 Sec. 4 figures (ViT-B/16 on 4 A100: CLIP 45 h, MERU 46 h, HyCoCLIP 73 h); tests/test_cost.py checks both.
@@ -150,14 +154,28 @@ def accumulations(rows: int) -> list[int]:
     return [steps for steps in range(1, rows + 1) if rows % steps == 0]
 
 
-def runtime_minutes(run: Run, gpus: int, gpu: dict, margin: float, accum_steps: int = 1) -> int:
-    """Minutes to ask for `run` on `gpus` of the config's GPUs (`resources.gpu`) in `accum_steps` micro-batches: its
-    FLOPs (`Run.work`) at the assumed utilisation of their peak, times `margin`."""
-    seconds = run.work(accum_steps) / (gpus * gpu["peak_tflops"] * 1e12 * gpu["utilisation"])
+def loader_seconds(run: Run, gpus: int, gpu: dict, workers: int) -> float:
+    """Seconds the loader processes of `gpus` ranks take to make the images of `run`: `workers` a rank
+    (`train.num_workers`; 0: the rank itself), at most as many as the GPU's cores (`cpus`) hold beside the rank's
+    own, each making `loader_images_per_s` of `gpu`; 0 where the config gives no rate."""
+    rate = gpu.get("loader_images_per_s")
+    if not rate:
+        return 0.0
+    processes = max(1, min(workers, gpu["cpus"] - 1))
+    return run.batch_size * run.encodings * run.steps / (gpus * processes * rate)
+
+
+def runtime_minutes(run: Run, gpus: int, gpu: dict, margin: float, accum_steps: int = 1, workers: int = 1) -> int:
+    """Minutes to ask for `run` on `gpus` of the config's GPUs (`resources.gpu`) in `accum_steps` micro-batches, with
+    `workers` loader processes a rank: its FLOPs (`Run.work`) at the assumed utilisation of their peak, or the
+    loader's time where that is longer (`loader_seconds`; added to it without loader processes), times `margin`."""
+    computing = run.work(accum_steps) / (gpus * gpu["peak_tflops"] * 1e12 * gpu["utilisation"])
+    loading = loader_seconds(run, gpus, gpu, workers)
+    seconds = computing + loading if workers == 0 else max(computing, loading)
     return math.ceil(seconds * margin / 60)
 
 
-def size_job(run: Run, gpu: dict, max_runtime: int, margin: float, accum_steps: int = 1) -> Job:
+def size_job(run: Run, gpu: dict, max_runtime: int, margin: float, accum_steps: int = 1, workers: int = 1) -> Job:
     """The job of `run` on the config's GPU nodes (`resources.gpu`), each rank's batch in `accum_steps`
     micro-batches or more (`train.accum_steps`; runtimes with the estimate times `margin`):
     1. the fewest GPUs that hold a rank's share in `accum_steps` micro-batches and finish within `max_runtime`
@@ -167,6 +185,7 @@ def size_job(run: Run, gpu: dict, max_runtime: int, margin: float, accum_steps: 
        forward pass of the encoders per step);
     3. else the most GPUs allowed, with the fewest micro-batches that fit; the run continues from its checkpoint
        in further attempts.
+    Runtimes are `runtime_minutes` with `workers` loader processes a rank (`train.num_workers`).
     InputError where not even one sample a micro-batch fits on a GPU."""
     usable = gpu["memory_gb"] * GiB * USABLE_GPU_MEMORY
     counts = gpu_counts(run.batch_size, gpu["per_node"], gpu["max_nodes"])
@@ -177,7 +196,7 @@ def size_job(run: Run, gpu: dict, max_runtime: int, margin: float, accum_steps: 
                      if steps >= accum_steps and run.gpu_bytes(gpus, steps) <= usable), None)
 
     def minutes(gpus: int, steps: int) -> int:
-        return runtime_minutes(run, gpus, gpu, margin, steps)
+        return runtime_minutes(run, gpus, gpu, margin, steps, workers)
 
     fitting = [(gpus, fewest(gpus)) for gpus in counts if fewest(gpus) is not None]
     plain = [choice for choice in fitting if choice[1] == accum_steps]

@@ -119,8 +119,10 @@ class TrainingStage:
             return None
         if experiment not in self._jobs:  # asked for once per resource of every job: size each run once
             try:
+                train = self.config["train"]
                 self._jobs[experiment] = size_job(self.run(experiment), resources["gpu"], resources["max_runtime"],
-                                                  resources["runtime_margin"], self.config["train"]["accum_steps"])
+                                                  resources["runtime_margin"], train["accum_steps"],
+                                                  train["num_workers"])
             except InputError as exc:
                 raise InputError(f"experiment {experiment!r}: {exc}") from None
         return self._jobs[experiment]
