@@ -17,8 +17,6 @@ MODEL_IDENTITY = ("experiment", "method", "backbone", "data", "source", "library
 
 def evaluate_group(args) -> None:
     """Compute every task of `args.group` (or `args.tasks`) and write `<out_dir>/<task>.json` for each."""
-    import torch
-
     from hypvl.data.fingerprint import data_manifest_hash
     from hypvl.devices import on_device, select_device, use_threads
     from hypvl.evaluate.context import EvalContext
