@@ -42,8 +42,13 @@ def check_loader_memory(batch_size: int, image_size: int) -> None:
     process's part of a batch of `image_size` squares, PREFETCH of them ahead and one more while the batch's parts
     are gathered (a bus error in a loader process otherwise, at the first set)."""
     workers = _loader["workers"]
-    part = -(-batch_size // workers) * 3 * image_size**2 if workers else 0
+    part = _part_size(batch_size, workers) * 3 * image_size**2 if workers else 0
     check_shared_memory(part, workers, PREFETCH + 1, "eval.num_workers", unit="parts of a batch")
+
+
+def _part_size(batch_size: int, workers: int) -> int:
+    """Images of each loader process's part of a batch: the batch spread over all of them."""
+    return -(-batch_size // workers)
 
 
 def prefetched(make: Callable[[int], object], starts: Sequence[int], threads: int = LOADER_THREADS) -> Iterator:
@@ -90,7 +95,7 @@ def worker_batches(views: _Views, batch_size: int, workers: int) -> Iterator[tor
     """The (B, H, W, 3) uint8 batches `to_uint8_batch` would make of `views`, in order, from `workers` processes, each
     batch decoded in chunks spread over all of them. The processes are forked (`load` and `view` are closures over
     the task's data, which only a fork carries over)."""
-    chunk = -(-batch_size // workers)
+    chunk = _part_size(batch_size, workers)
     chunks = [(start, range(first, min(first + chunk, start + batch_size, len(views))))
               for start in range(0, len(views), batch_size)
               for first in range(start, min(start + batch_size, len(views)), chunk)]
