@@ -13,9 +13,10 @@ each count of loader processes (`train.num_workers`; 0: in this process), consum
 CLIP's view (pairs: a whole image each) and HyCoCLIP's (compositional: a whole image and a box crop each). Images/s
 counts both, as benchmarks/gpu's step does; each process's first batch (their start) is left out.
 
-From the largest count: images/s per loader process, and for each `--gpu-images-per-s` (a training step's images/s
-on one GPU, from benchmarks/gpu: 2,921 for compiled CLIP ViT-B/16 bf16 on an H200) the loader processes, so CPU
-cores, each GPU needs to be fed. Process counts beyond this machine's cores measure contention, not more speed.
+From the largest count: images/s per loader process; box crops/s per process, from the two views' seconds a sample
+(hypvl.cost's `loader_images_per_s` and `loader_box_crops_per_s`, `resources.gpu`); and for each `--gpu-images-per-s`
+(a training step's images/s on one GPU, from benchmarks/gpu: 2,921 for compiled CLIP ViT-B/16 bf16 on an H200) the
+loader processes, so CPU cores, each GPU needs to be fed. Process counts beyond this machine's cores measure contention, not more speed.
 """
 
 import argparse
@@ -85,7 +86,16 @@ def measure(photo: tuple[int, int], batch: int, workers: list[int], rounds: int,
             per_process = rates[max(workers)] / most
             out["modes"][mode] = {"images_per_s": rates, "per_process": per_process,
                                   "processes_per_gpu": {rate: math.ceil(rate / per_process) for rate in gpu_rates}}
+        out["box_crops_per_s"] = box_crops_per_s(out["modes"]["pairs"]["per_process"],
+                                                 out["modes"]["compositional"]["per_process"])
         return out
+
+
+def box_crops_per_s(pairs: float, compositional: float) -> float | None:
+    """Box crops/s of a loader process that makes `pairs` images/s of whole images alone and `compositional` of a
+    whole image and a box crop each: one over the seconds a box crop adds to a sample (None: within the noise)."""
+    added = VIEWS["compositional"] / compositional - 1 / pairs
+    return 1 / added if added > 0 else None
 
 
 def report(result: dict) -> str:
@@ -99,6 +109,9 @@ def report(result: dict) -> str:
         needs = ", ".join(f"{n} at {rate:g} images/s" for rate, n in row["processes_per_gpu"].items())
         lines.append(f"| {mode} | " + " | ".join(f"{rate:.0f}" for rate in row["images_per_s"].values())
                      + f" | {row['per_process']:.0f} | {needs} |")
+    crops = result["box_crops_per_s"]
+    lines += ["", f"Box crops a process makes beside whole images: {crops:.0f}/s" if crops else
+              "Box crops a process makes beside whole images: within the noise of two runs (time them again)"]
     return "\n".join(lines)
 
 

@@ -211,13 +211,28 @@ def test_on_fast_gpus_the_loader_processes_set_the_runtime():
     flops = 6 * (12 * 12 * 384**2 * 197 + 2 * 12 * 197**2 * 384 + 12 * 12 * 512**2 * 77 + 2 * 12 * 77**2 * 512)
     computing = flops * 2048 * 120_000 / (4 * 989e12 * 0.36)
     loading = 2048 * 120_000 / (4 * 7 * 380)
-    assert loader_seconds(run, 4, fast, 8) == loading and round(loading) == 23_098 and round(computing) == 7_786
+    assert loader_seconds(run, 4, fast, 8) == pytest.approx(loading, rel=1e-12)
+    assert round(loading) == 23_098 and round(computing) == 7_786
     job = plan.training.job("meru_meru_vits")
     assert job.gpus == 4 and job.runtime == math.ceil(loading * 1.25 / 60) == 482
     assert runtime_minutes(run, 4, fast, 1.25, workers=0) == math.ceil((computing + 7 * loading) * 1.25 / 60)
-    assert loader_seconds(run, 4, {**fast, "cpus": 4}, 8) == 2048 * 120_000 / (4 * 3 * 380)
+    assert loader_seconds(run, 4, {**fast, "cpus": 4}, 8) == pytest.approx(2048 * 120_000 / (4 * 3 * 380), rel=1e-12)
     assert runtime_minutes(run, 4, A100 | {"peak_tflops": 989, "utilisation": 0.36}, 1.25, workers=8) == \
         math.ceil(computing * 1.25 / 60)  # no loader rate given: FLOPs alone
+
+
+def test_a_compositional_samples_box_crop_takes_the_loaders_box_crop_rate():
+    """HyCoCLIP ViT-B/16 on GRIT encodes a whole image and a box crop a sample: its loader processes make each
+    sample in 1/380 s + 1/1100 s, worked by hand for its 768 x 500k samples on 4 GPUs of 7 processes; with no box crop
+    rate given, the crop costs a whole image's time (2 x 1/380 s); a pairs run (MERU) takes no box crop time."""
+    gpu = {**A100, "loader_images_per_s": 380, "loader_box_crops_per_s": 1100}
+    plan = plan_with(gpu)
+    hyco, meru = plan.training.run("hyco_hycoclip_vitb_grit"), plan.training.run("meru_meru_vits")
+    assert (hyco.batch_size, hyco.steps, hyco.encodings) == (768, 500_000, 2)
+    assert loader_seconds(hyco, 4, gpu, 8) == pytest.approx(768 * 500_000 * (1 / 380 + 1 / 1100) / 28, rel=1e-12)
+    no_crop_rate = {key: value for key, value in gpu.items() if key != "loader_box_crops_per_s"}
+    assert loader_seconds(hyco, 4, no_crop_rate, 8) == pytest.approx(768 * 500_000 * 2 / 380 / 28, rel=1e-12)
+    assert loader_seconds(meru, 4, gpu, 8) == loader_seconds(meru, 4, no_crop_rate, 8)
 
 
 def test_on_full_yamls_a100_nodes_every_run_is_paced_by_its_gpus():

@@ -16,7 +16,8 @@ Pure arithmetic on the model config and the schedule (no torch), so the workflow
   (the cached features of the rest, a few KB a sample, are left out) and runs its encoders' forward pass once more
   per step (4 passes of 3; 2 of 1 with frozen encoders).
 - Input: each rank's loader processes (`train.num_workers`, as many as the GPU's cores hold beside the rank's own)
-  each decode and crop `loader_images_per_s` images (`resources.gpu`; benchmarks/train_input.py measures it); where
+  each decode and crop `loader_images_per_s` whole images, and `loader_box_crops_per_s` of the 224-px box crops a
+  compositional sample adds (`resources.gpu`; benchmarks/train_input.py measures both); where
   they make the run's images more slowly than the GPUs compute, the runtime is theirs (with no loader processes,
   the rank decodes between steps: both add up).
 The GPU model and the utilisation assumed for the runtime come from the config (`resources.gpu`). Calibrated on
@@ -157,12 +158,14 @@ def accumulations(rows: int) -> list[int]:
 def loader_seconds(run: Run, gpus: int, gpu: dict, workers: int) -> float:
     """Seconds the loader processes of `gpus` ranks take to make the images of `run`: `workers` a rank
     (`train.num_workers`; 0: the rank itself), at most as many as the GPU's cores (`cpus`) hold beside the rank's
-    own, each making `loader_images_per_s` of `gpu`; 0 where the config gives no rate."""
+    own, each making `loader_images_per_s` whole images of `gpu` and `loader_box_crops_per_s` box crops (where not
+    given, box crops at the whole images' rate); 0 where the config gives no rate."""
     rate = gpu.get("loader_images_per_s")
     if not rate:
         return 0.0
+    per_sample = 1 / rate + (run.encodings - 1) / gpu.get("loader_box_crops_per_s", rate)
     processes = max(1, min(workers, gpu["cpus"] - 1))
-    return run.batch_size * run.encodings * run.steps / (gpus * processes * rate)
+    return run.batch_size * run.steps * per_sample / (gpus * processes)
 
 
 def runtime_minutes(run: Run, gpus: int, gpu: dict, margin: float, accum_steps: int = 1, workers: int = 1) -> int:
