@@ -58,9 +58,11 @@ def test_config_typo_stops_the_workflow_before_any_job(tmp_path):
 
 def test_dry_run_plans_the_flagship_table(tmp_path):
     target = str(tmp_path / "reports" / "table1.md")
-    run = snakemake(target, "-n", "--cores", "1", "--configfile", str(tiny_config(tmp_path)))
+    run = snakemake(target, "-n", "-p", "--cores", "1", "--configfile", str(tiny_config(tmp_path)))
     assert run.returncode == 0, run.stderr[-2000:]
     counts = dict(re.findall(r"^(\w+)\s+(\d+)$", run.stdout, flags=re.M))
+    shells = re.findall(r"^Shell command: (.*)$", run.stdout + run.stderr, flags=re.M)
+    assert len(shells) > 20 and all(shell.startswith("hypvl ") for shell in shells)  # no GPU: no hypvl.gpu_claim
     # zero-shot classification runs inside each training job (config evaluate_with_training); the six released
     # checkpoints beside their rows are stood in for by six of those models, each written, imported and evaluated
     # by one job

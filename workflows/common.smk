@@ -25,6 +25,14 @@ def run_settings(wildcards, threads):
     return PLAN.step_config("run_settings")
 
 
+def gpu_claim(wildcards, resources):
+    """The start of a job's command that gives it GPUs of its own on a machine (hypvl.gpu_claim): as many as the job
+    asks for (its `gpu` resource, a profile's set-resources included); none for a CPU job or a job over several nodes
+    (SLURM gives each node's). A function of the job's resources, so that Snakemake reruns no job for it."""
+    gpus = resources.get("gpu")
+    return f"python -m hypvl.gpu_claim {int(gpus)} -- " if gpus else ""
+
+
 def inherit_rule_settings(part, group_rule):
     """Give rule `part` (evaluate_<group>_part<n>) the set-resources and set-threads (a profile's, the command line's)
     of rule `group_rule`, under any of its own. Snakemake keys them by rule name and has no hook for a family of rules,

@@ -21,6 +21,7 @@ for _rule in EVALUATION_RULES:
             # the shell command is formatted at run time, after the loop has moved on: bind the rule now
             args=lambda w, threads, evaluation=_rule: PLAN.evaluation.args(
                 evaluation.group, w.experiment, threads, evaluation.tasks if evaluation.subset else None),
+            claim=gpu_claim,  # untracked (common.smk)
         threads: THREADS
         resources:
             **PLAN.step_resources("evaluate"),
@@ -29,7 +30,7 @@ for _rule in EVALUATION_RULES:
         conda:
             ENV
         shell:
-            "hypvl {params.args} > {log:q} 2>&1"
+            "{params.claim}hypvl {params.args} > {log:q} 2>&1"
 
 
 # a profile's set-resources and set-threads for evaluate_<group> reach its part rules too

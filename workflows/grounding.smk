@@ -16,6 +16,7 @@ rule ground:
     params:
         corpus=lambda w: GROUNDED[w.grounded],
         cfg=PLAN.step_config("ground"),
+        claim=gpu_claim,  # untracked (common.smk)
     resources:
         **PLAN.step_resources("ground"),
     log:
@@ -23,4 +24,4 @@ rule ground:
     conda:
         ENV
     shell:
-        "hypvl ground --corpus {params.corpus:q} --config-json {params.cfg} > {log:q} 2>&1"
+        "{params.claim}hypvl ground --corpus {params.corpus:q} --config-json {params.cfg} > {log:q} 2>&1"

@@ -89,6 +89,7 @@ else:
             cfg=lambda w: PLAN.outside.standin_config(w.experiment),
             settings=run_settings,  # untracked (common.smk)
             out=lambda w, output: above(output.checkpoint),
+            claim=gpu_claim,  # untracked (common.smk)
         threads: THREADS
         resources:
             **PLAN.step_resources("train"),
@@ -97,7 +98,7 @@ else:
         conda:
             ENV
         shell:
-            "hypvl train --spec {params.spec:q} --experiment {wildcards.experiment} --standin"
+            "{params.claim}hypvl train --spec {params.spec:q} --experiment {wildcards.experiment} --standin"
             " --config-json {params.cfg} --config-json {params.settings} --out {params.out:q} --threads {threads}"
             " --quiet > {log:q} 2>&1"
 
@@ -116,6 +117,7 @@ rule import_weights:
         spec=lambda w: PLAN.spec_path(w.experiment),
         cfg=PLAN.step_config("import"),
         then=lambda w, threads: PLAN.evaluation.with_training_commands(w.experiment, threads),
+        claim=gpu_claim,  # untracked (common.smk)
     threads: THREADS
     resources:
         **PLAN.step_resources("import"),
@@ -125,8 +127,9 @@ rule import_weights:
     conda:
         ENV
     shell:
-        "hypvl import-weights --spec {params.spec:q} --experiment {wildcards.experiment} --weights {input.weights:q}"
-        " --config-json {params.cfg} --out {output.checkpoint:q}{params.then} > {log:q} 2>&1"
+        "{params.claim}hypvl import-weights --spec {params.spec:q} --experiment {wildcards.experiment}"
+        " --weights {input.weights:q} --config-json {params.cfg} --out {output.checkpoint:q}{params.then}"
+        " > {log:q} 2>&1"
 
 
 rule import_standin:
@@ -147,6 +150,7 @@ rule import_standin:
         spec=lambda w: PLAN.spec_path(w.experiment),
         cfg=PLAN.step_config("import"),
         then=lambda w, threads: PLAN.evaluation.with_training_commands(w.experiment, threads),
+        claim=gpu_claim,  # untracked (common.smk)
     threads: THREADS
     resources:
         **PLAN.step_resources("import"),
@@ -156,7 +160,7 @@ rule import_standin:
     conda:
         ENV
     shell:
-        "hypvl write-standin {params.layout:q} --checkpoint {input.source:q} --out {output.weights:q}"
+        "{params.claim}hypvl write-standin {params.layout:q} --checkpoint {input.source:q} --out {output.weights:q}"
         " :: import-weights --spec {params.spec:q} --experiment {wildcards.experiment} --weights {output.weights:q}"
         " --config-json {params.cfg} --out {output.checkpoint:q}{params.then} > {log:q} 2>&1"
 
@@ -177,6 +181,7 @@ rule import_extra:
         extra=lambda w: PLAN.outside.extra_args(w.experiment),
         cfg=PLAN.step_config("import_extra"),
         then=lambda w, threads: PLAN.evaluation.with_training_commands(w.experiment, threads),
+        claim=gpu_claim,  # untracked (common.smk)
     threads: THREADS
     resources:
         **PLAN.step_resources("import"),
@@ -186,5 +191,5 @@ rule import_extra:
     conda:
         ENV
     shell:
-        "hypvl import-extra {params.extra:q} --config-json {params.cfg} --out {output.checkpoint:q}{params.then}"
-        " > {log:q} 2>&1"
+        "{params.claim}hypvl import-extra {params.extra:q} --config-json {params.cfg}"
+        " --out {output.checkpoint:q}{params.then} > {log:q} 2>&1"

@@ -27,6 +27,7 @@ rule train:
         init=lambda w, input: ["--init-checkpoint", input.init] if input.init else [],
         then=lambda w, threads: PLAN.evaluation.with_training_commands(w.experiment, threads),
         launch=lambda w, threads: PLAN.training.launcher(w.experiment, threads),  # torchrun where a run has GPUs
+        claim=gpu_claim,  # untracked (common.smk)
     threads: lambda w: PLAN.training.threads(w.experiment)
     resources:
         # GPUs, nodes, host memory and runtime derived from the model and schedule (hypvl.cost), at paper scale
@@ -39,7 +40,7 @@ rule train:
     conda:
         ENV
     shell:
-        "{params.launch} --spec {params.spec:q} --experiment {params.declared} --seed {params.seed}"
+        "{params.claim}{params.launch} --spec {params.spec:q} --experiment {params.declared} --seed {params.seed}"
         " --config-json {params.cfg} --config-json {params.settings} --out {params.out:q} {params.init:q}"
         " --quiet{params.then} > {log:q} 2>&1"
 
@@ -63,6 +64,7 @@ rule finetune:
         data=lambda w: [word for option in PLAN.training.finetune_data(w.experiment).items() for word in option],
         out=lambda w: f"{RESULTS}/models/{w.experiment}",
         then=lambda w, threads: PLAN.evaluation.with_training_commands(w.experiment, threads),
+        claim=gpu_claim,  # untracked (common.smk)
     threads: THREADS
     resources:
         **PLAN.step_resources("finetune"),
@@ -72,8 +74,8 @@ rule finetune:
     conda:
         ENV
     shell:
-        "hypvl finetune --spec {params.spec:q} --experiment {wildcards.experiment} --config-json {params.cfg}"
-        " --config-json {params.settings}"
+        "{params.claim}hypvl finetune --spec {params.spec:q} --experiment {wildcards.experiment}"
+        " --config-json {params.cfg} --config-json {params.settings}"
         " --base-checkpoint {input.base:q} {params.data:q} --out {params.out:q}"
         " --threads {threads} --quiet{params.then} > {log:q} 2>&1"
 
