@@ -61,6 +61,13 @@ def test_more_gpus_than_the_machine_has_are_refused_naming_both(tmp_path, monkey
     assert not any(tmp_path.iterdir())
 
 
+def test_a_lock_folder_of_another_user_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr(os, "getuid", lambda: os.stat(tmp_path).st_uid + 1)
+    with pytest.raises(InputError, match=f"^{tmp_path}: the GPU lock folder belongs to another user \\(set TMPDIR"):
+        try_claim(1, GPUS, tmp_path)
+    assert not any(tmp_path.iterdir())
+
+
 def test_device_uuids_lock_files_of_safe_names(tmp_path):
     held = try_claim(1, ["MIG-GPU-5a1c/1/0"], tmp_path)
     assert os.listdir(tmp_path) == ["MIG-GPU-5a1c_1_0.lock"]

@@ -8,11 +8,10 @@ therefore starts each GPU job of one node through this module:
 
 It locks `count` of the machine's GPUs (an exclusive `flock` on a file per device, in a folder of the temporary
 directory per user and SLURM allocation), sets CUDA_VISIBLE_DEVICES to them and becomes the command (`exec`). The
-command, and every process it starts that keeps the descriptors, holds the locks until they all exit, however they
-end: the kernel releases them. The machine's GPUs are CUDA_VISIBLE_DEVICES's where set (a SLURM allocation's: there
-the job simply takes those it was given), else every device torch counts; with none, the command runs unchanged.
-Where fewer are free than the job asks for (another workflow on the machine holds them), it says so once in the
-job's log and waits for them.
+command, with any process it forks, holds the locks until they all exit, however they end: the kernel releases
+them. The machine's GPUs are CUDA_VISIBLE_DEVICES's where set (a SLURM allocation's: there the job simply takes
+those it was given), else every device torch counts; with none, the command runs unchanged. Where fewer are free
+than the job asks for (another workflow on the machine holds them), it says so once in the job's log and waits.
 Written by hand: no kept library assigns devices to local jobs (Snakemake's scheduling stops at counting them).
 """
 
@@ -48,8 +47,10 @@ def lock_folder() -> Path:
 
 def try_claim(count: int, gpus: list[str], folder: Path) -> dict[str, int] | None:
     """Locks on the first `count` free ones of `gpus`, as open descriptors by GPU id; None, holding none, where
-    fewer are free."""
+    fewer are free. InputError where `folder` is another user's."""
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if folder.stat().st_uid != os.getuid():  # a folder of that name made by someone else could keep us waiting
+        raise InputError(f"{folder}: the GPU lock folder belongs to another user (set TMPDIR to a folder of yours)")
     held: dict[str, int] = {}
     for gpu in gpus:
         descriptor = os.open(folder / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', gpu)}.lock", os.O_RDWR | os.O_CREAT, 0o600)
