@@ -18,7 +18,7 @@ SRC = REPO / "src" / "hypvl"
 LAYERS = {
     "errors": 0, "warm": 0, "yaml_text": 0, "cpu": 1, "io": 1, "config": 1, "cost": 1,
     "expected": 2, "provenance": 2,
-    "devices": 4, "geometry": 4, "loader_processes": 4,
+    "devices": 4, "geometry": 4, "loader_processes": 4, "gpu_claim": 4,
     "data": 5,
     "tasks": 6,
     "spec": 7, "grounding": 7,

@@ -114,7 +114,9 @@ def test_paper_scale_fetches_every_model_of_hierarcaps_table1_unless_held_locall
                           "1", "--configfile", str(REPO / "workflows" / "config" / "full.yaml"), str(config)],
                          cwd=REPO, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
-    commands = [line.removeprefix("Shell command: ") for line in run.stdout.splitlines() if line.startswith("Shell")]
+    shells = [line.removeprefix("Shell command: ") for line in run.stdout.splitlines() if line.startswith("Shell")]
+    claimed = {c.removeprefix("python -m hypvl.gpu_claim 1 -- ") for c in shells if "gpu_claim" in c}
+    commands = [c.removeprefix("python -m hypvl.gpu_claim 1 -- ") for c in shells]
     fetched = sorted(c.split()[2] for c in commands if c.startswith("hypvl acquire ") and "weights.yaml" in c)
     assert fetched == ["open_clip:laion/CLIP-ViT-B-32-laion2B-s34B-b79K",
                        "open_clip:laion/CLIP-ViT-H-14-laion2B-s32B-b79K",
@@ -129,7 +131,9 @@ def test_paper_scale_fetches_every_model_of_hierarcaps_table1_unless_held_locall
     evaluated = [c for c in commands if c.startswith("hypvl evaluate")]
     # 5 models, their FTs and CLIP^B_FT with the paper's L_reg (row clip_b_ft__reg_paper) x 4 groups
     assert len(evaluated) == 44 and all('"scale": "full"' in c for c in evaluated)
-    assert sum(c.startswith("hypvl finetune") for c in commands) == 6  # tests/test_radial_plan.py: their settings
+    finetuned = [c for c in commands if c.startswith("hypvl finetune")]
+    assert len(finetuned) == 6  # tests/test_radial_plan.py: their settings
+    assert claimed == set(evaluated + finetuned)  # each on a GPU of its own (full.yaml's resources.jobs)
 
 
 def test_a_local_path_that_does_not_exist_is_named():
