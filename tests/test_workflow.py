@@ -4,6 +4,7 @@ real default config is tests/test_smoke_regression.py).
 Targets come before `--configfile`, whose argument list would otherwise swallow them.
 """
 
+import os
 import re
 import shlex
 import shutil
@@ -14,6 +15,8 @@ from pathlib import Path
 import yaml
 
 from conftest import REPO
+
+from hypvl.gpu_claim import try_claim
 
 TINY = {
     "smoke_world": {"seed": 0, "image_size": 32, "grit_samples": 48, "redcaps_samples": 48, "cc3m_samples": 8,
@@ -28,9 +31,9 @@ TINY = {
 }
 
 
-def snakemake(*args, cwd=REPO) -> subprocess.CompletedProcess:
+def snakemake(*args, cwd=REPO, env=None) -> subprocess.CompletedProcess:
     exe = Path(sys.executable).parent / "snakemake"
-    return subprocess.run([str(exe), *args], cwd=cwd, capture_output=True, text=True, timeout=1200)
+    return subprocess.run([str(exe), *args], cwd=cwd, capture_output=True, text=True, timeout=1200, env=env)
 
 
 def tiny_config(tmp_path) -> Path:
@@ -102,3 +105,28 @@ def test_config_paths_reach_shell_commands_quoted(tmp_path):
     for command in commands:
         words = [word for word in shlex.split(command) if "$(" in word]
         assert words and all(str(weird) in word for word in words), command
+
+
+def test_gpu_jobs_run_through_their_claim_on_a_machine_of_two_gpus(tmp_path):
+    """Grounding asking for a GPU (resources.jobs.ground.gpu: 1), run by Snakemake on this machine as if it had GPUs
+    0 and 1 (CUDA_VISIBLE_DEVICES, two jobs at once), GPU 0 held by another job: each job's command starts through
+    hypvl.gpu_claim, whose line opens its log naming GPU 1 (the second waiting for it where they overlap), and
+    grounds its corpus."""
+    gpu = tmp_path / "gpu.yaml"
+    gpu.write_text(yaml.safe_dump({"resources": {"jobs": {"ground": {"gpu": 1, "mem_mb": 2000, "runtime": 30}}}}))
+    data = tmp_path / "data" / "train"
+    targets = [str(data / f"{corpus}_grounded" / "grounding.json") for corpus in ("grit", "redcaps")]
+    environment = {**os.environ, "CUDA_VISIBLE_DEVICES": "0,1", "TMPDIR": str(tmp_path)}
+    environment.pop("SLURM_JOB_ID", None)
+    other = try_claim(1, ["0"], tmp_path / f"hypvl-gpus-{os.getuid()}-machine")
+    try:
+        run = snakemake(*targets, "--cores", "2", "--resources", "gpu=2", "--configfile", str(tiny_config(tmp_path)),
+                        str(gpu), env=environment)
+    finally:
+        os.close(other["0"])
+    assert run.returncode == 0, run.stderr[-3000:]
+    for corpus in ("grit", "redcaps"):
+        log = (tmp_path / "results" / "logs" / "ground" / "train" / f"{corpus}_grounded.log").read_text()
+        assert re.match(r"(hypvl\.gpu_claim: waiting for 1 of GPUs 0,1: .*\n)?hypvl\.gpu_claim: GPUs 1 of 0,1\n",
+                        log), log[:300]
+        assert (data / f"{corpus}_grounded" / "grounding.json").is_file()
