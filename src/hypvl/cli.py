@@ -76,7 +76,7 @@ def run(argv: list[str]) -> int:
     """Run the `::`-separated commands of `argv` in this process."""
     from hypvl.config import config_from_args
     from hypvl.cpu import use_code_path
-    from hypvl.errors import InputError
+    from hypvl.errors import InputError, Stopped
     from hypvl.io import os_error_line
 
     logging.basicConfig(level=logging.WARNING, format="%(message)s")  # other libraries: warnings and errors
@@ -97,6 +97,9 @@ def run(argv: list[str]) -> int:
         except InputError as exc:
             print(f"hypvl {args.command}: {exc}", file=sys.stderr)
             return 1
+        except Stopped as exc:  # a signal asked the run to stop; it saved what it needs to continue
+            print(f"hypvl {args.command}: {exc}", file=sys.stderr)
+            return exc.status
         except OSError as exc:  # a full or read-only disk, an input deleted mid-run: one line; anything else a bug
             line = os_error_line(exc)
             if line is None:

@@ -1,4 +1,5 @@
-"""Errors raised on bad input: always name the file (and record) and what is wrong, in one line."""
+"""Errors raised on bad input: always name the file (and record) and what is wrong, in one line; and a run stopped on
+request."""
 
 import math
 
@@ -7,6 +8,15 @@ LISTED = 5  # names a refusal lists before it counts the rest
 
 class InputError(ValueError):
     """A file, record or setting given to hypvl is malformed or missing."""
+
+
+class Stopped(Exception):
+    """A run stopped by a signal after saving what it needs to continue: one line, exit status `status` (128 + the
+    signal, as a shell reports a process the signal killed)."""
+
+    def __init__(self, message: str, status: int):
+        super().__init__(message)
+        self.status = status
 
 
 def listed(names, limit: int = LISTED) -> str:

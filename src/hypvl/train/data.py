@@ -44,6 +44,7 @@ from hypvl.errors import InputError
 from hypvl.loader_processes import check_shared_memory
 
 from .records import LazyImage, Sample, check_parsed, read_shard, unparsed
+from .stopping import ignore_in_loader
 from .subreddits import prefixed_caption
 from .syntax import collate_syntax, syntax_targets
 
@@ -132,7 +133,7 @@ class TrainingStream(IterableDataset):
         ...), pinned when asked; refused where this machine's `processes` training processes lack shared memory."""
         check_shared_memory(self.batch_bytes(), self.workers, PREFETCH, "train.num_workers", processes)
         return DataLoader(self, batch_size=None, num_workers=self.workers, pin_memory=pin_memory,
-                          prefetch_factor=PREFETCH if self.workers else None,
+                          prefetch_factor=PREFETCH if self.workers else None, worker_init_fn=ignore_in_loader,
                           generator=torch.Generator().manual_seed(self.seed))
 
 

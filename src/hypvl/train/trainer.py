@@ -4,19 +4,21 @@ One process trains on the whole batch; under `torchrun --nproc-per-node N -m hyp
 processes trains on its 1/N of it, the losses seeing the global batch (`hypvl.losses.distributed`) and
 DistributedDataParallel averaging the gradients. Each process's share runs in `train.accum_steps` micro-batches
 (`hypvl.train.accumulation`: the same loss and gradients, one micro-batch's activations in memory). Every
-`train.checkpoint_every` steps the run writes `resume.pt` (`hypvl.train.resume`) and a restarted run continues from
-it. The main process reports every step as it goes (`hypvl.train.telemetry`: train_log.csv, TensorBoard, W&B,
-progress), writes checkpoint.pt and train_summary.json at the end, and then removes resume.pt.
+`train.checkpoint_every` steps, and when a signal asks it to stop (`hypvl.train.stopping`), the run writes
+`resume.pt` (`hypvl.train.resume`) and a restarted run continues from it. The main process reports every step as it
+goes (`hypvl.train.telemetry`: train_log.csv, TensorBoard, W&B, progress), writes checkpoint.pt and
+train_summary.json at the end, and then removes resume.pt.
 """
 
 import math
+import signal
 import time
 from pathlib import Path
 
 import torch
 
 from hypvl.devices import select_device
-from hypvl.errors import InputError
+from hypvl.errors import InputError, Stopped
 from hypvl.io import write_json
 from hypvl.loader_processes import worker_deaths
 from hypvl.models.build import build_model
@@ -30,6 +32,7 @@ from .recipe import (RADIAL_METHOD, check_recipe, recorded_train_section, resolv
                      subreddit_prefix, train_section_for)
 from .resume import RESUME, fingerprint, load_resume, run_recipe, save_resume, set_rng_states
 from .step import TrainStep, compile_encoders, precision_on
+from .stopping import StopSignals
 from .telemetry import Telemetry, check_telemetry
 
 TERMS = ("loss", "contrastive", "entailment", "syntax")
@@ -121,22 +124,27 @@ def _train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path
                           device, start=run.step, rows=run.rows, before=run.before, progress=progress,
                           config={**run.recipe, "schedule": schedule.__dict__}, main=ranks.main)
     batches = stream.loader(device.type == "cuda", ranks.local_world)
-    with telemetry, worker_deaths("train.num_workers"):
+    with telemetry, worker_deaths("train.num_workers"), StopSignals() as signals:
         for step, batch in zip(range(run.step, schedule.steps), telemetry.timed(batches)):
             if "error" in batch:
                 raise InputError(batch["error"])
             reader, state = batch.pop("stream")
             run.streams[reader] = state
             lr = scheduler.get_last_lr()[0]
-            terms = step_of(batch)
-            run.rows.append(_log_row(step, _averaged_terms(terms, ranks), lr, model))
+            terms, stop = _averaged_terms(step_of(batch), ranks, signals.requested)
+            run.rows.append(_log_row(step, terms, lr, model))
             telemetry.record(run.rows[-1])
             if not math.isfinite(run.rows[-1]["loss"]):
                 raise InputError(f"experiment {experiment['id']!r}: the loss is {run.rows[-1]['loss']} at step "
                                  f"{step} (learning rate {lr:g}): training diverged; no checkpoint written")
             run.step = step + 1
-            if every and run.step % every == 0 and run.step < schedule.steps:
+            if run.step < schedule.steps and (stop or every and run.step % every == 0):
                 run.save(out_dir / RESUME, model, optimizer, scheduler, step_of.scaler, ranks)
+                if stop:
+                    how = signal.Signals(signals.requested).name if signals.requested else "another process's signal"
+                    raise Stopped(f"experiment {experiment['id']!r}: stopped by {how} after step {run.step} of "
+                                  f"{schedule.steps}; {out_dir / RESUME} holds the run: the same command continues it",
+                                  128 + (signals.requested or signal.SIGTERM))
     model.clamp_scalars()
     counts = [ReaderState(**state) for states in distributed.gather_objects(ranks, run.streams)
               for state in states.values()]
@@ -200,11 +208,14 @@ def _data_seen(mode: str, counts: list[ReaderState]) -> dict:
             "pairs_seen": sum(c.pairs_seen for c in counts), "boxes_seen": sum(c.boxes_seen for c in counts)}
 
 
-def _averaged_terms(terms: dict, ranks: distributed.Ranks) -> dict[str, torch.Tensor]:
-    """The batch's loss terms averaged over the ranks: the global batch's terms."""
+def _averaged_terms(terms: dict, ranks: distributed.Ranks, stop: int | None) -> tuple[dict, bool]:
+    """The batch's loss terms averaged over the ranks (the global batch's terms), and whether any rank was asked to
+    stop (`stop`: the signal this one received, else None), in the same all-reduce: every rank stops at one step."""
     names = [name for name in TERMS if name in terms]
-    values = distributed.average(ranks, torch.stack([terms[name].detach().float() for name in names]))
-    return dict(zip(names, values))
+    flag = torch.ones(1) if stop else torch.zeros(1)
+    values = distributed.average(ranks, torch.cat([torch.stack([terms[name].detach().float() for name in names]),
+                                                   flag.to(terms[names[0]].device)]))
+    return dict(zip(names, values[:-1])), bool(values[-1] > 0)
 
 
 def _log_row(step: int, terms: dict, lr: float, model) -> dict:
