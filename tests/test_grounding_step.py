@@ -31,13 +31,17 @@ FILTER = BoxFilter(min_side=9, threshold=0.65)
 CROP = 32
 
 
-@pytest.fixture(scope="module")
-def raw(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("raw")
+def write_raw_corpora(root: Path) -> Path:
+    """The SMOKE world's four raw corpora under `root`."""
     for corpus, count in (("grit", SMOKE.grit_samples), ("redcaps", SMOKE.redcaps_samples),
                           ("cc3m", SMOKE.cc3m_samples), ("yfcc15m", SMOKE.yfcc15m_samples)):
         write_corpus(SMOKE, corpus, root / corpus, count)
     return root
+
+
+@pytest.fixture(scope="module")
+def raw(tmp_path_factory) -> Path:
+    return write_raw_corpora(tmp_path_factory.mktemp("raw"))
 
 
 @pytest.fixture(scope="module")

@@ -174,16 +174,22 @@ def record_outputs(folder) -> None:
 
 
 @contextlib.contextmanager
-def atomic_directory(path):
+def atomic_directory(path, staging=None):
     """Yield a temporary folder beside `path`; on success it records its files (OUTPUTS) and replaces `path`, else it
     is deleted: a reader sees the old folder or the complete new one. An existing `path` must hold only files a
     step recorded there (`check_replaceable`, asked before the work and again before the swap); once the new folder
-    is in place, the old one's recorded files are deleted, and nothing else."""
+    is in place, the old one's recorded files are deleted, and nothing else. With `staging` (a folder beside `path`
+    that a resumable step keeps between attempts), that folder is yielded instead, made where missing, and kept on
+    failure."""
     path = Path(path)
     check_replaceable(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
+        if staging is None:
+            tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
+        else:
+            tmp = Path(staging)
+            tmp.mkdir(exist_ok=True)
     except OSError as error:
         raise disk_error(path, error) or error from None
     try:
@@ -201,7 +207,8 @@ def atomic_directory(path):
                 os.replace(old, path)  # the old folder back in its place
             raise
     except BaseException as error:
-        shutil.rmtree(tmp, ignore_errors=True)  # made by mkdtemp above: only this step's files
+        if staging is None:
+            shutil.rmtree(tmp, ignore_errors=True)  # made by mkdtemp above: only this step's files
         cause = os_error_in(error)
         if cause is not None and disk_error(path, cause) is not None:
             raise disk_error(path, cause) from None

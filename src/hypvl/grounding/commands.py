@@ -7,7 +7,8 @@ grounded shards (`hypvl.data.formats.grounded`) with each caption's dependency p
 `grounding.json` summary (counts, settings, shards, seconds) beside them. The grounded folder is written whole beside
 its old self and swapped in once complete (`hypvl.io.atomic_directory`): a failed grounding leaves the previous one
 as it was, and a folder holding anything the step did not write (the raw corpus itself, where `corpora` names the raw
-folder) is never replaced.
+folder) is never replaced. It is written a shard at a time, and a grounding stopped part way continues after its
+last shard when started again (`hypvl.grounding.resume`).
 
 Box sources: GRIT ships its boxes (`noun_chunks`, `ref_exps`), and HyCoCLIP uses them as they are,
 so a GRIT corpus is always grounded from its own spans. RedCaps, CC3M and YFCC15M carry none: config
@@ -18,6 +19,8 @@ so a GRIT corpus is always grounded from its own spans. RedCaps, CC3M and YFCC15
 import logging
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 
 from hypvl.config import add_config_arguments, config_from_args, positive_int
@@ -33,6 +36,7 @@ from hypvl.data.mirror import Mirror
 from hypvl.errors import InputError
 from hypvl.grounding.filters import BoxFilter
 from hypvl.grounding.pipeline import OracleBoxes, grit_record, ground
+from hypvl.grounding.resume import PROGRESS, Progress, resumable, staging_folder
 from hypvl.io import atomic_directory, check_replaceable, check_writable, write_json
 
 log = logging.getLogger(__name__)
@@ -44,20 +48,36 @@ SKIP_REASONS = ("corrupt", "no_image", "no_text")  # counted as samples_<reason>
 CHECK_SKIPS_FROM = 1000  # raw samples listed before the skipped fraction is checked as grounding goes
 
 
+@dataclass
+class RawPosition:
+    """How far a raw corpus has been read: the samples its reader gave (`read`) and the samples listed (`listed`:
+    those and the rows the reader passed over itself)."""
+
+    read: int = 0
+    listed: int = 0
+
+
 class _Skips:
     """Raw samples passed over, counted in `counts` (samples_corrupt: the image does not decode; samples_no_image,
-    samples_no_text: a YFCC15M row without its photo or any text); more than `max_fraction` of the samples listed is
-    an InputError naming `folder`, checked as grounding goes and at its end."""
+    samples_no_text: a YFCC15M row without its photo or any text); more than `max_fraction` of the samples listed
+    (`position.listed`) is an InputError naming `folder`, checked as grounding goes and at its end. While `paused`
+    (passing over what an earlier attempt read) it counts nothing."""
 
-    def __init__(self, folder: Path, counts: dict, max_fraction: float):
-        self.folder, self.counts, self.max_fraction = folder, counts, max_fraction
-        self.listed, self.last = 0, ""
+    def __init__(self, folder: Path, counts: dict, max_fraction: float, position: RawPosition):
+        self.folder, self.counts, self.max_fraction, self.position = folder, counts, max_fraction, position
+        self.last, self.paused = "", False
         for reason in SKIP_REASONS:
             counts.setdefault(f"samples_{reason}", 0)
 
+    @property
+    def listed(self) -> int:
+        return self.position.listed
+
     def __call__(self, reason: str, message: str) -> None:
+        if self.paused:
+            return
         self.counts[f"samples_{reason}"] += 1
-        self.listed += 1
+        self.position.listed += 1
         self.last = message
         if sum(self.counts[f"samples_{r}"] for r in SKIP_REASONS) <= 3:
             log.warning("skipped: %s", message)
@@ -71,10 +91,11 @@ class _Skips:
                              f"grounding.max_skipped_fraction {self.max_fraction:.1%}; the last: {self.last}")
 
 
-def raw_records(fmt: str, folder: Path, oracle: bool, counts: dict,
-                max_skipped_fraction: float = 1.0) -> Iterator[dict]:
+def raw_records(fmt: str, folder: Path, oracle: bool, counts: dict, max_skipped_fraction: float = 1.0,
+                position: RawPosition | None = None) -> Iterator[dict]:
     """Records {"key", "image" (PIL), "image_bytes", "caption"[, "captions"][, "subreddit"][, "regions"]} of a raw
-    corpus folder.
+    corpus folder, from `position` on (what an earlier attempt read, passed over undecoded; `counts` hold what it
+    counted), which follows the reading.
 
     GRIT records carry their own spans as regions; RedCaps/CC3M records get the side file's regions
     when `oracle`. YFCC15M records keep every caption the stream draws from (title and description). Samples whose
@@ -82,9 +103,15 @@ def raw_records(fmt: str, folder: Path, oracle: bool, counts: dict,
     if fmt not in RAW_READERS:
         raise InputError(f"{folder}: unknown raw corpus format {fmt!r} (one of {sorted(RAW_READERS)})")
     regions = read_oracle_regions(folder / ORACLE_REGIONS) if oracle and fmt != "grit" else None
-    skips = _Skips(folder, counts, max_skipped_fraction)
+    position = RawPosition() if position is None else position
+    start, skips = position.read, _Skips(folder, counts, max_skipped_fraction, position)
+    skips.paused = start > 0  # the reader's own skips up to the last sample read were counted then
     samples = RAW_READERS[fmt](folder, skips) if fmt in SKIPPING_READERS else RAW_READERS[fmt](folder)
-    for sample in samples:
+    for read, sample in enumerate(samples, 1):
+        if read <= start:
+            skips.paused = read < start
+            continue
+        position.read = read
         shard = getattr(sample, "shard", None) or folder  # YFCC15M: a folder of images, no shards
         where = f"{shard}: sample {sample.key!r}"
         try:
@@ -97,7 +124,7 @@ def raw_records(fmt: str, folder: Path, oracle: bool, counts: dict,
         except CorruptImage as exc:
             skips("corrupt", str(exc))
             continue
-        skips.listed += 1
+        position.listed += 1
         if regions is not None:
             if sample.key not in regions:
                 raise InputError(f"{folder / ORACLE_REGIONS}: no regions for sample {sample.key!r}")
@@ -130,17 +157,29 @@ def box_source_for(fmt: str, detector: str, device: str = "cpu", revision: str |
 
 def ground_corpus(raw_folder: Path, fmt: str, out_folder: Path, prefix: str, extractor, box_source,
                   box_filter: BoxFilter, crop_size: int, batch_size: int, shard_size: int, oracle: bool,
-                  decoded_twins: bool = False, max_skipped_fraction: float = 1.0) -> dict:
+                  decoded_twins: bool = False, max_skipped_fraction: float = 1.0, resume: dict | None = None,
+                  shard_done=None) -> dict:
     """Ground one raw corpus into `<prefix>-NNNNNN.tar` shards under `out_folder`, a folder of its own (with
-    `decoded_twins`, each shard's decoded twin beside it); returns the counts (see `ground`, plus the skipped samples
-    of `raw_records`) and the shard paths."""
-    counts: dict = {}
-    records = raw_records(fmt, Path(raw_folder), oracle, counts, max_skipped_fraction)
-    samples = ground(records, extractor, box_source, box_filter, crop_size, batch_size, counts)
-    shards = write_grounded_shards(grounded_records(samples, prefix), Path(out_folder), shard_size, prefix)
-    for shard in shards if decoded_twins else []:
-        write_twin(shard)
-    return {"counts": counts, "shards": shards}
+    `decoded_twins`, each shard's decoded twin beside it), a shard at a time; returns the counts (see `ground`, plus
+    the skipped samples of `raw_records`) and the shard paths. `resume` (the state an earlier attempt passed to
+    `shard_done`) continues after its last shard; `shard_done(state)` is called after each shard with the state to
+    continue from: the raw position (`read`, `listed`), the counts and the shards' names."""
+    state = resume or {"read": 0, "listed": 0, "counts": {}, "shards": []}
+    counts, position = dict(state["counts"]), RawPosition(state["read"], state["listed"])
+    records = raw_records(fmt, Path(raw_folder), oracle, counts, max_skipped_fraction, position)
+    shards = [Path(out_folder) / name for name in state["shards"]]
+    while True:  # a shard's samples are grounded apart from the next's: a shard is a point to continue from
+        samples = ground(islice(records, shard_size), extractor, box_source, box_filter, crop_size, batch_size, counts)
+        written = write_grounded_shards(grounded_records(samples, prefix), Path(out_folder), shard_size, prefix,
+                                        first=len(shards))
+        if not written:
+            return {"counts": counts, "shards": shards}
+        for shard in written if decoded_twins else []:
+            write_twin(shard)
+        shards += written
+        if shard_done is not None:
+            shard_done({"read": position.read, "listed": position.listed, "counts": dict(counts),
+                        "shards": [shard.name for shard in shards]})
 
 
 def _check_apart(raw: Path, out: Path, corpus: str) -> None:
@@ -173,28 +212,43 @@ def _ground(args) -> None:
                                 settings.get("detector_revision"), None if mirror is None else mirror.hub)
     loaded = time.perf_counter()
     box_filter = BoxFilter(settings["min_box_side"], settings["box_threshold"])
-    with atomic_directory(out) as folder:  # the previous grounding stays until this one is whole
+    shard_size = args.shard_size or settings["shard_size"]
+    recipe = {"corpus": args.corpus, "raw": raw, "detector": settings["detector"],
+              "detector_commit": getattr(box_source, "commit", None), "spacy_model": config["spacy_model"],
+              **{key: settings[key] for key in ("min_box_side", "box_threshold", "crop_size", "batch_size",
+                                                "decoded_twins", "max_skipped_fraction")}, "shard_size": shard_size}
+    staging = staging_folder(out)
+    resume = resumable(staging, recipe, args.corpus)
+    if resume is not None:
+        log.info("%s: continuing after shard %d (%d raw samples read) of an earlier grounding", args.corpus,
+                 len(resume["shards"]), resume["listed"])
+    before = resume["seconds"] if resume else 0.0
+    progress = Progress(staging, recipe, args.corpus, before, resume["counts"]["samples_in"] if resume else 0)
+    with atomic_directory(out, staging) as folder:  # the previous grounding stays until this one is whole
         result = ground_corpus(data_dir / raw["path"], raw["format"], folder, args.corpus, extractor, box_source,
-                               box_filter, settings["crop_size"], settings["batch_size"],
-                               args.shard_size or settings["shard_size"],
+                               box_filter, settings["crop_size"], settings["batch_size"], shard_size,
                                oracle=settings["detector"] == "oracle", decoded_twins=settings["decoded_twins"],
-                               max_skipped_fraction=settings["max_skipped_fraction"])
-        seconds = time.perf_counter() - start
+                               max_skipped_fraction=settings["max_skipped_fraction"], resume=resume,
+                               shard_done=progress.shard_done)
         counts = result["counts"]
         if not counts["samples_grounded"]:
             raise InputError(f"{data_dir / raw['path']}: grounding kept a box in none of its {counts['samples_in']} "
                              f"samples ({', '.join(f'{k} {v}' for k, v in counts.items() if v)}): nothing for "
                              "HyCoCLIP to train on, and a box source that finds nothing is broken")
-        rate = counts["samples_in"] / max(time.perf_counter() - loaded, 1e-9)  # models loaded: captions per second
+        # captions per second once the models were loaded, in this attempt
+        rate = (counts["samples_in"] - progress.done_before) / max(time.perf_counter() - loaded, 1e-9)
+        seconds = before + time.perf_counter() - start
         summary = {"corpus": args.corpus, "format": raw["format"], "raw": raw["path"],
                    "box_source": "grit spans" if raw["format"] == "grit" else settings["detector"],
-                   "detector_commit": getattr(box_source, "commit", None),
+                   "detector_commit": recipe["detector_commit"],
                    "spacy_model": config["spacy_model"], "filters": {"min_box_side": settings["min_box_side"],
                                                                       "box_threshold": settings["box_threshold"]},
                    "crop_size": settings["crop_size"], "max_skipped_fraction": settings["max_skipped_fraction"],
                    "counts": counts,
                    "shards": [str((out / p.name).relative_to(data_dir)) for p in result["shards"]],
+                   "resumed_at_shard": len(resume["shards"]) if resume else None,
                    "seconds": round(seconds, 2), "captions_per_second": round(rate, 1)}
+        (folder / PROGRESS).unlink(missing_ok=True)
         write_json(folder / SUMMARY, summary, indent=1)
     log.info("%s: %d samples written, %d of them with %d boxes, in %.1f s (%s captions/s)", args.corpus,
              counts["samples_out"], counts["samples_grounded"], counts["boxes_kept"], seconds,

@@ -43,18 +43,19 @@ class GroundedRecord:
 
 
 def write_grounded_shards(records: Iterable[GroundedRecord], out_dir: Path, shard_size: int = 1000,
-                          prefix: str = "grounded") -> list[Path]:
-    """Write records into ``<prefix>-NNNNNN.tar`` shards of `shard_size` samples; returns the paths."""
+                          prefix: str = "grounded", first: int = 0) -> list[Path]:
+    """Write records into ``<prefix>-NNNNNN.tar`` shards of `shard_size` samples, numbered from `first`; returns the
+    paths."""
     out_dir = Path(out_dir)
     paths: list[Path] = []
     batch: list[GroundedRecord] = []
     for record in records:
         batch.append(record)
         if len(batch) == shard_size:
-            paths.append(_write_shard(batch, out_dir / f"{prefix}-{len(paths):06d}.tar"))
+            paths.append(_write_shard(batch, out_dir / f"{prefix}-{first + len(paths):06d}.tar"))
             batch = []
     if batch:
-        paths.append(_write_shard(batch, out_dir / f"{prefix}-{len(paths):06d}.tar"))
+        paths.append(_write_shard(batch, out_dir / f"{prefix}-{first + len(paths):06d}.tar"))
     return paths
 
 

@@ -1,0 +1,97 @@
+"""Grounding that continues where it stopped, and says how far it is.
+
+A paper-scale corpus takes days on one GPU (12M RedCaps pairs through the detector), longer than many clusters let a
+job run, and a job can be preempted or cancelled. So `hypvl ground` writes its shards into a staging folder beside
+its output (`.<folder>.partial`, swapped into place once whole) and, after each shard, `progress.json` there: how
+far the raw corpus has been read, the counts so far, the shards, the seconds, and the settings that make the shards
+(`recipe`). Started again with the same settings, it continues after the last shard: the raw samples before it are
+passed over undecoded, and the shards come out as an uninterrupted grounding writes them. With other settings it
+starts over. Only what grounding writes there (its shards, their decoded twins, temporary files, the progress) is
+ever deleted from the staging folder; anything else in it is refused, named.
+"""
+
+import json
+import logging
+import re
+import time
+from datetime import timedelta
+from pathlib import Path
+
+from hypvl.errors import InputError, listed
+from hypvl.io import write_json
+
+PROGRESS = "progress.json"
+PROGRESS_S = 60.0  # seconds between progress lines at most (one per shard where shards take longer)
+
+log = logging.getLogger(__name__)
+
+
+def staging_folder(out: Path) -> Path:
+    """The folder a grounding into `out` writes in until it is whole."""
+    return out.with_name(f".{out.name}.partial")
+
+
+def resumable(staging: Path, recipe: dict, prefix: str) -> dict | None:
+    """The progress saved in `staging` by an earlier grounding of `recipe`, to continue from (None: start over, with
+    `staging` emptied of what grounding wrote there). InputError where `staging` holds a file grounding does not
+    write."""
+    if not staging.is_dir():
+        return None
+    ours = re.compile(rf"{re.escape(prefix)}-\d{{6}}(\.tar|\.decoded\.npy|\.decoded\.json)|\..+\.tmp|{PROGRESS}")
+    names = sorted(path.name for path in staging.iterdir())
+    foreign = [name for name in names if not ours.fullmatch(name) or (staging / name).is_dir()]
+    if foreign:
+        raise InputError(f"{staging}: holds what grounding did not write ({listed(foreign)}): move it out, or delete "
+                         "the folder to start over")
+    progress = _read(staging / PROGRESS)
+    if progress is not None and progress.get("recipe") != recipe:
+        log.warning("%s: an earlier grounding with other settings stopped after %d shard(s); starting over", staging,
+                    len(progress.get("shards", [])))
+        progress = None
+    missing = [name for name in progress["shards"] if name not in names] if progress else []
+    if missing:
+        log.warning("%s: shard(s) %s of the earlier grounding are gone; starting over", staging, listed(missing))
+        progress = None
+    kept = set(progress["shards"]) if progress else set()
+    kept |= {name.replace(".tar", suffix) for name in kept for suffix in (".decoded.npy", ".decoded.json")}
+    for name in names:  # a shard written after the last progress, temporary files of a killed job, or all of it
+        if name not in kept and name != PROGRESS:
+            (staging / name).unlink()
+    return progress
+
+
+def _read(path: Path) -> dict | None:
+    """The progress in `path`, or None where there is none (or it does not parse: it is rewritten after a shard)."""
+    try:
+        progress = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        log.warning("%s: unreadable, starting over", path)
+        return None
+    return progress if isinstance(progress, dict) else None
+
+
+class Progress:
+    """Saves a grounding's progress after each shard (`shard_done`) and logs a line about it every PROGRESS_S seconds
+    at most: shards and samples so far, samples a second, elapsed time. `before` is what earlier attempts took."""
+
+    def __init__(self, staging: Path, recipe: dict, corpus: str, before: float = 0.0, done: int = 0):
+        self.staging, self.recipe, self.corpus, self.before = staging, recipe, corpus, before
+        self.started = self.logged = time.perf_counter()
+        self.done_before = done
+
+    def seconds(self) -> float:
+        return self.before + time.perf_counter() - self.started
+
+    def shard_done(self, state: dict) -> None:
+        """Record `state` (raw position, counts, shards) as the point to continue from."""
+        write_json(self.staging / PROGRESS, {**state, "recipe": self.recipe, "seconds": round(self.seconds(), 2)})
+        now = time.perf_counter()
+        if now - self.logged < PROGRESS_S:
+            return
+        counts, self.logged = state["counts"], now
+        rate = (counts["samples_in"] - self.done_before) / max(now - self.started, 1e-9)
+        log.info("%s: %d shards, %d raw samples read, %d grounded (%d with a box), %.1f samples/s, elapsed %s",
+                 self.corpus, len(state["shards"]), state["listed"], counts["samples_in"], counts["samples_grounded"],
+                 rate, timedelta(seconds=round(self.seconds())))
