@@ -194,6 +194,20 @@ def test_every_path_a_paper_scale_step_reads_is_acquired():
     assert ready == needed
 
 
+def test_a_corpus_grounds_in_jobs_of_a_day_each_continuing_after_the_last(tmp_path):
+    """full.yaml: a grounding job asks for a day (most clusters' limit) and the ground rule retries up to 4 jobs in
+    all (hypvl.grounding.resume continues each after the last one's last shard); one job by default; `attempts`
+    belongs to grounding alone."""
+    assert Plan(load_config([FULL])).data.ground_retries() == 3
+    assert Plan(load_config([FULL])).step_resources("ground") == {"gpu": 1, "mem_mb": 64000, "runtime": 1440}
+    assert Plan(load_config()).data.ground_retries() == 0
+    wrong = tmp_path / "wrong.yaml"
+    wrong.write_text(yaml.safe_dump({"resources": {"jobs": {"evaluate": {"gpu": 1, "mem_mb": 1, "runtime": 1,
+                                                                          "attempts": 2}}}}))
+    with pytest.raises(InputError, match="attempts"):
+        load_config([FULL, wrong])
+
+
 def test_gpu_training_evaluates_in_its_own_jobs():
     with pytest.raises(InputError, match="evaluate_with_training must be empty where training runs on GPUs"):
         Plan(load_config([FULL]) | {"evaluate_with_training": ["zeroshot"]})

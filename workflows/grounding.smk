@@ -19,6 +19,7 @@ rule ground:
         claim=gpu_claim,  # untracked (common.smk)
     resources:
         **PLAN.step_resources("ground"),
+    retries: PLAN.data.ground_retries()  # a corpus longer than a job's runtime continues after its last shard
     log:
         f"{RESULTS}/logs/ground/{{grounded}}.log",
     conda:

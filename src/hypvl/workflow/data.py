@@ -61,6 +61,11 @@ class DataStage:
             return []
         return [str(Path(self.config["fetch"]["mirror"]) / "pilot_weights" / "detector.json")]
 
+    def ground_retries(self) -> int:
+        """Further jobs grounding a corpus may take, each continuing after the last one's last shard (config
+        `resources.jobs.ground.attempts`, 1 where absent): the ground rule's `retries`."""
+        return self.config["resources"]["jobs"]["ground"].get("attempts", 1) - 1
+
     def fetch_options(self, manifest: str | None) -> list[str]:
         """`hypvl acquire` options saying where to fetch from: the mirror and `manifest`, where configured."""
         mirror = self.config["fetch"]["mirror"]
