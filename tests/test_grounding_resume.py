@@ -6,6 +6,7 @@ deleted; progress lines say how far it is."""
 import argparse
 import json
 import logging
+import os
 import shutil
 from dataclasses import replace
 
@@ -153,11 +154,19 @@ def test_hypvl_ground_continues_after_its_last_shard(raw, tmp_path, monkeypatch,
     assert not staging.exists()
 
 
-def test_other_settings_start_over(raw, tmp_path, monkeypatch, caplog):
+def test_other_settings_or_raw_files_start_over(raw, tmp_path, monkeypatch, caplog):
+    _killed_after(2, monkeypatch, _cli(raw, tmp_path, "touched"))
+    shard = raw / "redcaps" / "redcaps-000001.tar"
+    os.utime(shard, ns=(shard.stat().st_atime_ns, shard.stat().st_mtime_ns + 1))  # the raw corpus changed since
+    with caplog.at_level(logging.WARNING, logger="hypvl"):
+        _cli(raw, tmp_path, "touched")()
+    assert "with other settings or raw files stopped after 2 shard(s); starting over" in caplog.text
+    assert _summary(raw / "touched")["resumed_at_shard"] is None
+    caplog.clear()
     _killed_after(2, monkeypatch, _cli(raw, tmp_path, "resized"))
     with caplog.at_level(logging.WARNING, logger="hypvl"):
         _cli(raw, tmp_path, "resized", shard_size=7)()
-    assert "an earlier grounding with other settings stopped after 2 shard(s); starting over" in caplog.text
+    assert "with other settings or raw files stopped after 2 shard(s); starting over" in caplog.text
     summary = _summary(raw / "resized")
     assert summary["resumed_at_shard"] is None and summary["counts"]["samples_out"] == sum(
         1 for _ in iter_grounded([raw / shard for shard in summary["shards"]]))

@@ -36,7 +36,7 @@ from hypvl.data.mirror import Mirror
 from hypvl.errors import InputError
 from hypvl.grounding.filters import BoxFilter
 from hypvl.grounding.pipeline import OracleBoxes, grit_record, ground
-from hypvl.grounding.resume import PROGRESS, Progress, resumable, staging_folder
+from hypvl.grounding.resume import PROGRESS, Progress, raw_files, resumable, staging_folder
 from hypvl.io import atomic_directory, check_replaceable, check_writable, write_json
 
 log = logging.getLogger(__name__)
@@ -216,7 +216,8 @@ def _ground(args) -> None:
     recipe = {"corpus": args.corpus, "raw": raw, "detector": settings["detector"],
               "detector_commit": getattr(box_source, "commit", None), "spacy_model": config["spacy_model"],
               **{key: settings[key] for key in ("min_box_side", "box_threshold", "crop_size", "batch_size",
-                                                "decoded_twins", "max_skipped_fraction")}, "shard_size": shard_size}
+                                                "decoded_twins", "max_skipped_fraction")}, "shard_size": shard_size,
+              "raw_files": raw_files(data_dir / raw["path"])}
     staging = staging_folder(out)
     resume = resumable(staging, recipe, args.corpus)
     if resume is not None:

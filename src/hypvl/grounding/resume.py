@@ -3,11 +3,12 @@
 A paper-scale corpus takes days on one GPU (12M RedCaps pairs through the detector), longer than many clusters let a
 job run, and a job can be preempted or cancelled. So `hypvl ground` writes its shards into a staging folder beside
 its output (`.<folder>.partial`, swapped into place once whole) and, after each shard, `progress.json` there: how
-far the raw corpus has been read, the counts so far, the shards, the seconds, and the settings that make the shards
-(`recipe`). Started again with the same settings, it continues after the last shard: the raw samples before it are
-passed over undecoded, and the shards come out as an uninterrupted grounding writes them. With other settings it
-starts over. Only what grounding writes there (its shards, their decoded twins, temporary files, the progress) is
-ever deleted from the staging folder; anything else in it is refused, named.
+far the raw corpus has been read, the counts so far, the shards, the seconds, and what makes the shards (`recipe`:
+the settings, and the raw corpus's files with their sizes and dates). Started again with the same recipe, it
+continues after the last shard: the raw samples before it are passed over undecoded, and the shards come out as an
+uninterrupted grounding writes them. With another recipe it starts over. Only what grounding writes there (its
+shards, their decoded twins, temporary files, the progress) is ever deleted from the staging folder; anything else
+in it is refused, named.
 """
 
 import json
@@ -31,6 +32,15 @@ def staging_folder(out: Path) -> Path:
     return out.with_name(f".{out.name}.partial")
 
 
+def raw_files(folder: Path) -> dict[str, list[int]]:
+    """The files directly in raw corpus `folder` (its shards, or YFCC15M's lists) with their sizes and dates: a
+    grounding continues only over the raw corpus it began on (a folder of images below is not walked)."""
+    if not Path(folder).is_dir():
+        return {}  # the reader says what is missing
+    stats = {path.name: path.stat() for path in Path(folder).iterdir() if path.is_file()}
+    return {name: [stat.st_size, stat.st_mtime_ns] for name, stat in sorted(stats.items())}
+
+
 def resumable(staging: Path, recipe: dict, prefix: str) -> dict | None:
     """The progress saved in `staging` by an earlier grounding of `recipe`, to continue from (None: start over, with
     `staging` emptied of what grounding wrote there). InputError where `staging` holds a file grounding does not
@@ -45,8 +55,8 @@ def resumable(staging: Path, recipe: dict, prefix: str) -> dict | None:
                          "the folder to start over")
     progress = _read(staging / PROGRESS)
     if progress is not None and progress.get("recipe") != recipe:
-        log.warning("%s: an earlier grounding with other settings stopped after %d shard(s); starting over", staging,
-                    len(progress.get("shards", [])))
+        log.warning("%s: an earlier grounding with other settings or raw files stopped after %d shard(s); starting "
+                    "over", staging, len(progress.get("shards", [])))
         progress = None
     missing = [name for name in progress["shards"] if name not in names] if progress else []
     if missing:
