@@ -212,9 +212,8 @@ def _averaged_terms(terms: dict, ranks: distributed.Ranks, stop: int | None) -> 
     """The batch's loss terms averaged over the ranks (the global batch's terms), and whether any rank was asked to
     stop (`stop`: the signal this one received, else None), in the same all-reduce: every rank stops at one step."""
     names = [name for name in TERMS if name in terms]
-    flag = torch.ones(1) if stop else torch.zeros(1)
-    values = distributed.average(ranks, torch.cat([torch.stack([terms[name].detach().float() for name in names]),
-                                                   flag.to(terms[names[0]].device)]))
+    stacked = torch.stack([terms[name].detach().float() for name in names])
+    values = distributed.average(ranks, torch.cat([stacked, stacked.new_full((1,), float(stop is not None))]))
     return dict(zip(names, values[:-1])), bool(values[-1] > 0)
 
 
