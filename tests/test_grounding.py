@@ -201,6 +201,23 @@ def test_random_detector_boxes_are_its_best_boxes_in_pixels(extractor):
         assert len(sample["crops"]) == len(sample["boxes"]) >= 1
 
 
+def test_the_detector_prepares_its_images_on_its_own_device(monkeypatch):
+    """The image processor gets the detector's device (there the uint8 images go before being padded, blurred and
+    resized: on a GPU, not a CPU core) and hands back pixels on it."""
+    detector = random_owlv2_detector(seed=0, image_size=64)
+    processor = detector.processor.image_processor
+    prepare, seen = processor.preprocess, []
+
+    def spy(images, *args, **kwargs):
+        out = prepare(images, *args, **kwargs)
+        seen.append((kwargs.get("device"), out["pixel_values"].device.type))
+        return out
+
+    monkeypatch.setattr(processor, "preprocess", spy)
+    detector._detect_chunk([Image.new("RGB", (50, 40))], [["a dog"]])
+    assert seen == [(detector.device, "cpu")]
+
+
 def test_the_detector_loads_its_pinned_revision_and_says_when_it_is_not_pinned(monkeypatch, caplog):
     """grounding.detector_revision reaches both Hub loads; without it a warning names the commit loaded, which the
     detector reports (grounding.json records it as detector_commit)."""

@@ -75,9 +75,11 @@ class PhraseGroundingDetector:
 
     @torch.no_grad()
     def _detect_chunk(self, images, phrase_lists):
-        """Best box per phrase for at most `batch_size` images (each with >= 1 phrase)."""
+        """Best box per phrase for at most `batch_size` images (each with >= 1 phrase). The images are prepared (padded,
+        blurred against aliasing, resized to the model's input) on the detector's device: on a CPU core the released
+        OWLv2's 960-px preparation takes longer than its forward pass on a GPU (benchmarks/grounding_throughput.py)."""
         inputs = self.processor(images=[im.convert("RGB") for im in images], text=phrase_lists,
-                                return_tensors="pt", truncation=True).to(self.device)
+                                return_tensors="pt", truncation=True, device=self.device).to(self.device)
         outputs = self.model(**inputs)
         # logits: (B, num_boxes, max_queries); pred_boxes: (B, num_boxes, 4) normalised cxcywh.
         best_logit, best_box = outputs.logits.max(dim=1)
