@@ -178,8 +178,18 @@ def test_a_missing_shard_starts_over(raw, tmp_path, monkeypatch, caplog):
     (raw / ".gone.partial" / "redcaps-000001.tar").unlink()
     with caplog.at_level(logging.WARNING, logger="hypvl"):
         _cli(raw, tmp_path, "gone")()
-    assert "redcaps-000001.tar of the earlier grounding are gone; starting over" in caplog.text
+    assert "redcaps-000001.tar of the earlier grounding gone; starting over" in caplog.text
     assert _summary(raw / "gone")["resumed_at_shard"] is None
+
+
+@pytest.mark.parametrize("progress", ['{"shards": [1, 2]', '{"shards": [1, 2]}', "[]"])
+def test_an_unreadable_progress_starts_over(raw, tmp_path, monkeypatch, caplog, progress):
+    _killed_after(2, monkeypatch, _cli(raw, tmp_path, "garbled"))
+    (raw / ".garbled.partial" / resume.PROGRESS).write_text(progress)
+    with caplog.at_level(logging.WARNING, logger="hypvl"):
+        _cli(raw, tmp_path, "garbled")()
+    assert f"{resume.PROGRESS}: unreadable, starting over" in caplog.text
+    assert _summary(raw / "garbled")["resumed_at_shard"] is None
 
 
 def test_what_grounding_did_not_write_is_refused_and_kept(raw, tmp_path, monkeypatch):

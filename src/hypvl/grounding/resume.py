@@ -22,6 +22,7 @@ from hypvl.errors import InputError, listed
 from hypvl.io import write_json
 
 PROGRESS = "progress.json"
+STATE_KEYS = {"recipe", "read", "listed", "counts", "shards", "seconds"}  # what progress.json holds
 PROGRESS_S = 60.0  # seconds between progress lines at most (one per shard where shards take longer)
 
 log = logging.getLogger(__name__)
@@ -47,7 +48,8 @@ def resumable(staging: Path, recipe: dict, prefix: str) -> dict | None:
     write."""
     if not staging.is_dir():
         return None
-    ours = re.compile(rf"{re.escape(prefix)}-\d{{6}}(\.tar|\.decoded\.npy|\.decoded\.json)|\..+\.tmp|{PROGRESS}")
+    ours = re.compile(rf"{re.escape(prefix)}-\d{{6}}(\.tar|\.decoded\.npy|\.decoded\.json)|\..+\.tmp|"
+                      rf"{re.escape(PROGRESS)}")
     names = sorted(path.name for path in staging.iterdir())
     foreign = [name for name in names if not ours.fullmatch(name) or (staging / name).is_dir()]
     if foreign:
@@ -58,14 +60,15 @@ def resumable(staging: Path, recipe: dict, prefix: str) -> dict | None:
         log.warning("%s: an earlier grounding with other settings or raw files stopped after %d shard(s); starting "
                     "over", staging, len(progress.get("shards", [])))
         progress = None
-    missing = [name for name in progress["shards"] if name not in names] if progress else []
+    written = set(progress["shards"]) if progress else set()
+    if recipe.get("decoded_twins"):
+        written |= {name.replace(".tar", suffix) for name in written for suffix in (".decoded.npy", ".decoded.json")}
+    missing = sorted(written - set(names))
     if missing:
-        log.warning("%s: shard(s) %s of the earlier grounding are gone; starting over", staging, listed(missing))
-        progress = None
-    kept = set(progress["shards"]) if progress else set()
-    kept |= {name.replace(".tar", suffix) for name in kept for suffix in (".decoded.npy", ".decoded.json")}
+        log.warning("%s: %s of the earlier grounding gone; starting over", staging, listed(missing))
+        progress, written = None, set()
     for name in names:  # a shard written after the last progress, temporary files of a killed job, or all of it
-        if name not in kept and name != PROGRESS:
+        if name not in written and name != PROGRESS:
             (staging / name).unlink()
     return progress
 
@@ -77,9 +80,12 @@ def _read(path: Path) -> dict | None:
     except FileNotFoundError:
         return None
     except (UnicodeDecodeError, json.JSONDecodeError):
+        progress = None
+    if (not isinstance(progress, dict) or not STATE_KEYS <= progress.keys() or not isinstance(progress["shards"], list)
+            or not all(isinstance(name, str) for name in progress["shards"])):
         log.warning("%s: unreadable, starting over", path)
         return None
-    return progress if isinstance(progress, dict) else None
+    return progress
 
 
 class Progress:
