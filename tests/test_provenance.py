@@ -3,6 +3,7 @@ numbers, and which experiment and seed a training records."""
 
 import hashlib
 import json
+import logging
 import subprocess
 from pathlib import Path
 
@@ -31,15 +32,13 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def test_a_metrics_json_records_run_config_code_data_and_checkpoint(tmp_path):
-    """`hypvl evaluate` on a checkpoint and a one-set data folder: the JSON's provenance holds the run config (model
-    and train sections of the checkpoint, the evaluation's sections) and its hash, the git commit and dirty flag,
-    and the sha256 of the data manifest and the checkpoint file, each recomputed here by hand; the entries of the
-    checkpoint's `train.steps_for` matching its experiment apart from the run config (none for `e`); and the model
-    it measured."""
+def _one_set_world(tmp_path, sets: tuple[str, ...]) -> tuple[Path, Path, Path]:
+    """Smoke classification `sets` of one image a class, a CLIP checkpoint of experiment `e` (3 steps of the default
+    train section) and a config reading them: (data folder, checkpoint, config file)."""
     data = tmp_path / "data"
-    write_classification_set(WorldSettings(image_size=32, per_class=1, probe_train_per_class=1, probe_val_per_class=1),
-                             "cifar10", data / DEFAULT["eval"]["classification_dir"])
+    world = WorldSettings(image_size=32, per_class=1, probe_train_per_class=1, probe_val_per_class=1)
+    for name in sets:
+        write_classification_set(world, name, data / DEFAULT["eval"]["classification_dir"])
     (data / "manifest.json").write_text('{"world": "one set"}')
     model_cfg, train_cfg = DEFAULT["model"], {**DEFAULT["train"], "steps": 3}
     recipe = {"method": "clip", "backbone": "vit_s16", "overrides": {}, "model_cfg": model_cfg,
@@ -48,6 +47,33 @@ def test_a_metrics_json_records_run_config_code_data_and_checkpoint(tmp_path):
     save_checkpoint(checkpoint, build_model("clip", "vit_s16", model_cfg), recipe, step=3)
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump({"data_dir": str(data)}))
+    return data, checkpoint, config
+
+
+def test_an_evaluation_says_each_task_as_it_is_written(tmp_path, caplog):
+    """A paper-scale evaluation job runs for hours: its log gets a line as each task's JSON is written (its metrics,
+    samples and seconds), so `tail -f` shows how far it is."""
+    _, checkpoint, config = _one_set_world(tmp_path, ("cifar10", "mnist"))
+    with caplog.at_level(logging.INFO, logger="hypvl"):
+        assert main(["evaluate", "zeroshot", "--experiment", "e", "--checkpoint", str(checkpoint), "--out-dir",
+                     str(tmp_path / "metrics"), "--tasks", "zs_cifar10", "zs_mnist", "--configfile", str(config)]) == 0
+    lines = [record.getMessage() for record in caplog.records if " (task " in record.getMessage()]
+    assert len(lines) == 2
+    for number, (line, task) in enumerate(zip(lines, ("zs_cifar10", "zs_mnist")), 1):
+        written = json.loads((tmp_path / "metrics" / f"{task}.json").read_text())
+        metrics = ", ".join(f"{name} {value:.4g}" for name, value in list(written["metrics"].items())[:3])
+        assert line.startswith(f"e {task} (task {number} of 2): {metrics}")
+        assert f"; {written['n_samples']} samples, " in line and line.endswith(" s")
+
+
+def test_a_metrics_json_records_run_config_code_data_and_checkpoint(tmp_path):
+    """`hypvl evaluate` on a checkpoint and a one-set data folder: the JSON's provenance holds the run config (model
+    and train sections of the checkpoint, the evaluation's sections) and its hash, the git commit and dirty flag,
+    and the sha256 of the data manifest and the checkpoint file, each recomputed here by hand; the entries of the
+    checkpoint's `train.steps_for` matching its experiment apart from the run config (none for `e`); and the model
+    it measured."""
+    data, checkpoint, config = _one_set_world(tmp_path, ("cifar10",))
+    model_cfg, train_cfg = DEFAULT["model"], {**DEFAULT["train"], "steps": 3}
     assert main(["evaluate", "zeroshot", "--experiment", "e", "--checkpoint", str(checkpoint), "--out-dir",
                  str(tmp_path / "metrics"), "--tasks", "zs_cifar10", "--configfile", str(config)]) == 0
     record = json.loads((tmp_path / "metrics" / "zs_cifar10.json").read_text())

@@ -1,7 +1,8 @@
 """`hypvl evaluate <group>`: load one checkpoint, or any model from its source (`--source`, as config `extra_models`
-declares one: no spec, no workflow), and write one metrics JSON per task of the group."""
+declares one: no spec, no workflow), and write one metrics JSON per task of the group, each said in a log line."""
 
 import importlib
+import logging
 import time
 from pathlib import Path
 
@@ -10,6 +11,9 @@ from hypvl.data.catalog import PROMPT_SETS
 from hypvl.errors import InputError
 from hypvl.models.commands import add_extra_arguments
 from hypvl.tasks import GROUP_MODULES, group_tasks
+
+log = logging.getLogger(__name__)
+SHOWN = 3  # metrics a task's log line shows (a job's log says each task as it is written)
 
 # what a metrics JSON records of the model it measured (`provenance.model`), for `hypvl compare` to check
 MODEL_IDENTITY = ("experiment", "method", "backbone", "data", "source", "library")
@@ -64,11 +68,15 @@ def evaluate_group(args) -> None:
               "data_manifest_hash": data_manifest_hash(config["data_dir"]), **weights,
               "model": model_identity(recipe)}
     module = importlib.import_module(GROUP_MODULES[args.group])
-    for task in tasks:
+    for number, task in enumerate(tasks, 1):
         start = time.perf_counter()
         result = module.run(ctx, task)
+        seconds = time.perf_counter() - start
         write_metrics(Path(args.out_dir) / f"{task}.json", args.experiment, task, config["scale"], result.metrics,
-                      result.n_samples, digest, time.perf_counter() - start, inputs)
+                      result.n_samples, digest, seconds, inputs)
+        shown = ", ".join(f"{name} {float(value):.4g}" for name, value in list(result.metrics.items())[:SHOWN])
+        log.info("%s %s (task %d of %d): %s%s; %d samples, %.1f s", args.experiment, task, number, len(tasks), shown,
+                 ", ..." if len(result.metrics) > SHOWN else "", result.n_samples, seconds)
 
 
 def model_identity(recipe: dict) -> dict:
