@@ -36,8 +36,8 @@ from hypvl.data.mirror import Mirror
 from hypvl.errors import InputError
 from hypvl.grounding.filters import BoxFilter
 from hypvl.grounding.pipeline import OracleBoxes, grit_record, ground
-from hypvl.grounding.resume import PROGRESS, Progress, raw_files, resumable, staging_folder
-from hypvl.io import atomic_directory, check_replaceable, check_writable, write_json
+from hypvl.grounding.resume import PROGRESS, Progress, raw_files, resumable, staged, staging_folder
+from hypvl.io import check_replaceable, check_writable, write_json
 
 log = logging.getLogger(__name__)
 
@@ -225,7 +225,7 @@ def _ground(args) -> None:
                  len(resume["shards"]), resume["listed"])
     before = resume["seconds"] if resume else 0.0
     progress = Progress(staging, recipe, args.corpus, before, resume["counts"]["samples_in"] if resume else 0)
-    with atomic_directory(out, staging) as folder:  # the previous grounding stays until this one is whole
+    with staged(out, staging, args.corpus) as folder:  # the previous grounding stays until this one is whole
         result = ground_corpus(data_dir / raw["path"], raw["format"], folder, args.corpus, extractor, box_source,
                                box_filter, settings["crop_size"], settings["batch_size"], shard_size,
                                oracle=settings["detector"] == "oracle", decoded_twins=settings["decoded_twins"],

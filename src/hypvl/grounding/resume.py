@@ -11,6 +11,7 @@ shards, their decoded twins, temporary files, the progress) is ever deleted from
 in it is refused, named.
 """
 
+import contextlib
 import json
 import logging
 import re
@@ -19,7 +20,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from hypvl.errors import InputError, listed
-from hypvl.io import write_json
+from hypvl.io import atomic_directory, write_json
 
 PROGRESS = "progress.json"
 STATE_KEYS = {"recipe", "read", "listed", "counts", "shards", "seconds"}  # what progress.json holds
@@ -48,10 +49,8 @@ def resumable(staging: Path, recipe: dict, prefix: str) -> dict | None:
     write."""
     if not staging.is_dir():
         return None
-    ours = re.compile(rf"{re.escape(prefix)}-\d{{6}}(\.tar|\.decoded\.npy|\.decoded\.json)|\..+\.tmp|"
-                      rf"{re.escape(PROGRESS)}")
     names = sorted(path.name for path in staging.iterdir())
-    foreign = [name for name in names if not ours.fullmatch(name) or (staging / name).is_dir()]
+    foreign = [name for name in names if not _ours(prefix).fullmatch(name) or (staging / name).is_dir()]
     if foreign:
         raise InputError(f"{staging}: holds what grounding did not write ({listed(foreign)}): move it out, or delete "
                          "the folder to start over")
@@ -71,6 +70,35 @@ def resumable(staging: Path, recipe: dict, prefix: str) -> dict | None:
         if name not in written and name != PROGRESS:
             (staging / name).unlink()
     return progress
+
+
+@contextlib.contextmanager
+def staged(out: Path, staging: Path, prefix: str):
+    """`hypvl.io.atomic_directory` of `out` written in `staging`, which a failure keeps only where it holds progress
+    to continue from (a grounding that failed before its first shard was whole leaves no folder behind)."""
+    try:
+        with atomic_directory(out, staging) as folder:
+            yield folder
+    except BaseException:
+        _discard_unless_resumable(staging, prefix)
+        raise
+
+
+def _discard_unless_resumable(staging: Path, prefix: str) -> None:
+    """Remove `staging` where it holds no progress, deleting only what grounding writes there."""
+    if not staging.is_dir() or (staging / PROGRESS).exists():
+        return
+    for path in staging.iterdir():
+        if _ours(prefix).fullmatch(path.name) and path.is_file():
+            path.unlink()
+    with contextlib.suppress(OSError):  # not empty: something grounding did not write stays
+        staging.rmdir()
+
+
+def _ours(prefix: str) -> re.Pattern:
+    """The names grounding writes in its staging folder: shards, their decoded twins, temporary files, progress."""
+    return re.compile(rf"{re.escape(prefix)}-\d{{6}}(\.tar|\.decoded\.npy|\.decoded\.json)|\..+\.tmp|"
+                      rf"{re.escape(PROGRESS)}")
 
 
 def _read(path: Path) -> dict | None:
