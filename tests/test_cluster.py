@@ -136,6 +136,22 @@ def test_evaluation_and_grounding_wait_for_their_acquisitions(slurm_plan):
     assert f"--out {acquired}/coco_val2017.json" in fetch["shell"]
 
 
+def test_a_corpus_whose_boxes_no_model_reads_is_grounded_without_a_detector_or_gpu(slurm_plan):
+    """YFCC15M trains CLIP alone (MERU Table 5): its grounding runs no detector (`--no-boxes`) and asks SLURM for no
+    GPU; RedCaps, whose boxes HyCoCLIP reads, gets the detector on a GPU of its own."""
+    _, planned = slurm_plan
+    yfcc = job_of(planned, "ground", "grounded=train/yfcc15m_grounded")
+    redcaps = job_of(planned, "ground", "grounded=train/redcaps_grounded")
+    assert yfcc["shell"].startswith("hypvl ground --corpus yfcc15m --no-boxes --config-json ")
+    assert "gpu" not in yfcc["resources"] and "--gpus" not in sbatch(yfcc, threads=8)
+    assert " ".join(redcaps["shell"].split()).startswith(
+        "python -m hypvl.gpu_claim 1 -- hypvl ground --corpus redcaps --config-json ")
+    assert redcaps["resources"]["gpu"] == "1" and "--gpus=1" in sbatch(redcaps, threads=8)
+    plan = Plan(load_config([FULL]))
+    assert {corpus: plan.data.takes_boxes(corpus) for corpus in plan.config["grounding"]["raw"]} == {
+        "grit": True, "redcaps": True, "cc3m": True, "yfcc15m": False}
+
+
 def test_the_linear_probe_waits_for_its_splits_cut_from_the_users_sources_on_cpu_jobs(slurm_plan):
     """Each probe set's train/val are cut by one job with no GPU, from the sources as they are (not stand-ins)."""
     tmp, planned = slurm_plan
@@ -195,10 +211,10 @@ def test_every_path_a_paper_scale_step_reads_is_acquired():
 
 
 def test_a_corpus_grounds_in_jobs_of_a_day_each_continuing_after_the_last(tmp_path):
-    """full.yaml: a grounding job asks for a day (most clusters' limit) and the ground rule retries up to 4 jobs in
+    """full.yaml: a grounding job asks for a day (most clusters' limit) and the ground rule retries up to 8 jobs in
     all (hypvl.grounding.resume continues each after the last one's last shard); one job by default; `attempts`
     belongs to grounding alone."""
-    assert Plan(load_config([FULL])).data.ground_retries() == 3
+    assert Plan(load_config([FULL])).data.ground_retries() == 7
     assert Plan(load_config([FULL])).step_resources("ground") == {"gpu": 1, "mem_mb": 64000, "runtime": 1440}
     assert Plan(load_config()).data.ground_retries() == 0
     wrong = tmp_path / "wrong.yaml"

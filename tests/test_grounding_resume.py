@@ -215,3 +215,21 @@ def test_progress_lines_say_how_far_grounding_is(raw, tmp_path, monkeypatch, cap
                            f"{summary['counts']['samples_in']} grounded ({summary['counts']['samples_grounded']} "
                            "with a box), ")
     assert "samples/s, elapsed 0:00:" in last
+
+
+def test_a_corpus_grounded_without_boxes_keeps_every_pair_and_loads_no_detector(raw, tmp_path):
+    """`hypvl ground --no-boxes` (a corpus no model reads boxes of): every pair with its parse, no box, no detector
+    loaded (the configured one does not even exist here), and no refusal for keeping no box."""
+    config = tmp_path / "config.yaml"
+    config.write_text(json.dumps({"data_dir": str(raw), "corpora": {"yfcc15m": "yfcc_pairs"},
+                                  "grounding": {"detector": "no/such-detector",
+                                                "raw": {"yfcc15m": {"format": "yfcc", "path": "yfcc15m"}}}}))
+    parser = argparse.ArgumentParser()
+    commands.add_commands(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["ground", "--corpus", "yfcc15m", "--configfile", str(config), "--no-boxes"])
+    args.func(args)
+    summary = _summary(raw / "yfcc_pairs")
+    records = list(iter_grounded([raw / shard for shard in summary["shards"]]))
+    assert summary["box_source"] == "none" and summary["counts"]["samples_grounded"] == 0
+    assert len(records) == summary["counts"]["samples_out"] == SMOKE.yfcc15m_samples
+    assert all(not record.boxes and record.parse for record in records)

@@ -15,14 +15,16 @@ rule ground:
         grounded="|".join(re.escape(folder) for folder in GROUNDED),
     params:
         corpus=lambda w: GROUNDED[w.grounded],
+        boxes=lambda w: PLAN.data.ground_options(GROUNDED[w.grounded]),  # no detector where no model reads boxes
         cfg=PLAN.step_config("ground"),
         claim=gpu_claim,  # untracked (common.smk)
     resources:
-        **PLAN.step_resources("ground"),
+        **{name: lambda w, name=name: PLAN.data.ground_resources(GROUNDED[w.grounded])[name]
+           for name in ("gpu", "mem_mb", "runtime")},
     retries: PLAN.data.ground_retries()  # a corpus longer than a job's runtime continues after its last shard
     log:
         f"{RESULTS}/logs/ground/{{grounded}}.log",
     conda:
         ENV
     shell:
-        "{params.claim}hypvl ground --corpus {params.corpus:q} --config-json {params.cfg} > {log:q} 2>&1"
+        "{params.claim}hypvl ground --corpus {params.corpus:q} {params.boxes} --config-json {params.cfg} > {log:q} 2>&1"

@@ -35,7 +35,7 @@ from hypvl.data.formats.yfcc import iter_yfcc
 from hypvl.data.mirror import Mirror
 from hypvl.errors import InputError
 from hypvl.grounding.filters import BoxFilter
-from hypvl.grounding.pipeline import OracleBoxes, grit_record, ground
+from hypvl.grounding.pipeline import NoBoxes, OracleBoxes, grit_record, ground
 from hypvl.grounding.resume import PROGRESS, Progress, raw_files, resumable, staged, staging_folder
 from hypvl.io import check_replaceable, check_writable, write_json
 
@@ -208,12 +208,13 @@ def _ground(args) -> None:
     extractor = PhraseExtractor(config["spacy_model"])
     mirror = Mirror.at(config["fetch"]["mirror"])
     device = select_device(args.device or settings["device"]).type
-    box_source = box_source_for(raw["format"], settings["detector"], device,
-                                settings.get("detector_revision"), None if mirror is None else mirror.hub)
+    detector = "none" if args.no_boxes else settings["detector"]
+    box_source = NoBoxes() if args.no_boxes else box_source_for(
+        raw["format"], detector, device, settings.get("detector_revision"), None if mirror is None else mirror.hub)
     loaded = time.perf_counter()
     box_filter = BoxFilter(settings["min_box_side"], settings["box_threshold"])
     shard_size = args.shard_size or settings["shard_size"]
-    recipe = {"corpus": args.corpus, "raw": raw, "detector": settings["detector"],
+    recipe = {"corpus": args.corpus, "raw": raw, "detector": detector,
               "detector_commit": getattr(box_source, "commit", None), "spacy_model": config["spacy_model"],
               **{key: settings[key] for key in ("min_box_side", "box_threshold", "crop_size", "batch_size",
                                                 "decoded_twins", "max_skipped_fraction")}, "shard_size": shard_size,
@@ -228,11 +229,11 @@ def _ground(args) -> None:
     with staged(out, staging, args.corpus) as folder:  # the previous grounding stays until this one is whole
         result = ground_corpus(data_dir / raw["path"], raw["format"], folder, args.corpus, extractor, box_source,
                                box_filter, settings["crop_size"], settings["batch_size"], shard_size,
-                               oracle=settings["detector"] == "oracle", decoded_twins=settings["decoded_twins"],
+                               oracle=detector == "oracle", decoded_twins=settings["decoded_twins"],
                                max_skipped_fraction=settings["max_skipped_fraction"], resume=resume,
                                shard_done=progress.shard_done)
         counts = result["counts"]
-        if not counts["samples_grounded"]:
+        if not counts["samples_grounded"] and not args.no_boxes:
             raise InputError(f"{data_dir / raw['path']}: grounding kept a box in none of its {counts['samples_in']} "
                              f"samples ({', '.join(f'{k} {v}' for k, v in counts.items() if v)}): nothing for "
                              "HyCoCLIP to train on, and a box source that finds nothing is broken")
@@ -240,7 +241,7 @@ def _ground(args) -> None:
         rate = (counts["samples_in"] - progress.done_before) / max(time.perf_counter() - loaded, 1e-9)
         seconds = before + time.perf_counter() - start
         summary = {"corpus": args.corpus, "format": raw["format"], "raw": raw["path"],
-                   "box_source": "grit spans" if raw["format"] == "grit" else settings["detector"],
+                   "box_source": "grit spans" if raw["format"] == "grit" and not args.no_boxes else detector,
                    "detector_commit": recipe["detector_commit"],
                    "spacy_model": config["spacy_model"], "filters": {"min_box_side": settings["min_box_side"],
                                                                       "box_threshold": settings["box_threshold"]},
@@ -264,4 +265,7 @@ def add_commands(subparsers) -> None:
     parser.add_argument("--shard-size", type=positive_int, default=None,
                         help="samples per grounded shard (default: config grounding.shard_size)")
     parser.add_argument("--device", default=None, help="detector device (default: config grounding.device)")
+    parser.add_argument("--no-boxes", action="store_true",
+                        help="write every pair without boxes, running no detector (a corpus no experiment reads "
+                             "boxes of; the workflow decides)")
     parser.set_defaults(func=_ground)

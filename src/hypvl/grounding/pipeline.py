@@ -72,6 +72,13 @@ class OracleBoxes:
         return results
 
 
+class NoBoxes:
+    """Box source of a corpus no experiment reads boxes of (`hypvl ground --no-boxes`): none, and no detector run."""
+
+    def __call__(self, records, phrase_lists):
+        return [[] for _ in records]
+
+
 def grit_record(sample, where):
     """A `ground` record from a GRIT-format sample (`hypvl.data.formats.grit.GritSample`): the
     image decoded, its noun_chunks and ref_exps as pixel `regions` for `OracleBoxes`. `where`

@@ -17,6 +17,7 @@ from pathlib import Path
 from hypvl.errors import InputError
 from hypvl.tasks import (GROUP_DATA, IMAGE_FOLDERS, NAMED_IMAGE_FOLDERS, linear_probe_datasets, task_data,
                          zero_shot_datasets)
+from hypvl.train.recipe import stream_mode
 from hypvl.workflow.core import Core
 
 PROBE_FOLDERS = ("classification_dir", "probe_source_dir", "linear_probe_dir")  # eval keys: apart from each other
@@ -54,12 +55,31 @@ class DataStage:
 
     def pilot_detector(self, corpus: str) -> list[str]:
         """What grounding `corpus` needs of the pilot's weights: the detector stand-in in the mirror's Hub cache (rule
-        pilot_detector), where a pilot corpus is grounded by a detector (not GRIT, which ships its boxes)."""
+        pilot_detector), where a pilot corpus is grounded by a detector (not GRIT, which ships its boxes, nor a corpus
+        whose boxes nothing reads)."""
         settings = self.config["grounding"]
         if (self.config.get("pilot_world") is None or settings["detector"] == "oracle"
-                or settings["raw"][corpus]["format"] == "grit"):
+                or settings["raw"][corpus]["format"] == "grit" or not self.takes_boxes(corpus)):
             return []
         return [str(Path(self.config["fetch"]["mirror"]) / "pilot_weights" / "detector.json")]
+
+    def takes_boxes(self, corpus: str) -> bool:
+        """Whether a model the suite trains on `corpus` reads its boxes (HyCoCLIP, or `boxes: true`), of every
+        experiment declared, whatever the target. YFCC15M's only model is CLIP's (MERU Table 5), so grounding it runs
+        no detector: 15M images through it for nothing."""
+        return any(self.trained_corpus(exp) == corpus and self.plan.trains(exp)
+                   and stream_mode(self.plan.experiment(exp).method, self.plan.experiment(exp).boxes) != "pairs"
+                   for exp in self.plan.experiments())
+
+    def ground_options(self, corpus: str) -> list[str]:
+        """`hypvl ground` options for `corpus`: `--no-boxes` where no model reads its boxes (`takes_boxes`)."""
+        return [] if self.takes_boxes(corpus) else ["--no-boxes"]
+
+    def ground_resources(self, corpus: str) -> dict:
+        """Snakemake resources of grounding `corpus`: config `resources.jobs.ground`, no GPU where it runs no
+        detector (`takes_boxes`)."""
+        fixed = self.plan.step_resources("ground")
+        return fixed if self.takes_boxes(corpus) else {**fixed, "gpu": None}
 
     def ground_retries(self) -> int:
         """Further jobs grounding a corpus may take, each continuing after the last one's last shard (config
