@@ -67,3 +67,9 @@ def test_a_retired_key_is_an_error_naming_its_replacement(tmp_path):
     with pytest.raises(InputError, match=r"config key train\.precision: 'fp8' is not one of"):
         load_config(config_json=[json.dumps({"train": {"precision": "fp8"}})])
     assert load_config()["train"]["precision"] == "fp32" and load_config([FULL])["train"]["precision"] == "fp16"
+
+
+def test_the_grounding_detectors_precision_is_one_of_three_and_float32_by_default():
+    with pytest.raises(InputError, match=r"config key grounding\.precision: 'fp16' is not one of"):
+        load_config(config_json=[json.dumps({"grounding": {"precision": "fp16"}})])
+    assert load_config()["grounding"]["precision"] == load_config([FULL])["grounding"]["precision"] == "fp32"

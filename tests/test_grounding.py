@@ -218,6 +218,34 @@ def test_the_detector_prepares_its_images_on_its_own_device(monkeypatch):
     assert seen == [(detector.device, "cpu")]
 
 
+@pytest.mark.parametrize("precision", ["fp32", "tf32", "bf16"])
+def test_the_detector_computes_its_forward_pass_in_its_precision(precision):
+    """grounding.precision: the towers' linear layers compute in bfloat16 under bf16 only; tf32 turns CUDA's float32
+    matmuls to TF32 for the forward pass alone; boxes in the image and scores come out either way, and the fp32 ones
+    are those of a detector built without a precision."""
+    detector = random_owlv2_detector(seed=0, image_size=64, precision=precision)
+    seen = []
+    linear = next(module for module in detector.model.modules() if isinstance(module, torch.nn.Linear))
+    linear.register_forward_hook(lambda module, args, out: seen.append(
+        (out.dtype, torch.backends.cuda.matmul.fp32_precision)))
+    before = torch.backends.cuda.matmul.fp32_precision
+    images, phrases = [Image.new("RGB", (96, 64), (250, 30, 30))], [["a red dog", "a car"]]
+    found = detector._detect_chunk(images, phrases)
+    assert torch.backends.cuda.matmul.fp32_precision == before != "tf32"
+    assert seen and set(seen) == {({"bf16": torch.bfloat16}.get(precision, torch.float32),
+                                   "tf32" if precision == "tf32" else before)}
+    assert [candidate["phrase"] for candidate in found[0]] == phrases[0]
+    assert all(0 <= x1 <= x2 <= 96 and 0 <= y1 <= y2 <= 64 for x1, y1, x2, y2 in (c["box"] for c in found[0]))
+    assert all(type(candidate["score"]) is float and 0 <= candidate["score"] <= 1 for candidate in found[0])
+    if precision == "fp32":
+        assert found == random_owlv2_detector(seed=0, image_size=64)._detect_chunk(images, phrases)
+
+
+def test_an_unknown_detector_precision_is_one_clear_error():
+    with pytest.raises(InputError, match="detector precision 'fp8' is not one of"):
+        random_owlv2_detector(precision="fp8")
+
+
 def test_the_detector_loads_its_pinned_revision_and_says_when_it_is_not_pinned(monkeypatch, caplog):
     """grounding.detector_revision reaches both Hub loads; without it a warning names the commit loaded, which the
     detector reports (grounding.json records it as detector_commit)."""

@@ -1,7 +1,7 @@
 """Grounding that continues where it stopped: stopped after any shard and started again, it writes the shards and
 counts of an uninterrupted grounding (RedCaps with its undecodable images; YFCC15M with rows its reader passes over
-itself), through `hypvl ground` too; other settings start over; what grounding did not write is refused, never
-deleted; progress lines say how far it is."""
+itself), through `hypvl ground` too; other settings (the detector's precision among them) start over; what
+grounding did not write is refused, never deleted; progress lines say how far it is."""
 
 import argparse
 import json
@@ -18,6 +18,7 @@ from hypvl.data.formats.redcaps import read_redcaps, write_redcaps
 from hypvl.data.formats.yfcc import read_yfcc, write_yfcc
 from hypvl.errors import InputError
 from hypvl.grounding import commands, resume
+from hypvl.grounding.detector import PhraseGroundingDetector, random_owlv2_detector
 from hypvl.grounding.phrases import PhraseExtractor
 from hypvl.grounding.pipeline import OracleBoxes
 
@@ -102,10 +103,11 @@ def test_a_grounding_stopped_after_any_shard_ends_as_an_uninterrupted_one(redcap
         assert all(a.read_bytes() == b.read_bytes() for a, b in zip(result["shards"], whole["shards"]))
 
 
-def _cli(raw, tmp_path, folder: str, shard_size: int = SHARD):
+def _cli(raw, tmp_path, folder: str, shard_size: int = SHARD, **grounding):
+    """`hypvl ground` of the smoke RedCaps into `folder`, with config grounding's `grounding` settings."""
     config = tmp_path / f"{folder}.yaml"
-    config.write_text(json.dumps({"data_dir": str(raw), "corpora": {"redcaps": folder},
-                                  "grounding": {"raw": {"redcaps": {"format": "redcaps", "path": "redcaps"}}}}))
+    config.write_text(json.dumps({"data_dir": str(raw), "corpora": {"redcaps": folder}, "grounding": {
+        "raw": {"redcaps": {"format": "redcaps", "path": "redcaps"}}, **grounding}}))
     parser = argparse.ArgumentParser()
     commands.add_commands(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["ground", "--corpus", "redcaps", "--configfile", str(config), "--shard-size",
@@ -171,6 +173,33 @@ def test_other_settings_or_raw_files_start_over(raw, tmp_path, monkeypatch, capl
     assert summary["resumed_at_shard"] is None and summary["counts"]["samples_out"] == sum(
         1 for _ in iter_grounded([raw / shard for shard in summary["shards"]]))
     assert len(summary["shards"]) == -(-summary["counts"]["samples_out"] // 7)
+
+
+def test_the_detectors_precision_reaches_it_is_recorded_and_another_starts_over(raw, tmp_path, monkeypatch, caplog):
+    """grounding.precision: the detector loads with it, grounding.json records it, and a grounding stopped in one
+    precision starts over in another (its boxes would differ), but continues in its own."""
+    loaded = []
+
+    def from_pretrained(model_id, device, revision=None, hub_cache=None, precision="fp32"):
+        loaded.append((model_id, precision))
+        return random_owlv2_detector(seed=0, image_size=64, precision=precision)
+
+    monkeypatch.setattr(PhraseGroundingDetector, "from_pretrained", from_pretrained)
+    detector = {"detector": "stand/in", "box_threshold": 0.0, "min_box_side": 4}
+    _killed_after(2, monkeypatch, _cli(raw, tmp_path, "owl", **detector, precision="bf16"))
+    with caplog.at_level(logging.INFO, logger="hypvl"):
+        _cli(raw, tmp_path, "owl", **detector, precision="fp32")()
+    assert "with other settings or raw files stopped after 2 shard(s); starting over" in caplog.text
+    summary = _summary(raw / "owl")
+    assert summary["detector_precision"] == "fp32" and summary["resumed_at_shard"] is None
+    assert summary["counts"]["samples_grounded"] > 0
+    caplog.clear()
+    _killed_after(2, monkeypatch, _cli(raw, tmp_path, "owl16", **detector, precision="bf16"))
+    with caplog.at_level(logging.INFO, logger="hypvl"):
+        _cli(raw, tmp_path, "owl16", **detector, precision="bf16")()
+    assert "redcaps: continuing after shard 2" in caplog.text
+    assert _summary(raw / "owl16")["detector_precision"] == "bf16"
+    assert loaded == [("stand/in", "bf16"), ("stand/in", "fp32"), ("stand/in", "bf16"), ("stand/in", "bf16")]
 
 
 def test_a_missing_shard_starts_over(raw, tmp_path, monkeypatch, caplog):

@@ -145,14 +145,15 @@ def grounded_records(samples, source: str) -> Iterator[GroundedRecord]:
 
 
 def box_source_for(fmt: str, detector: str, device: str = "cpu", revision: str | None = None,
-                   hub_cache: Path | None = None):
+                   hub_cache: Path | None = None, precision: str = "fp32"):
     """OracleBoxes for GRIT (its own spans) or `detector: oracle`; else the transformers detector (at `revision`; from
-    the Hub cache `hub_cache` alone where given, e.g. a mirror's)."""
+    the Hub cache `hub_cache` alone where given, e.g. a mirror's; computing in `precision`)."""
     if fmt == "grit" or detector == "oracle":
         return OracleBoxes()
     from hypvl.grounding.detector import PhraseGroundingDetector
 
-    return PhraseGroundingDetector.from_pretrained(detector, device, revision=revision, hub_cache=hub_cache)
+    return PhraseGroundingDetector.from_pretrained(detector, device, revision=revision, hub_cache=hub_cache,
+                                                   precision=precision)
 
 
 def ground_corpus(raw_folder: Path, fmt: str, out_folder: Path, prefix: str, extractor, box_source,
@@ -210,12 +211,14 @@ def _ground(args) -> None:
     device = select_device(args.device or settings["device"]).type
     detector = "none" if args.no_boxes else settings["detector"]
     box_source = NoBoxes() if args.no_boxes else box_source_for(
-        raw["format"], detector, device, settings.get("detector_revision"), None if mirror is None else mirror.hub)
+        raw["format"], detector, device, settings.get("detector_revision"), None if mirror is None else mirror.hub,
+        settings["precision"])
     loaded = time.perf_counter()
     box_filter = BoxFilter(settings["min_box_side"], settings["box_threshold"])
     shard_size = args.shard_size or settings["shard_size"]
     recipe = {"corpus": args.corpus, "raw": raw, "detector": detector,
-              "detector_commit": getattr(box_source, "commit", None), "spacy_model": config["spacy_model"],
+              "detector_commit": getattr(box_source, "commit", None),
+              "detector_precision": getattr(box_source, "precision", None), "spacy_model": config["spacy_model"],
               **{key: settings[key] for key in ("min_box_side", "box_threshold", "crop_size", "batch_size",
                                                 "decoded_twins", "max_skipped_fraction")}, "shard_size": shard_size,
               "raw_files": raw_files(data_dir / raw["path"])}
@@ -242,7 +245,7 @@ def _ground(args) -> None:
         seconds = before + time.perf_counter() - start
         summary = {"corpus": args.corpus, "format": raw["format"], "raw": raw["path"],
                    "box_source": "grit spans" if raw["format"] == "grit" and not args.no_boxes else detector,
-                   "detector_commit": recipe["detector_commit"],
+                   "detector_commit": recipe["detector_commit"], "detector_precision": recipe["detector_precision"],
                    "spacy_model": config["spacy_model"], "filters": {"min_box_side": settings["min_box_side"],
                                                                       "box_threshold": settings["box_threshold"]},
                    "crop_size": settings["crop_size"], "max_skipped_fraction": settings["max_skipped_fraction"],

@@ -6,9 +6,16 @@ For every phrase the detector returns its best box (the highest-scoring of the m
 predictions for that text query) with that box's sigmoid score; HyCoCLIP's filters
 (`filters.BoxFilter`) then decide what to keep. Phrases longer than the text tower's context
 (16 tokens for the released OWLv2) are truncated by the processor.
+
+Precision (config `grounding.precision`, recorded in grounding.json): `fp32` computes the forward pass as PyTorch
+does by default (float32 matmuls; cuDNN's convolutions, OWLv2's patch embedding among them, may use TF32 on
+Ampere and later GPUs); `tf32` lets CUDA's float32 matmuls use TF32 too; `bf16` runs it under bfloat16 autocast.
+The images are prepared, and the boxes and scores read, in float32 either way. tf32 and bf16 are faster and move
+the boxes a little: `benchmarks/detector_precision.py` measures both on a corpus's own samples.
 """
 
 import logging
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -17,7 +24,26 @@ from hypvl.errors import InputError
 from hypvl.grounding.filters import clip_box
 
 SUPPORTED_MODEL_TYPES = ("owlv2", "owlvit")
+PRECISIONS = ("fp32", "tf32", "bf16")
 log = logging.getLogger(__name__)
+
+
+@contextmanager
+def computed_in(precision: str, device_type: str):
+    """Within it, float32 work on `device_type` computes in `precision` (one of PRECISIONS, as the module says);
+    PyTorch's matmul setting comes back on exit."""
+    if precision == "bf16":
+        with torch.autocast(device_type, dtype=torch.bfloat16):
+            yield
+    elif precision == "tf32":
+        previous = torch.backends.cuda.matmul.fp32_precision
+        torch.backends.cuda.matmul.fp32_precision = "tf32"
+        try:
+            yield
+        finally:
+            torch.backends.cuda.matmul.fp32_precision = previous
+    else:
+        yield
 
 
 def _corners(boxes):
@@ -29,11 +55,14 @@ def _corners(boxes):
 class PhraseGroundingDetector:
     """Boxes for text phrases in images, from an OWL-ViT/OWLv2 model and its processor."""
 
-    def __init__(self, model, processor, device="cpu", batch_size=8):
+    def __init__(self, model, processor, device="cpu", batch_size=8, precision="fp32"):
         model_type = model.config.model_type
         if model_type not in SUPPORTED_MODEL_TYPES:
             raise InputError(f"detector model type {model_type!r} is not one of "
                              f"{SUPPORTED_MODEL_TYPES}")
+        if precision not in PRECISIONS:
+            raise InputError(f"detector precision {precision!r} is not one of {PRECISIONS}")
+        self.precision = precision
         self.model = model.to(device).eval()
         self.processor = processor
         self.device = device
@@ -43,7 +72,7 @@ class PhraseGroundingDetector:
         self.pads_to_square = model_type == "owlv2"
 
     @classmethod
-    def from_pretrained(cls, model_id, device="cpu", batch_size=8, revision=None, hub_cache=None):
+    def from_pretrained(cls, model_id, device="cpu", batch_size=8, revision=None, hub_cache=None, precision="fp32"):
         """Load model and processor by Hub id (at `revision`, a commit where pinned) or local path
         (HF_HUB_OFFLINE=1 uses the cache; `hub_cache`: only that Hub cache, e.g. a mirror's). A Hub id without a
         revision follows the default branch: said in a warning; the commit loaded is `commit` either way."""
@@ -55,7 +84,7 @@ class PhraseGroundingDetector:
             model = AutoModelForZeroShotObjectDetection.from_pretrained(model_id, revision=revision, **where)
         except OSError as error:
             raise InputError(f"detector {model_id!r} could not be loaded: {error}") from error
-        detector = cls(model, processor, device, batch_size)
+        detector = cls(model, processor, device, batch_size, precision)
         if revision is None and not Path(model_id).is_dir():
             log.warning("detector %s is not pinned to a revision (config grounding.detector_revision): loaded commit "
                         "%s of its default branch", model_id, detector.commit)
@@ -80,7 +109,8 @@ class PhraseGroundingDetector:
         OWLv2's 960-px preparation takes longer than its forward pass on a GPU (benchmarks/grounding_throughput.py)."""
         inputs = self.processor(images=[im.convert("RGB") for im in images], text=phrase_lists,
                                 return_tensors="pt", truncation=True, device=self.device).to(self.device)
-        outputs = self.model(**inputs)
+        with computed_in(self.precision, torch.device(self.device).type):
+            outputs = self.model(**inputs)
         # logits: (B, num_boxes, max_queries); pred_boxes: (B, num_boxes, 4) normalised cxcywh.
         best_logit, best_box = outputs.logits.max(dim=1)
         results = []
@@ -148,12 +178,12 @@ def random_owlv2(text: dict, vision: dict, projection_dim: int, tokenizer, seed=
     return model, processor
 
 
-def random_owlv2_detector(seed=0, image_size=64, width=32, max_text_length=32, device="cpu"):
+def random_owlv2_detector(seed=0, image_size=64, width=32, max_text_length=32, device="cpu", precision="fp32"):
     """A randomly initialised, tiny OWLv2 (1 layer per tower, `width` hidden units, patch 16,
-    `image_size` input) with the char-level tokenizer and an OWLv2 image processor; built
-    offline, for tests and benchmarks."""
+    `image_size` input) with the char-level tokenizer and an OWLv2 image processor, computing in `precision`;
+    built offline, for tests and benchmarks."""
     tower = dict(hidden_size=width, intermediate_size=2 * width, num_hidden_layers=1, num_attention_heads=2)
     model, processor = random_owlv2(dict(tower, max_position_embeddings=max_text_length),
                                     dict(tower, image_size=image_size, patch_size=16), width,
                                     char_level_clip_tokenizer(max_text_length), seed)
-    return PhraseGroundingDetector(model, processor, device)
+    return PhraseGroundingDetector(model, processor, device, precision=precision)

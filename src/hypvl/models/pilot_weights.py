@@ -75,8 +75,8 @@ def write_released(path: Path, method: str, backbone: str, model_cfg: dict, seed
         torch.save({"model": state}, handle)
 
 
-def write_detector(folder: Path, seed: int) -> None:
-    """A randomly initialised OWLv2 of the released base model's sizes and its processor, saved into `folder`."""
+def released_owlv2(seed: int):
+    """A randomly initialised OWLv2 of the released base model's sizes and its processor."""
     import torch
 
     from hypvl.grounding.detector import random_owlv2
@@ -88,6 +88,12 @@ def write_detector(folder: Path, seed: int) -> None:
                                     _clip_tokenizer(sizes["text"]["max_position_embeddings"]), seed)
     with torch.no_grad():  # boxes of ~40% of the side, not one 16-pixel patch of 960 (which the 32-pixel filter drops)
         model.box_head.dense2.bias[2:] += BOX_SIZE_SHIFT
+    return model, processor
+
+
+def write_detector(folder: Path, seed: int) -> None:
+    """`released_owlv2(seed)`, saved into `folder` as a Hub snapshot holds it."""
+    model, processor = released_owlv2(seed)
     folder.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(folder)
     processor.save_pretrained(folder)
