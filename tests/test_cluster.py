@@ -5,6 +5,7 @@ acquisition jobs in front of grounding and evaluation.
 Targets come before `--configfile`, whose argument list would otherwise swallow them.
 """
 
+import os
 import re
 import subprocess
 import sys
@@ -38,7 +39,7 @@ def dry_run(tmp_path, target: str, *options: str, configs=()) -> str:
 
 
 def jobs(output: str) -> list[dict]:
-    """Each planned job of a dry run: rule, wildcards, input, resources (name -> value), priority and shell
+    """Each planned job of a dry run: rule, wildcards, input, resources (name -> value), priority, threads and shell
     command."""
     found = []
     for block in re.split(r"\n(?=(?:local)?rule \w+:\n)", output):
@@ -50,7 +51,7 @@ def jobs(output: str) -> list[dict]:
         shell = re.search(r"^Shell command: (.*)$", block, flags=re.M)
         found.append({"rule": rule.group(1), "wildcards": fields.get("wildcards", ""),
                       "input": fields.get("input", ""), "resources": resources,
-                      "priority": float(fields.get("priority", 0)),
+                      "priority": float(fields.get("priority", 0)), "threads": int(fields.get("threads", 1)),
                       "shell": shell.group(1) if shell else ""})
     return found
 
@@ -142,10 +143,12 @@ def test_a_corpus_whose_boxes_no_model_reads_is_grounded_without_a_detector_or_g
     _, planned = slurm_plan
     yfcc = job_of(planned, "ground", "grounded=train/yfcc15m_grounded")
     redcaps = job_of(planned, "ground", "grounded=train/redcaps_grounded")
-    assert yfcc["shell"].startswith("hypvl ground --corpus yfcc15m --no-boxes --config-json ")
+    cores = min(8, os.cpu_count())  # threads_per_job, at most the cores of this dry run (`--cores all`)
+    assert yfcc["threads"] == redcaps["threads"] == cores  # the job's cores cut its crops
+    assert yfcc["shell"].startswith(f"hypvl ground --corpus yfcc15m --no-boxes --threads {cores} --config-json ")
     assert "gpu" not in yfcc["resources"] and "--gpus" not in sbatch(yfcc, threads=8)
     assert " ".join(redcaps["shell"].split()).startswith(
-        "python -m hypvl.gpu_claim 1 -- hypvl ground --corpus redcaps --config-json ")
+        f"python -m hypvl.gpu_claim 1 -- hypvl ground --corpus redcaps --threads {cores} --config-json ")
     assert redcaps["resources"]["gpu"] == "1" and "--gpus=1" in sbatch(redcaps, threads=8)
     plan = Plan(load_config([FULL]))
     assert {corpus: plan.data.takes_boxes(corpus) for corpus in plan.config["grounding"]["raw"]} == {

@@ -11,7 +11,7 @@ from PIL import Image, ImageDraw
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from hypvl.data.formats.grit import GritSample, GroundedSpan  # noqa: E402
-from hypvl.data.formats.images import encode_image  # noqa: E402
+from hypvl.data.formats.images import decode_image, encode_image  # noqa: E402
 from hypvl.errors import InputError  # noqa: E402
 from hypvl.grounding.detector import random_owlv2_detector  # noqa: E402
 from hypvl.grounding.filters import BoxFilter, crop_box  # noqa: E402
@@ -134,7 +134,7 @@ def test_ground_with_oracle_boxes_keeps_every_pair_and_counts_drops(extractor):
     assert [(b["phrase"], b["box"]) for b in sample["boxes"]] == [
         ("a red dog", [10.0, 20.0, 70.0, 90.0]),
         ("a red dog next to a small car on the beach", [10.0, 20.0, 70.0, 90.0])]
-    assert [c.size for c in sample["crops"]] == [(32, 32)] * 2
+    assert [decode_image(c, "crop").size for c in sample["crops"]] == [(32, 32)] * 2
     assert sample["parse"]["tokens"][:3] == ["a", "red", "dog"]
     assert counts["samples_in"] == counts["samples_out"] == 3 and counts["samples_grounded"] == 1
     assert counts["samples_no_phrase"] == 1 and counts["samples_no_box"] == 1
@@ -197,7 +197,7 @@ def test_random_detector_boxes_are_its_best_boxes_in_pixels(extractor):
     assert counts["samples_in"] == 2 and len(samples) == counts["samples_out"] >= 1
     assert counts["boxes_proposed"] == sum(len(p) for p in phrase_lists)
     for sample in samples:
-        assert all(c.size == (16, 16) for c in sample["crops"])
+        assert all(decode_image(c, "crop").size == (16, 16) for c in sample["crops"])
         assert len(sample["crops"]) == len(sample["boxes"]) >= 1
 
 

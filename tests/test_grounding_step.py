@@ -5,6 +5,7 @@ import argparse
 import hashlib
 import json
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -98,6 +99,33 @@ def test_grit_boxes_are_exactly_the_noun_chunks_naming_large_enough_objects(raw,
         assert chunk_boxes == expected, record["caption"]
 
 
+def test_the_next_batch_is_read_while_the_box_source_works_and_threads_change_nothing(raw, extractor):
+    """The box source gets batch k+1 before batch k's samples come out (a GPU detector's forward pass overlaps the
+    CPU's reading and parsing), reading at most that one batch ahead; the samples, crops and counts are the same
+    whatever the crop threads."""
+    records = list(commands.raw_records("redcaps", raw / "redcaps", True, {}))[:6]
+    second_batch, pulled, oracle = threading.Event(), [], OracleBoxes()
+
+    def box_source(batch, phrase_lists):
+        if batch[0]["key"] == records[2]["key"]:
+            second_batch.set()
+        return oracle(batch, phrase_lists)
+
+    def reading():
+        for record in records:
+            pulled.append(record["key"])
+            yield record
+
+    samples = ground(reading(), extractor, box_source, FILTER, CROP, batch_size=2)
+    first = next(samples)
+    assert first["key"] == records[0]["key"] and second_batch.wait(timeout=10) and len(pulled) == 4
+    rest = list(samples)
+    for threads in (1, 3):
+        counts = {}
+        again = list(ground(iter(records), extractor, OracleBoxes(), FILTER, CROP, 2, counts, threads=threads))
+        assert again == [first, *rest] and counts["samples_out"] == 6 and counts["boxes_kept"] > 0
+
+
 def test_kept_boxes_pass_the_filters_and_crops_are_squares(raw, extractor):
     for corpus in ("grit", "redcaps", "cc3m"):
         samples, counts = _ground(raw, extractor, corpus)
@@ -105,7 +133,7 @@ def test_kept_boxes_pass_the_filters_and_crops_are_squares(raw, extractor):
         for sample in samples:
             assert all(_area(b["box"]) > 81 and b["score"] >= 0.65 for b in sample["boxes"])
             assert all(b["phrase"] in sample["caption"] for b in sample["boxes"])
-            assert [c.size for c in sample["crops"]] == [(CROP, CROP)] * len(sample["boxes"])
+            assert [decode_image(c, "crop").size for c in sample["crops"]] == [(CROP, CROP)] * len(sample["boxes"])
     _, redcaps = _ground(raw, extractor, "redcaps")
     assert redcaps["boxes_below_threshold"] > 0 and redcaps["samples_no_box"] > 0
 

@@ -21,10 +21,12 @@ rule ground:
     resources:
         **{name: lambda w, name=name: PLAN.data.ground_resources(GROUNDED[w.grounded])[name]
            for name in ("gpu", "mem_mb", "runtime")},
+    threads: THREADS
     retries: PLAN.data.ground_retries()  # a corpus longer than a job's runtime continues after its last shard
     log:
         f"{RESULTS}/logs/ground/{{grounded}}.log",
     conda:
         ENV
     shell:
-        "{params.claim}hypvl ground --corpus {params.corpus:q} {params.boxes} --config-json {params.cfg} > {log:q} 2>&1"
+        "{params.claim}hypvl ground --corpus {params.corpus:q} {params.boxes} --threads {threads} "
+        "--config-json {params.cfg} > {log:q} 2>&1"

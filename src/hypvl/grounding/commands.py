@@ -28,7 +28,7 @@ from hypvl.data.formats.cc3m import iter_cc3m
 from hypvl.data.formats.grit import iter_grit
 from hypvl.data.formats.decoded import write_twin
 from hypvl.data.formats.grounded import GroundedRecord, write_grounded_shards
-from hypvl.data.formats.images import CorruptImage, decode_image, encode_image
+from hypvl.data.formats.images import CorruptImage, decode_image
 from hypvl.data.formats.oracle_regions import ORACLE_REGIONS, read_oracle_regions
 from hypvl.data.formats.redcaps import iter_redcaps
 from hypvl.data.formats.yfcc import iter_yfcc
@@ -138,7 +138,7 @@ def grounded_records(samples, source: str) -> Iterator[GroundedRecord]:
     """`ground` samples as grounded-shard records: the raw image bytes as they were, JPEG box crops
     with their phrases, the parse, and the captions drawn from where there are several."""
     for sample in samples:
-        boxes = [(encode_image(crop), box["phrase"]) for crop, box in zip(sample["crops"], sample["boxes"])]
+        boxes = [(crop, box["phrase"]) for crop, box in zip(sample["crops"], sample["boxes"])]
         captions = sample.get("captions", [])
         yield GroundedRecord(sample["key"], sample["image_bytes"], sample["caption"], boxes, source, sample["parse"],
                              sample.get("subreddit"), captions if len(captions) > 1 else [])
@@ -159,18 +159,20 @@ def box_source_for(fmt: str, detector: str, device: str = "cpu", revision: str |
 def ground_corpus(raw_folder: Path, fmt: str, out_folder: Path, prefix: str, extractor, box_source,
                   box_filter: BoxFilter, crop_size: int, batch_size: int, shard_size: int, oracle: bool,
                   decoded_twins: bool = False, max_skipped_fraction: float = 1.0, resume: dict | None = None,
-                  shard_done=None) -> dict:
+                  shard_done=None, threads: int = 1) -> dict:
     """Ground one raw corpus into `<prefix>-NNNNNN.tar` shards under `out_folder`, a folder of its own (with
     `decoded_twins`, each shard's decoded twin beside it), a shard at a time; returns the counts (see `ground`, plus
     the skipped samples of `raw_records`) and the shard paths. `resume` (the state an earlier attempt passed to
     `shard_done`) continues after its last shard; `shard_done(state)` is called after each shard with the state to
-    continue from: the raw position (`read`, `listed`), the counts and the shards' names."""
+    continue from: the raw position (`read`, `listed`), the counts and the shards' names. `threads` cut and encode
+    the crops (see `ground`)."""
     state = resume or {"read": 0, "listed": 0, "counts": {}, "shards": []}
     counts, position = dict(state["counts"]), RawPosition(state["read"], state["listed"])
     records = raw_records(fmt, Path(raw_folder), oracle, counts, max_skipped_fraction, position)
     shards = [Path(out_folder) / name for name in state["shards"]]
     while True:  # a shard's samples are grounded apart from the next's: a shard is a point to continue from
-        samples = ground(islice(records, shard_size), extractor, box_source, box_filter, crop_size, batch_size, counts)
+        samples = ground(islice(records, shard_size), extractor, box_source, box_filter, crop_size, batch_size, counts,
+                         threads)
         written = write_grounded_shards(grounded_records(samples, prefix), Path(out_folder), shard_size, prefix,
                                         first=len(shards))
         if not written:
@@ -193,10 +195,11 @@ def _check_apart(raw: Path, out: Path, corpus: str) -> None:
 
 
 def _ground(args) -> None:
-    from hypvl.devices import select_device
+    from hypvl.devices import select_device, use_threads
     from hypvl.grounding.phrases import PhraseExtractor
 
     config = config_from_args(args)
+    threads = use_threads(args.threads)
     settings = config["grounding"]
     if args.corpus not in settings["raw"] or args.corpus not in config["corpora"]:
         raise InputError(f"config: corpus {args.corpus!r} needs grounding.raw.{args.corpus} and corpora.{args.corpus}")
@@ -234,7 +237,7 @@ def _ground(args) -> None:
                                box_filter, settings["crop_size"], settings["batch_size"], shard_size,
                                oracle=detector == "oracle", decoded_twins=settings["decoded_twins"],
                                max_skipped_fraction=settings["max_skipped_fraction"], resume=resume,
-                               shard_done=progress.shard_done)
+                               shard_done=progress.shard_done, threads=threads)
         counts = result["counts"]
         if not counts["samples_grounded"] and not args.no_boxes:
             raise InputError(f"{data_dir / raw['path']}: grounding kept a box in none of its {counts['samples_in']} "
@@ -268,6 +271,9 @@ def add_commands(subparsers) -> None:
     parser.add_argument("--shard-size", type=positive_int, default=None,
                         help="samples per grounded shard (default: config grounding.shard_size)")
     parser.add_argument("--device", default=None, help="detector device (default: config grounding.device)")
+    parser.add_argument("--threads", type=positive_int, default=1,
+                        help="CPU threads: torch's, and those cutting and encoding the box crops (the workflow "
+                             "passes the job's)")
     parser.add_argument("--no-boxes", action="store_true",
                         help="write every pair without boxes, running no detector (a corpus no experiment reads "
                              "boxes of; the workflow decides)")

@@ -9,9 +9,11 @@ Output records are in memory; the grounded shard writer stores them.
 """
 
 import re
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from itertools import islice
 
-from hypvl.data.formats.images import decode_image
+from hypvl.data.formats.images import decode_image, encode_image
 from hypvl.errors import InputError
 from hypvl.grounding.filters import BoxFilter, CROP_SIZE, crop_box
 from hypvl.grounding.parses import parse_record
@@ -100,36 +102,56 @@ def _batches(iterable, size):
 
 
 def ground(records, phrase_extractor, box_source, box_filter=BoxFilter(), crop_size=CROP_SIZE,
-           batch_size=32, counts=None):
-    """Yield every image-caption record grounded: with the boxes that pass the filters, none where none does.
+           batch_size=32, counts=None, threads=1):
+    """Yield every image-caption record grounded, in order: with the boxes that pass the filters, none where none
+    does.
 
     records: iterable of {"key", "image" (PIL), "caption", ...}; phrase_extractor: a
     `PhraseExtractor`; box_source: callable (records, `Phrase` lists) -> candidate lists
     (`OracleBoxes` or a `PhraseGroundingDetector`). Each yielded sample is the record's own fields
-    plus "boxes": [{"phrase", "box" [x1,y1,x2,y2] pixels, "score"}], "crops": [PIL crop_size x
-    crop_size, one per box] and "parse": a `parse_record` dict.
+    plus "boxes": [{"phrase", "box" [x1,y1,x2,y2] pixels, "score"}], "crops": [JPEG bytes of a crop_size x
+    crop_size square, one per box] and "parse": a `parse_record` dict.
     `counts` (dict, optional) is filled with samples_in, samples_out (every sample yielded), samples_grounded
     (those with a box), samples_no_phrase, samples_no_box (phrases, but no box kept), boxes_proposed, boxes_kept and
     the per-filter dropped box counts.
+    The box source finds a batch's boxes in a thread of its own while the next batch is read and parsed (a GPU
+    detector's forward pass overlaps the CPU's work), and `threads` threads cut and encode the crops (Pillow
+    releases the GIL there): the samples and counts are those of one thread.
     """
     counts = {} if counts is None else counts
     for key in ("samples_in", "samples_out", "samples_grounded", "samples_no_phrase", "samples_no_box",
                 "boxes_proposed", "boxes_kept", "boxes_below_threshold", "boxes_too_small",
                 "boxes_duplicate_phrase"):
         counts.setdefault(key, 0)
-    for batch in _batches(records, batch_size):
-        docs = list(phrase_extractor.parse(record["caption"] for record in batch))
-        phrase_lists = [phrase_extractor.phrases(doc) for doc in docs]
-        candidate_lists = box_source(batch, phrase_lists)
-        for record, doc, phrases, candidates in zip(batch, docs, phrase_lists, candidate_lists):
-            counts["samples_in"] += 1
-            counts["boxes_proposed"] += len(candidates)
-            kept = box_filter.apply(candidates, counts) if phrases else []
-            counts["samples_no_phrase"] += not phrases
-            counts["samples_no_box"] += bool(phrases) and not kept
-            counts["samples_out"] += 1
-            counts["samples_grounded"] += bool(kept)
-            counts["boxes_kept"] += len(kept)
-            yield {**record, "boxes": kept,
-                   "crops": [crop_box(record["image"], c["box"], crop_size) for c in kept],
-                   "parse": parse_record(doc)}
+    with ThreadPoolExecutor(1) as detecting, ThreadPoolExecutor(threads) as cropping:
+        ahead = deque()
+        for batch in _batches(records, batch_size):
+            docs = list(phrase_extractor.parse(record["caption"] for record in batch))
+            phrase_lists = [phrase_extractor.phrases(doc) for doc in docs]
+            ahead.append((batch, docs, phrase_lists, detecting.submit(box_source, batch, phrase_lists)))
+            if len(ahead) > 1:
+                yield from _filtered(*ahead.popleft(), box_filter, crop_size, counts, cropping)
+        while ahead:
+            yield from _filtered(*ahead.popleft(), box_filter, crop_size, counts, cropping)
+
+
+def _filtered(batch, docs, phrase_lists, detected, box_filter, crop_size, counts, cropping):
+    """The samples of one batch whose candidate boxes are being `detected` (a future), counted into `counts`."""
+    kept_lists = []
+    for record, phrases, candidates in zip(batch, phrase_lists, detected.result()):
+        counts["samples_in"] += 1
+        counts["boxes_proposed"] += len(candidates)
+        kept = box_filter.apply(candidates, counts) if phrases else []
+        counts["samples_no_phrase"] += not phrases
+        counts["samples_no_box"] += bool(phrases) and not kept
+        counts["samples_out"] += 1
+        counts["samples_grounded"] += bool(kept)
+        counts["boxes_kept"] += len(kept)
+        kept_lists.append(kept)
+    crops = cropping.map(_encoded_crops, [record["image"] for record in batch], kept_lists, [crop_size] * len(batch))
+    for record, doc, kept, encoded in zip(batch, docs, kept_lists, crops):
+        yield {**record, "boxes": kept, "crops": encoded, "parse": parse_record(doc)}
+
+
+def _encoded_crops(image, boxes, crop_size):
+    return [encode_image(crop_box(image, box["box"], crop_size)) for box in boxes]

