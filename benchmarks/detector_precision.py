@@ -33,7 +33,7 @@ from PIL import Image  # noqa: E402
 from torchvision.ops import box_iou  # noqa: E402
 
 from grounding_throughput import synthetic_captions  # noqa: E402
-from hypvl.grounding.commands import raw_records  # noqa: E402
+from hypvl.grounding.raw import raw_records  # noqa: E402
 from hypvl.grounding.detector import PRECISIONS, PhraseGroundingDetector, random_owlv2_detector  # noqa: E402
 from hypvl.grounding.filters import BoxFilter  # noqa: E402
 from hypvl.grounding.phrases import PhraseExtractor  # noqa: E402

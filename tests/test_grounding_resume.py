@@ -46,7 +46,7 @@ def _ground(folder, fmt, out, extractor, **kw):
                                   max_skipped_fraction=0.2, **kw)
 
 
-def _stopped_after(shards: int, folder, fmt, out, extractor) -> dict:
+def _stopped_after(shards: int, folder, fmt, out, extractor, threads: int = 1) -> dict:
     """Ground, stopping right after the progress of shard `shards` was saved; the state saved then."""
     saved = []
 
@@ -56,7 +56,7 @@ def _stopped_after(shards: int, folder, fmt, out, extractor) -> dict:
             raise Killed
 
     with pytest.raises(Killed):
-        _ground(folder, fmt, out, extractor, shard_done=shard_done)
+        _ground(folder, fmt, out, extractor, shard_done=shard_done, threads=threads)
     return saved[-1]
 
 
@@ -93,11 +93,11 @@ def test_a_grounding_stopped_after_any_shard_ends_as_an_uninterrupted_one(redcap
     skipped = ("samples_corrupt",) if corpus == "redcaps" else ("samples_no_image", "samples_no_text")
     assert all(whole["counts"][key] > 0 for key in skipped)  # the cases a restart must count once
     assert len(whole["shards"]) >= 5
-    for shards in range(1, len(whole["shards"])):
+    for shards in range(1, len(whole["shards"])):  # 3 threads decode up to 24 samples ahead, past shard ends
         out = tmp_path / f"stopped{shards}"
-        state = _stopped_after(shards, folder, fmt, out, extractor)
+        state = _stopped_after(shards, folder, fmt, out, extractor, threads=3)
         assert state["shards"] == [path.name for path in whole["shards"][:shards]]
-        result = _ground(folder, fmt, out, extractor, resume=state)
+        result = _ground(folder, fmt, out, extractor, resume=state, threads=1 + shards % 3)
         assert result["counts"] == whole["counts"], f"stopped after shard {shards}"
         assert [path.name for path in result["shards"]] == [path.name for path in whole["shards"]]
         assert all(a.read_bytes() == b.read_bytes() for a, b in zip(result["shards"], whole["shards"]))

@@ -26,6 +26,7 @@ from hypvl.data.formats.parses import validate_parse  # noqa: E402
 from hypvl.grounding.phrases import ABSTRACT_NOUNS, PhraseExtractor, load_spacy  # noqa: E402
 from hypvl.data.formats.oracle_regions import ORACLE_REGIONS, read_oracle_regions  # noqa: E402
 from hypvl.grounding.pipeline import OracleBoxes, ground, normalise_phrase  # noqa: E402
+from hypvl.grounding.raw import raw_records  # noqa: E402
 
 SMOKE = WorldSettings(seed=5, grit_samples=60, redcaps_samples=40, cc3m_samples=20, yfcc15m_samples=24, shard_size=25)
 FILTER = BoxFilter(min_side=9, threshold=0.65)
@@ -57,7 +58,7 @@ def nlp():
 
 def _ground(raw, extractor, corpus, box_source=None, box_filter=FILTER):
     counts = {}
-    records = commands.raw_records(corpus, raw / corpus, True, counts)
+    records = raw_records(corpus, raw / corpus, True, counts)
     samples = list(ground(records, extractor, box_source or OracleBoxes(), box_filter, CROP, 16, counts))
     return samples, counts
 
@@ -76,7 +77,7 @@ def _area(box):
 def test_phrases_are_spacys_noun_chunks_less_abstract_nouns(raw, extractor, nlp):
     dropped = []
     for corpus in ("grit", "redcaps"):
-        captions = [r["caption"] for r in commands.raw_records(corpus, raw / corpus, False, {})]
+        captions = [r["caption"] for r in raw_records(corpus, raw / corpus, False, {})]
         for caption, doc in zip(captions, extractor.parse(captions)):
             chunks = [p.text for p in extractor.phrases(doc) if p.kind == "noun_chunk"]
             assert chunks == _oracle_chunks(nlp, caption)
@@ -89,7 +90,7 @@ def test_grit_boxes_are_exactly_the_noun_chunks_naming_large_enough_objects(raw,
     assert counts["samples_in"] == SMOKE.grit_samples and counts["samples_corrupt"] == 0
     assert counts["boxes_too_small"] > 0, "the world's tiny objects fall under the size filter"
     by_key = {s["key"]: s for s in samples}
-    for record in commands.raw_records("grit", raw / "grit", True, {}):
+    for record in raw_records("grit", raw / "grit", True, {}):
         regions = {normalise_phrase(r["text"]): r for r in record["regions"]}
         expected = [chunk for chunk in _oracle_chunks(nlp, record["caption"])
                     if normalise_phrase(chunk) in regions
@@ -103,7 +104,7 @@ def test_the_next_batch_is_read_while_the_box_source_works_and_threads_change_no
     """The box source gets batch k+1 before batch k's samples come out (a GPU detector's forward pass overlaps the
     CPU's reading and parsing), reading at most that one batch ahead; the samples, crops and counts are the same
     whatever the crop threads."""
-    records = list(commands.raw_records("redcaps", raw / "redcaps", True, {}))[:6]
+    records = list(raw_records("redcaps", raw / "redcaps", True, {}))[:6]
     second_batch, pulled, oracle = threading.Event(), [], OracleBoxes()
 
     def box_source(batch, phrase_lists):
@@ -213,7 +214,7 @@ def test_detector_box_source_end_to_end(raw, extractor, tmp_path):
                                     BoxFilter(min_side=4, threshold=0.0), CROP, 8, 25, oracle=False)
     counts = result["counts"]
     phrases = sum(len(extractor.phrases(d)) for d in extractor.parse(
-        r["caption"] for r in commands.raw_records("cc3m", raw / "cc3m", False, {})))
+        r["caption"] for r in raw_records("cc3m", raw / "cc3m", False, {})))
     assert counts["samples_in"] == SMOKE.cc3m_samples and counts["boxes_proposed"] == phrases
     records = list(iter_grounded(result["shards"]))
     assert len(records) == counts["samples_out"] == SMOKE.cc3m_samples and all(r.parse for r in records)

@@ -19,119 +19,22 @@ so a GRIT corpus is always grounded from its own spans. RedCaps, CC3M and YFCC15
 import logging
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 
 from hypvl.config import add_config_arguments, config_from_args, positive_int
-from hypvl.data.formats.cc3m import iter_cc3m
-from hypvl.data.formats.grit import iter_grit
 from hypvl.data.formats.decoded import write_twin
 from hypvl.data.formats.grounded import GroundedRecord, write_grounded_shards
-from hypvl.data.formats.images import CorruptImage, decode_image
-from hypvl.data.formats.oracle_regions import ORACLE_REGIONS, read_oracle_regions
-from hypvl.data.formats.redcaps import iter_redcaps
-from hypvl.data.formats.yfcc import iter_yfcc
 from hypvl.data.mirror import Mirror
 from hypvl.errors import InputError
 from hypvl.grounding.filters import BoxFilter
-from hypvl.grounding.pipeline import NoBoxes, OracleBoxes, grit_record, ground
+from hypvl.grounding.pipeline import NoBoxes, OracleBoxes, ground
+from hypvl.grounding.raw import RawPosition, raw_records
 from hypvl.grounding.resume import PROGRESS, Progress, raw_files, resumable, staged, staging_folder
 from hypvl.io import check_replaceable, check_writable, write_json
 
 log = logging.getLogger(__name__)
-
-RAW_READERS = {"grit": iter_grit, "redcaps": iter_redcaps, "cc3m": iter_cc3m, "yfcc": iter_yfcc}
-SKIPPING_READERS = {"yfcc"}  # readers that pass over a listed sample they cannot make (`skip`) instead of failing
 SUMMARY = "grounding.json"
-SKIP_REASONS = ("corrupt", "no_image", "no_text")  # counted as samples_<reason>
-CHECK_SKIPS_FROM = 1000  # raw samples listed before the skipped fraction is checked as grounding goes
-
-
-@dataclass
-class RawPosition:
-    """How far a raw corpus has been read: the samples its reader gave (`read`) and the samples listed (`listed`:
-    those and the rows the reader passed over itself)."""
-
-    read: int = 0
-    listed: int = 0
-
-
-class _Skips:
-    """Raw samples passed over, counted in `counts` (samples_corrupt: the image does not decode; samples_no_image,
-    samples_no_text: a YFCC15M row without its photo or any text); more than `max_fraction` of the samples listed
-    (`position.listed`) is an InputError naming `folder`, checked as grounding goes and at its end. While `paused`
-    (passing over what an earlier attempt read) it counts nothing."""
-
-    def __init__(self, folder: Path, counts: dict, max_fraction: float, position: RawPosition):
-        self.folder, self.counts, self.max_fraction, self.position = folder, counts, max_fraction, position
-        self.last, self.paused = "", False
-        for reason in SKIP_REASONS:
-            counts.setdefault(f"samples_{reason}", 0)
-
-    @property
-    def listed(self) -> int:
-        return self.position.listed
-
-    def __call__(self, reason: str, message: str) -> None:
-        if self.paused:
-            return
-        self.counts[f"samples_{reason}"] += 1
-        self.position.listed += 1
-        self.last = message
-        if sum(self.counts[f"samples_{r}"] for r in SKIP_REASONS) <= 3:
-            log.warning("skipped: %s", message)
-        self.check(final=False)
-
-    def check(self, final: bool) -> None:
-        skipped = sum(self.counts[f"samples_{r}"] for r in SKIP_REASONS)
-        if (final or self.listed >= CHECK_SKIPS_FROM) and skipped > self.max_fraction * self.listed:
-            found = ", ".join(f"{self.counts[f'samples_{r}']} {r}" for r in SKIP_REASONS)
-            raise InputError(f"{self.folder}: {skipped} of {self.listed} raw samples skipped ({found}), more than "
-                             f"grounding.max_skipped_fraction {self.max_fraction:.1%}; the last: {self.last}")
-
-
-def raw_records(fmt: str, folder: Path, oracle: bool, counts: dict, max_skipped_fraction: float = 1.0,
-                position: RawPosition | None = None) -> Iterator[dict]:
-    """Records {"key", "image" (PIL), "image_bytes", "caption"[, "captions"][, "subreddit"][, "regions"]} of a raw
-    corpus folder, from `position` on (what an earlier attempt read, passed over undecoded; `counts` hold what it
-    counted), which follows the reading.
-
-    GRIT records carry their own spans as regions; RedCaps/CC3M records get the side file's regions
-    when `oracle`. YFCC15M records keep every caption the stream draws from (title and description). Samples whose
-    image does not decode, and YFCC15M rows without photo or text, are skipped and counted (`_Skips`)."""
-    if fmt not in RAW_READERS:
-        raise InputError(f"{folder}: unknown raw corpus format {fmt!r} (one of {sorted(RAW_READERS)})")
-    regions = read_oracle_regions(folder / ORACLE_REGIONS) if oracle and fmt != "grit" else None
-    position = RawPosition() if position is None else position
-    start, skips = position.read, _Skips(folder, counts, max_skipped_fraction, position)
-    skips.paused = start > 0  # the reader's own skips up to the last sample read were counted then
-    samples = RAW_READERS[fmt](folder, skips) if fmt in SKIPPING_READERS else RAW_READERS[fmt](folder)
-    for read, sample in enumerate(samples, 1):
-        if read <= start:
-            skips.paused = read < start
-            continue
-        position.read = read
-        shard = getattr(sample, "shard", None) or folder  # YFCC15M: a folder of images, no shards
-        where = f"{shard}: sample {sample.key!r}"
-        try:
-            record = grit_record(sample, str(shard)) if fmt == "grit" else {
-                "key": sample.key, "image": decode_image(sample.image, where), "caption": sample.caption}
-            if fmt == "redcaps":  # kept for MERU's text augmentation
-                record["subreddit"] = sample.subreddit
-            if fmt == "yfcc":  # SLIP draws title or description at every access
-                record["captions"] = sample.captions
-        except CorruptImage as exc:
-            skips("corrupt", str(exc))
-            continue
-        position.listed += 1
-        if regions is not None:
-            if sample.key not in regions:
-                raise InputError(f"{folder / ORACLE_REGIONS}: no regions for sample {sample.key!r}")
-            record["regions"] = regions[sample.key]
-        record["image_bytes"] = sample.image
-        yield record
-    skips.check(final=True)
 
 
 def grounded_records(samples, source: str) -> Iterator[GroundedRecord]:
@@ -164,11 +67,11 @@ def ground_corpus(raw_folder: Path, fmt: str, out_folder: Path, prefix: str, ext
     `decoded_twins`, each shard's decoded twin beside it), a shard at a time; returns the counts (see `ground`, plus
     the skipped samples of `raw_records`) and the shard paths. `resume` (the state an earlier attempt passed to
     `shard_done`) continues after its last shard; `shard_done(state)` is called after each shard with the state to
-    continue from: the raw position (`read`, `listed`), the counts and the shards' names. `threads` cut and encode
-    the crops (see `ground`)."""
+    continue from: the raw position (`read`, `listed`), the counts and the shards' names. `threads` decode the images
+    and cut and encode the crops (see `raw_records` and `ground`)."""
     state = resume or {"read": 0, "listed": 0, "counts": {}, "shards": []}
     counts, position = dict(state["counts"]), RawPosition(state["read"], state["listed"])
-    records = raw_records(fmt, Path(raw_folder), oracle, counts, max_skipped_fraction, position)
+    records = raw_records(fmt, Path(raw_folder), oracle, counts, max_skipped_fraction, position, threads)
     shards = [Path(out_folder) / name for name in state["shards"]]
     while True:  # a shard's samples are grounded apart from the next's: a shard is a point to continue from
         samples = ground(islice(records, shard_size), extractor, box_source, box_filter, crop_size, batch_size, counts,
@@ -272,8 +175,8 @@ def add_commands(subparsers) -> None:
                         help="samples per grounded shard (default: config grounding.shard_size)")
     parser.add_argument("--device", default=None, help="detector device (default: config grounding.device)")
     parser.add_argument("--threads", type=positive_int, default=1,
-                        help="CPU threads: torch's, and those cutting and encoding the box crops (the workflow "
-                             "passes the job's)")
+                        help="CPU threads: torch's, those decoding the images and those cutting and encoding the box "
+                             "crops (the workflow passes the job's)")
     parser.add_argument("--no-boxes", action="store_true",
                         help="write every pair without boxes, running no detector (a corpus no experiment reads "
                              "boxes of; the workflow decides)")
