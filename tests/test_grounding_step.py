@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,7 @@ from hypvl.grounding.filters import BoxFilter  # noqa: E402
 from hypvl.data.formats.parses import validate_parse  # noqa: E402
 from hypvl.grounding.phrases import ABSTRACT_NOUNS, PhraseExtractor, load_spacy  # noqa: E402
 from hypvl.data.formats.oracle_regions import ORACLE_REGIONS, read_oracle_regions  # noqa: E402
-from hypvl.grounding.pipeline import OracleBoxes, ground, normalise_phrase  # noqa: E402
+from hypvl.grounding.pipeline import OracleBoxes, ground, normalise_phrase, thread_pool  # noqa: E402
 from hypvl.grounding.raw import raw_records  # noqa: E402
 
 SMOKE = WorldSettings(seed=5, grit_samples=60, redcaps_samples=40, cc3m_samples=20, yfcc15m_samples=24, shard_size=25)
@@ -125,6 +126,22 @@ def test_the_next_batch_is_read_while_the_box_source_works_and_threads_change_no
         counts = {}
         again = list(ground(iter(records), extractor, OracleBoxes(), FILTER, CROP, 2, counts, threads=threads))
         assert again == [first, *rest] and counts["samples_out"] == 6 and counts["boxes_kept"] > 0
+
+
+def test_a_grounding_stopped_early_waits_only_for_the_work_running():
+    """Ctrl-C (or an error) inside grounding's thread pools drops the decodes and crops not yet started."""
+    started = []
+
+    def slow(i):
+        started.append(i)
+        time.sleep(0.5)
+
+    with pytest.raises(KeyboardInterrupt):
+        with thread_pool(2) as pool:
+            for i in range(20):
+                pool.submit(slow, i)
+            raise KeyboardInterrupt
+    assert sorted(started) == [0, 1]
 
 
 def test_kept_boxes_pass_the_filters_and_crops_are_squares(raw, extractor):

@@ -11,6 +11,7 @@ Output records are in memory; the grounded shard writer stores them.
 import re
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from itertools import islice
 
 from hypvl.data.formats.images import decode_image, encode_image
@@ -94,6 +95,17 @@ def grit_record(sample, where):
     return {"key": sample.key, "image": image, "caption": sample.caption, "regions": regions}
 
 
+@contextmanager
+def thread_pool(threads: int):
+    """A pool of `threads` threads whose work not yet started is dropped where the block ends early (an error,
+    Ctrl-C): only what is running is waited for."""
+    pool = ThreadPoolExecutor(threads)
+    try:
+        yield pool
+    finally:
+        pool.shutdown(cancel_futures=True)
+
+
 def _batches(iterable, size):
     """Successive lists of up to `size` items."""
     iterator = iter(iterable)
@@ -123,7 +135,7 @@ def ground(records, phrase_extractor, box_source, box_filter=BoxFilter(), crop_s
                 "boxes_proposed", "boxes_kept", "boxes_below_threshold", "boxes_too_small",
                 "boxes_duplicate_phrase"):
         counts.setdefault(key, 0)
-    with ThreadPoolExecutor(1) as detecting, ThreadPoolExecutor(threads) as cropping:
+    with thread_pool(1) as detecting, thread_pool(threads) as cropping:
         ahead = deque()
         for batch in _batches(records, batch_size):
             docs = list(phrase_extractor.parse(record["caption"] for record in batch))

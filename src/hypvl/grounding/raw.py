@@ -9,7 +9,6 @@ last sample's and a grounding continued after it counts nothing twice.
 import logging
 from collections import deque
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from hypvl.data.formats.oracle_regions import ORACLE_REGIONS, read_oracle_region
 from hypvl.data.formats.redcaps import iter_redcaps
 from hypvl.data.formats.yfcc import iter_yfcc
 from hypvl.errors import InputError
-from hypvl.grounding.pipeline import grit_record
+from hypvl.grounding.pipeline import grit_record, thread_pool
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +117,7 @@ def raw_records(fmt: str, folder: Path, oracle: bool, counts: dict, max_skipped_
         record["image_bytes"] = sample.image
         yield record
 
-    with ThreadPoolExecutor(threads) as pool:
+    with thread_pool(threads) as pool:
         queued = 0
         for read, sample in enumerate(samples, 1):
             events.append((read, sample, None if read <= start else pool.submit(_record, fmt, sample, folder)))
