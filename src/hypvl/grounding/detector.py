@@ -10,8 +10,8 @@ predictions for that text query) with that box's sigmoid score; HyCoCLIP's filte
 Precision (config `grounding.precision`, recorded in grounding.json): `fp32` computes the forward pass as PyTorch
 does by default (float32 matmuls; cuDNN's convolutions, OWLv2's patch embedding among them, may use TF32 on
 Ampere and later GPUs); `tf32` lets CUDA's float32 matmuls use TF32 too; `bf16` runs it under bfloat16 autocast.
-The images are prepared, and the boxes and scores read, in float32 either way. tf32 and bf16 are faster and move
-the boxes a little: `benchmarks/detector_precision.py` measures both on a corpus's own samples.
+The images are prepared, and the boxes and scores read, in float32 either way. tf32 and bf16 run on a GPU's tensor
+cores and can move the boxes: `benchmarks/detector_precision.py` measures both on a corpus's own samples.
 """
 
 import logging
