@@ -1,8 +1,8 @@
 """Image views for evaluation, done in PIL (one resize call per image), and PIL images batched to tensors.
 
 They follow torchvision's definitions, which MERU and HyCoCLIP use: Resize of the shorter side plus CenterCrop
-for classification, and a plain resize ("squeeze") for retrieval (a public model's own preprocessing aside:
-`DualEncoder.retrieval_view`). Bicubic throughout. (Training crops are
+for classification, and a plain resize ("squeeze") for retrieval; `EVAL_VIEWS` names them for
+`DualEncoder.eval_view` (a public model's own preprocessing aside). Bicubic throughout. (Training crops are
 torchvision.transforms.v2's RandomResizedCrop, in hypvl.train.data.)
 """
 
@@ -23,6 +23,10 @@ def resize_center_crop(image: Image.Image, size: int) -> Image.Image:
 def squeeze(image: Image.Image, size: int) -> Image.Image:
     """Resize to `size` x `size` ignoring the aspect ratio (retrieval view, as MERU does)."""
     return image.resize((size, size), Image.BICUBIC)
+
+
+# an evaluation task's kind of view -> our models' view of that kind (`DualEncoder.eval_view`)
+EVAL_VIEWS = {"crop": resize_center_crop, "squeeze": squeeze}
 
 
 def to_tensor_batch(images: list[Image.Image]) -> torch.Tensor:

@@ -8,9 +8,9 @@ category when another one scores higher. COCO AP50 (`ap50`, the number RegionCLI
 prints as "AP") and AP@[.5:.95] (`ap`) on the 17 novel categories come from pycocotools; a detection on
 one ground-truth box can match another box it overlaps, so the two differ where boxes overlap.
 
-HyCoCLIP released no detection code; how a box is scored is the suite's own choice: the box is cropped
-from its image and squeezed to the input size, scored against one prompt-ensemble embedding per category
-(the ImageNet prompts of the catalog, filled with the category name; the method's own ensembling and
+HyCoCLIP released no detection code; how a box is scored is the suite's own choice: the box is cropped from its image
+and squeezed to the input size (a public model: its own preprocessing), scored against one prompt-ensemble embedding
+per category (the ImageNet prompts of the catalog, filled with the category name; the method's own ensembling and
 similarity), and its score for a category is the softmax probability under the model's learned logit scale.
 """
 
@@ -19,7 +19,6 @@ from pathlib import Path
 import torch
 
 from hypvl.data.formats.imagefolder import load_image
-from hypvl.data.transforms import squeeze
 from hypvl.errors import InputError
 from hypvl.evaluate.context import EvalContext, TaskResult
 from hypvl.evaluate.features import image_embeddings
@@ -43,8 +42,8 @@ def evaluate_detection(ctx: EvalContext, path: Path, templates: list[str], name:
         raise InputError(f"{path}: no non-crowd box of a novel category")
     classes = class_embeddings(ctx.model, ctx.tokenizer, [names[c] for c in category_ids], templates,
                                ctx.batch_size, name)
-    crops = image_embeddings(ctx.model, lambda i: crop_box(load_image(rows[i][0].image), rows[i][1].bbox),
-                             len(rows), lambda img: squeeze(img, ctx.image_size), ctx.batch_size, name)
+    crops = image_embeddings(ctx.model, lambda i: crop_box(load_image(rows[i][0].image), rows[i][1].bbox), len(rows),
+                             lambda img: ctx.model.eval_view(img, ctx.image_size, "squeeze"), ctx.batch_size, name)
     probabilities = (ctx.model.logit_scale.exp() * ctx.model.similarity(crops, classes)).softmax(dim=1)
     image_ids = [image.image_id for image, _ in rows]
     boxes = torch.tensor([box.bbox for _, box in rows])

@@ -35,7 +35,6 @@ import numpy as np
 import torch
 
 from hypvl.data.formats.classification_split import read_classification_split
-from hypvl.data.transforms import resize_center_crop
 from hypvl.errors import InputError
 from hypvl.evaluate.context import EvalContext, TaskResult
 from hypvl.evaluate.features import image_embeddings, text_embeddings
@@ -201,7 +200,8 @@ def breeds_data(ctx: EvalContext, root: Path):
         dataset = read_classification_split(ctx.classification_root("imagenet"),
                                             ctx.config["eval"]["classification_split"])
         images = image_embeddings(ctx.model, dataset.load, len(dataset),
-                                  lambda img: resize_center_crop(img, ctx.image_size), ctx.batch_size, "breeds")
+                                  lambda img: ctx.model.eval_view(img, ctx.image_size, "crop"), ctx.batch_size,
+                                  "breeds")
         return hierarchy, splits, images, torch.tensor(dataset.labels)
 
     return ctx.shared(f"breeds {root}", compute)

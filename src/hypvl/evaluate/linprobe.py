@@ -1,15 +1,15 @@
 """Linear probe (MERU Table 7, App. C): logistic regression on frozen visual-trunk features.
 
 Features are the image encoder's output before the projection (the same for every method), of resized and
-centre-cropped images: the `train` and `val` image folders `hypvl probe-splits` cuts from a set's source splits
-by MERU's slices in the catalog (config `eval.linear_probe_dir`), and the set's test split (the zero-shot
-classification split, in either layout: `hypvl.data.formats.classification_split`). The cost C is searched on val
-(`metrics.linear_probe_c_search`), the probe refit on train + val and scored on test by mean per-class accuracy
-(percent) -> `accuracy`; `best_c` and `val_accuracy` beside it.
+centre-cropped images (a public model: its own preprocessing, `DualEncoder.eval_view`): the `train` and `val` image
+folders `hypvl probe-splits` cuts from a set's source splits by MERU's slices in the catalog (config
+`eval.linear_probe_dir`), and the set's test split (the zero-shot classification split, in either layout:
+`hypvl.data.formats.classification_split`). The cost C is searched on val (`metrics.linear_probe_c_search`), the probe
+refit on train + val and scored on test by mean per-class accuracy (percent) -> `accuracy`; `best_c` and
+`val_accuracy` beside it.
 """
 
 from hypvl.data.formats.classification_split import ClassificationSplit, read_classification_split
-from hypvl.data.transforms import resize_center_crop
 from hypvl.errors import InputError
 from hypvl.evaluate.context import EvalContext, TaskResult
 from hypvl.evaluate.features import trunk_features
@@ -22,8 +22,9 @@ def split_features(ctx: EvalContext, dataset: ClassificationSplit, name: str):
     """((N, width) trunk features, (N,) labels) of one split."""
     import torch
 
-    feats = trunk_features(ctx.model, dataset.load, len(dataset), lambda img: resize_center_crop(img, ctx.image_size),
-                           ctx.batch_size, f"{name} {dataset.folder.name}")
+    feats = trunk_features(ctx.model, dataset.load, len(dataset),
+                           lambda img: ctx.model.eval_view(img, ctx.image_size, "crop"), ctx.batch_size,
+                           f"{name} {dataset.folder.name}")
     return feats, torch.tensor(dataset.labels)
 
 

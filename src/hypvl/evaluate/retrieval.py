@@ -1,8 +1,8 @@
 """Zero-shot image-text retrieval (MERU Table 1, HyCoCLIP Table 2): COCO val2017 and Flickr30K Karpathy test.
 
 Images are squeezed to the input size (resized ignoring the aspect ratio, as MERU does), or, for a public model
-(OpenAI's and LAION's CLIPs, ALIGN: the HierarCaps paper's), viewed as its own preprocessing does
-(`DualEncoder.retrieval_view`: CLIP's shorter side resized and centre-cropped); every caption of the set is a
+(OpenAI's and LAION's CLIPs, ALIGN: the HierarCaps paper's), viewed as its own preprocessing does, here as in every
+image task (`DualEncoder.eval_view`: CLIP's shorter side resized and centre-cropped); every caption of the set is a
 candidate. t2i: each caption queries the images, its one image is the positive; i2t:
 each image queries the captions, any of its captions counts. Scores are the method's own similarity
 (cosine; for MERU/HyCoCLIP the Lorentzian inner product, which ranks exactly as the negative distance
@@ -61,12 +61,12 @@ def recalls(similarity, images: torch.Tensor, texts: torch.Tensor, owner: torch.
 @torch.no_grad()
 def retrieval_embeddings(model, tokenizer, items: Sequence[CaptionedImage], image_size: int, batch_size: int,
                          name: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(I, D) embeddings of the images in the model's `retrieval_view`, (T, D) caption embeddings, (T,) image of
+    """(I, D) embeddings of the images in the model's `eval_view`, (T, D) caption embeddings, (T,) image of
     each caption."""
     captions = [caption for item in items for caption in item.captions]
     owner = torch.tensor([index for index, item in enumerate(items) for _ in item.captions])
     images = image_embeddings(model, lambda i: load_image(items[i].image), len(items),
-                              lambda img: model.retrieval_view(img, image_size), batch_size, name)
+                              lambda img: model.eval_view(img, image_size, "squeeze"), batch_size, name)
     return images, text_embeddings(model, tokenizer, captions, batch_size, name), owner
 
 

@@ -28,7 +28,6 @@ from pathlib import Path
 import torch
 
 from hypvl.data.formats.imagefolder import load_image
-from hypvl.data.transforms import resize_center_crop
 from hypvl.errors import InputError
 from hypvl.evaluate.context import EvalContext, TaskResult
 from hypvl.evaluate.features import image_embeddings, text_embeddings
@@ -51,9 +50,10 @@ def paired_scores(model, images: torch.Tensor, texts: torch.Tensor, batch_size: 
 
 
 def contrast_scores(ctx: EvalContext, load, count: int, positives: Sequence[str], negatives: Sequence[str],
-                    view, name: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """(N,) scores of each image with its positive and with its negative caption."""
-    images = image_embeddings(ctx.model, load, count, view, ctx.batch_size, name)
+                    name: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """(N,) scores of each image (its centre-crop view) with its positive and with its negative caption."""
+    images = image_embeddings(ctx.model, load, count, lambda img: ctx.model.eval_view(img, ctx.image_size, "crop"),
+                              ctx.batch_size, name)
     texts = text_embeddings(ctx.model, ctx.tokenizer, [*positives, *negatives], ctx.batch_size, name)
     return (paired_scores(ctx.model, images, texts[:count], ctx.batch_size),
             paired_scores(ctx.model, images, texts[count:], ctx.batch_size))
@@ -111,8 +111,7 @@ def evaluate_checklist(ctx: EvalContext, root: Path, type_name: str, name: str,
                                  + (f" whose image exists ({dropped} missing)" if dropped else ""))
             pos, neg = contrast_scores(
                 ctx, lambda i: load_image(items[i].image), len(items), [it.positives[0] for it in items],
-                [it.negatives[0] for it in items], lambda img: resize_center_crop(img, ctx.image_size),
-                f"{name} {path.name}")
+                [it.negatives[0] for it in items], f"{name} {path.name}")
             per_file[path] = itc_accuracy(pos, neg)
             total += len(items)
         group_accuracy[group] = source_weighted_mean(per_file)
@@ -148,8 +147,7 @@ def evaluate_vg_attribution(ctx: EvalContext, path: Path, min_count: int, name: 
         raise InputError(f"{path}: no records")
     true, false = contrast_scores(
         ctx, lambda i: crop_box(load_image(items[i].image), items[i].bbox), len(items),
-        [it.true_caption for it in items], [it.false_caption for it in items],
-        lambda img: resize_center_crop(img, ctx.image_size), name)
+        [it.true_caption for it in items], [it.false_caption for it in items], name)
     pairs = [f"{it.attributes[0]}_{it.attributes[1]}" for it in items]
     accuracy = vg_attribution_macro_accuracy(true > false, pairs, min_count)
     return TaskResult({"accuracy": accuracy}, len(items))

@@ -1,15 +1,15 @@
 """Embedding radius statistics (HyCoCLIP Fig. 5; MERU Sec. 5 on text being nearer the origin than images).
 
-On COCO val2017: whole images (squeezed) and their captions (captions_val2017.json), and every non-crowd
-box crop of instances_val2017.json (squeezed). The radius is the geodesic distance to the origin of the
-hyperboloid for MERU and HyCoCLIP (of the Poincaré ball for PoinCLIP), and the norm of the projected features
-(before normalisation) for CLIP, whose embeddings all have norm 1. Metrics: mean and standard deviation of each population.
+On COCO val2017: whole images and their captions (captions_val2017.json), and every non-crowd box crop of
+instances_val2017.json, images and crops squeezed (a public model: its own preprocessing). The radius is the geodesic
+distance to the origin of the hyperboloid for MERU and HyCoCLIP (of the Poincaré ball for PoinCLIP), and the norm of
+the projected features (before normalisation) for CLIP, whose embeddings all have norm 1. Metrics: mean and standard
+deviation of each population.
 """
 
 import torch
 
 from hypvl.data.formats.imagefolder import load_image
-from hypvl.data.transforms import squeeze
 from hypvl.devices import device_encoder
 from hypvl.evaluate.context import EvalContext, TaskResult
 from hypvl.evaluate.features import encode_images, text_features
@@ -38,13 +38,13 @@ def run(ctx: EvalContext, task: str) -> TaskResult:
     image_features, device = device_encoder(model, "image_features")
     populations = {
         "image": feature_radii(model, encode_images(image_features, lambda i: load_image(items[i].image), len(items),
-                                                    lambda img: squeeze(img, size), ctx.batch_size,
+                                                    lambda img: model.eval_view(img, size, "squeeze"), ctx.batch_size,
                                                     "stats_radius image features", device), model.embed_image),
         "text": feature_radii(model, text_features(model, ctx.tokenizer, [c for it in items for c in it.captions],
                                                    ctx.batch_size, "stats_radius"), model.embed_text),
         "box": feature_radii(model, encode_images(image_features,
-                                                  lambda i: crop_box(load_image(boxes[i][0]), boxes[i][1]),
-                                                  len(boxes), lambda img: squeeze(img, size), ctx.batch_size,
+                                                  lambda i: crop_box(load_image(boxes[i][0]), boxes[i][1]), len(boxes),
+                                                  lambda img: model.eval_view(img, size, "squeeze"), ctx.batch_size,
                                                   "stats_radius box features", device), model.embed_image),
     }
     metrics = {}

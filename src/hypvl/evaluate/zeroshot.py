@@ -3,7 +3,8 @@
 The class embedding is built as each method does it (CLIP: normalise, mean, normalise; MERU and
 HyCoCLIP: mean of the projected text features, then scale and exponential map). An image is assigned
 the most similar class (cosine, or negative Lorentzian distance). The papers' metric is mean per-class
-accuracy (torchmetrics' macro average in MERU/HyCoCLIP code); top-1 is recorded beside it.
+accuracy (torchmetrics' macro average in MERU/HyCoCLIP code); top-1 is recorded beside it. Images are resized and
+centre-cropped (a public model: its own preprocessing, `DualEncoder.eval_view`).
 """
 
 from dataclasses import dataclass
@@ -11,7 +12,6 @@ from dataclasses import dataclass
 import torch
 
 from hypvl.data.formats.classification_split import read_classification_split
-from hypvl.data.transforms import resize_center_crop
 from hypvl.errors import InputError
 from hypvl.evaluate.context import EvalContext, TaskResult
 from hypvl.evaluate.features import image_embeddings, text_features
@@ -54,7 +54,7 @@ def zero_shot_scores(model, tokenizer, root, split: str, templates: list[str], i
     if len(names) != dataset.num_classes:
         raise InputError(f"{dataset.folder}: {len(names)} class names for its {dataset.num_classes} classes")
     classes = class_embeddings(model, tokenizer, list(names), templates, batch_size, name)
-    images = image_embeddings(model, dataset.load, len(dataset), lambda img: resize_center_crop(img, image_size),
+    images = image_embeddings(model, dataset.load, len(dataset), lambda img: model.eval_view(img, image_size, "crop"),
                               batch_size, name)
     scores = model.similarity(images, classes)
     check_finite(f"{name} scores", scores)

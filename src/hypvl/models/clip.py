@@ -3,8 +3,8 @@
 `DualEncoder` is what every model the suite evaluates offers (ours, and the wrappers around open_clip and
 transformers models in `hypvl.models.library`): projected features, their embeddings (unit vectors here;
 MERU and its kin override the lifting), CLIP's prompt ensembling, the similarity, the symmetric InfoNCE
-loss, and the model's own `tokenizer` and input `image_size`. Images arrive in [0, 1] and each model
-normalises them itself (ours: ImageNet mean/std, as MERU does).
+loss, and the model's own `tokenizer`, input `image_size` and image view (`eval_view`). Images arrive in [0, 1]
+and each model normalises them itself (ours: ImageNet mean/std, as MERU does).
 """
 
 import math
@@ -14,7 +14,7 @@ import torch
 from PIL import Image
 from torch import nn
 
-from hypvl.data.transforms import squeeze
+from hypvl.data.transforms import EVAL_VIEWS
 from hypvl.geometry import radial
 from hypvl.losses.contrastive import clip_logits, global_contrastive
 
@@ -45,10 +45,12 @@ class DualEncoder(nn.Module):
         with torch.no_grad():
             self.logit_scale.clamp_(max=MAX_LOGIT_SCALE)
 
-    def retrieval_view(self, image: Image.Image, size: int) -> Image.Image:
-        """The `size` x `size` view of an image that retrieval encodes: MERU's squeeze (the wrapped public models:
-        their own preprocessing, `hypvl.models.library`)."""
-        return squeeze(image, size)
+    def eval_view(self, image: Image.Image, size: int, kind: str) -> Image.Image:
+        """The `size` x `size` view of an image that an evaluation task of `kind` encodes, as MERU and HyCoCLIP view
+        it: "crop" (shorter side resized, centre crop: classification, HierarCaps, BREEDS, scene understanding, the
+        linear probe) or "squeeze" (a plain resize: retrieval, detection boxes, the radius statistics). The wrapped
+        public models (`hypvl.models.library`) view every image as their own preprocessing does."""
+        return EVAL_VIEWS[kind](image, size)
 
     def embed_image(self, feats: torch.Tensor) -> torch.Tensor:
         """Projected image features -> embeddings (unit vectors for CLIP)."""

@@ -1,12 +1,12 @@
 """Public dual encoders loaded by open_clip or transformers, wrapped behind the evaluation interface.
 
-A folder in the library's own on-disk format (what the Hub serves, or a smoke stand-in written the same way)
-is loaded by the library's own code (`open_clip.create_model("local-dir:...")`,
-`transformers.AutoModel.from_pretrained`); nothing the libraries load is re-implemented. The wrapper adds
-what our evaluation reads (`DualEncoder`): projected features, the model's own tokenizer and input size, and
-its pixel normalisation. Its recipe says how to rebuild the architecture without any download (the
-library, its config, the tokenizer files), so `hypvl.models.checkpoints.load_checkpoint` rebuilds it and
-loads the weights strictly.
+A folder in the library's own on-disk format (what the Hub serves, or a smoke stand-in written the same way) is
+loaded by the library's own code (`open_clip.create_model("local-dir:...")`,
+`transformers.AutoModel.from_pretrained`); nothing the libraries load is re-implemented. The wrapper adds what our
+evaluation reads (`DualEncoder`): projected features, the model's own tokenizer and input size, its own
+preprocessing's resize and crop as every image task's view (`eval_view`), and its pixel normalisation. Its recipe
+says how to rebuild the architecture without any download (the library, its config, the tokenizer files), so
+`hypvl.models.checkpoints.load_checkpoint` rebuilds it and loads the weights strictly.
 """
 
 import logging
@@ -74,9 +74,9 @@ class OpenCLIPModel(LibraryModel):
         self.config = config
         self._view = _open_clip_view(model.visual.preprocess_cfg)
 
-    def retrieval_view(self, image: Image.Image, size: int) -> Image.Image:
+    def eval_view(self, image: Image.Image, size: int, kind: str) -> Image.Image:
         """The image resized and cropped by open_clip's own evaluation transform (its `resize_mode`: CLIP's shorter
-        side and centre crop), before normalisation; `size` is the model's own."""
+        side and centre crop), before normalisation, for every task (`kind` aside); `size` is the model's own."""
         return to_pil_image((self._view(image) * 255).round().to(torch.uint8))
 
     @property
@@ -133,9 +133,10 @@ class TransformersModel(LibraryModel):
             with torch.no_grad():
                 self.model.temperature.clamp_(min=MIN_TEMPERATURE)
 
-    def retrieval_view(self, image: Image.Image, size: int) -> Image.Image:
+    def eval_view(self, image: Image.Image, size: int, kind: str) -> Image.Image:
         """The image resized and cropped by the model's own image processor (CLIP's: shorter side and centre crop;
-        ALIGN's: a square resize, then a centre crop), before rescaling; `size` is the model's own."""
+        ALIGN's: a square resize, then a centre crop), before rescaling, for every task (`kind` aside); `size` is
+        the model's own."""
         off = {"do_rescale": False, "do_normalize": False} | ({"include_top": False}
                                                              if hasattr(self._processor, "include_top") else {})
         pixels = self._processor(images=image, return_tensors="pt", **off)["pixel_values"][0]

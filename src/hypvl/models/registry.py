@@ -3,8 +3,9 @@ uses without a change to the task code.
 
 A model class is a `hypvl.models.clip.DualEncoder` (or a subclass of one of ours: CLIP, MERU, PoinCLIP...). The tasks
 read only its interface: projected features (`image_features`, `text_features`, `trunk_features`), `tokenizer`,
-`image_size`, `logit_scale`, and its geometry, each a method it may redefine:
+`image_size`, `logit_scale`, and its view and geometry, each a method it may redefine:
 
+    eval_view                     the image view every image task encodes (ours: centre crop, or squeeze by task)
     embed_image, embed_text       projected features -> embeddings
     similarity, ranking_score     zero-shot, retrieval, scene understanding, detection, hierarchical metrics
     entailment_root               the point radii and entailment scores are measured from (None: the origin)
