@@ -11,10 +11,12 @@ Hand-worked case (curvature -1, K = 0.1): x = (0.5, 0), y = (0.5, 0.5).
   nearer the origin than |y| = 0.71) has the lower entropy and is the apex whichever modality it is.
 """
 
+import csv
 import json
 import math
 
 import geoopt
+import numpy as np
 import pytest
 import scipy.special
 import scipy.stats
@@ -26,6 +28,8 @@ from hypvl.evaluate.radial import entailment_root, exterior_angles, radii
 from hypvl.geometry import poincare
 from hypvl.losses.contrastive import symmetric_contrastive
 from hypvl.losses.poinclip import (
+    ENTROPY_INPUTS,
+    apex_statistics,
     cone_loss,
     embedding_entropy,
     image_is_apex,
@@ -110,6 +114,80 @@ def test_default_entropy_makes_the_point_nearer_the_origin_the_apex():
     assert not image_is_apex(ray[-1:], ray[:1]).item() and image_is_apex(ray[-1:], ray[:1], reading="softmax").item()
     # abs sees the direction only: equal along the ray
     torch.testing.assert_close(embedding_entropy(ray, "abs"), embedding_entropy(ray[:1], "abs").expand(12))
+
+
+def _spread(radius: float, k: int, dim: int = 512) -> torch.Tensor:
+    """(1, dim): a point of norm `radius` on its first `k` coordinates, each of magnitude radius / sqrt(k), signs
+    alternating; its literal entropy is radius sqrt(k) log2(sqrt(k) / radius)."""
+    point = torch.zeros(1, dim, dtype=torch.float64)
+    point[0, :k] = radius / math.sqrt(k) * (-1.0) ** torch.arange(k, dtype=torch.float64)
+    return point
+
+
+def test_literal_entropy_orders_anisotropic_points_by_their_spread_as_well_as_their_radius():
+    """Closed form: an image on 256 of 512 coordinates at norm 0.7 (0.7 * 16 * log2(16 / 0.7) = 50.56 bits) has less
+    literal entropy than a text on all 512 at norm 0.5 (0.5 sqrt(512) log2(sqrt(512) / 0.5) = 62.23 bits): the image,
+    farther from the origin, is the apex. Spread alike (isotropic), or the text on 4 coordinates (2 bits), the nearer
+    text is. Pairs 3 and 4: the text, farther, is the apex; the radii tie (0.5 and 0.5, exactly) and agree."""
+    entropy = lambda radius, k: radius * math.sqrt(k) * math.log2(math.sqrt(k) / radius)  # noqa: E731
+    for radius, k in ((0.7, 256), (0.5, 512), (0.7, 512), (0.5, 4), (0.5, 256)):
+        assert embedding_entropy(_spread(radius, k)).item() == pytest.approx(entropy(radius, k), rel=1e-12)
+    assert entropy(0.7, 256) == pytest.approx(50.56, abs=0.01) and entropy(0.5, 512) == pytest.approx(62.23, abs=0.01)
+    pairs = [((0.7, 256), (0.5, 512)), ((0.7, 512), (0.5, 512)), ((0.7, 256), (0.5, 4)), ((0.5, 512), (0.7, 256)),
+             ((0.5, 256), (0.5, 4))]
+    images = torch.cat([_spread(*image) for image, _ in pairs])
+    texts = torch.cat([_spread(*text) for _, text in pairs])
+    assert image_is_apex(images, texts).tolist() == [True, False, False, False, False]
+    stats = apex_statistics(images, texts)
+    assert stats["apex_rate"].item() == 1 / 5 and stats["apex_radius_agreement"].item() == 3 / 5
+    # the text as apex of every pair ("Poincare" ablation): only pair 3's text lies farther out
+    stats = apex_statistics(images, texts, order="text_entails_image")
+    assert stats["apex_rate"].item() == 0 and stats["apex_radius_agreement"].item() == 4 / 5
+    # pair 0 alone: farther out yet the apex, under every reading (softmax reverses the radius order, abs ignores it)
+    for reading in ENTROPY_INPUTS:
+        stats = apex_statistics(images[:1], texts[:1], reading=reading)
+        assert (stats["apex_rate"].item(), stats["apex_radius_agreement"].item()) == (1, 0), reading
+
+
+def _directions(count: int, dim: int, used: int, radius: float, seed: int) -> torch.Tensor:
+    """`count` points of norm `radius` in random directions of the first `used` of `dim` coordinates."""
+    points = torch.zeros(count, dim, dtype=torch.float64)
+    points[:, :used] = _at_radius(radius, count, used, seed)
+    return points
+
+
+def test_random_anisotropic_images_are_the_apex_of_every_pair_though_farther_out():
+    """The review's case in 512 dimensions: images in random directions of 256 coordinates at norm 0.7, texts in
+    random directions of all 512 at norm 0.5: the image is the apex of all 300 pairs, none agreeing with the radius
+    order; images isotropic at 0.7: the text is the apex of all, every pair agreeing."""
+    texts = _directions(300, 512, 512, 0.5, 0)
+    stats = apex_statistics(_directions(300, 512, 256, 0.7, 1), texts)
+    assert stats["apex_rate"].item() == 1.0 and stats["apex_radius_agreement"].item() == 0.0
+    stats = apex_statistics(_directions(300, 512, 512, 0.7, 2), texts)
+    assert stats["apex_rate"].item() == 0.0 and stats["apex_radius_agreement"].item() == 1.0
+
+
+@pytest.mark.parametrize("order", ["entropy", "text_entails_image"])
+def test_apex_statistics_match_a_direct_numpy_computation(order):
+    """Random anisotropic pairs (coordinates scaled by 0.01-1, radii 0.05-0.9; rows 0-7 with the text the negated
+    image: equal entropies and radii, so the text is the apex and agrees) against numpy's own -sum |x| log2 |x|."""
+    generator = torch.Generator().manual_seed(7)
+    count, dim = 64, 32
+    raw = torch.randn(2, count, dim, generator=generator, dtype=torch.float64)
+    raw = raw * 10 ** (-2 * torch.rand(2, count, dim, generator=generator, dtype=torch.float64))
+    radii = 0.05 + 0.85 * torch.rand(2, count, 1, generator=generator, dtype=torch.float64)
+    images, texts = radii * torch.nn.functional.normalize(raw, dim=-1)
+    texts[:8] = -images[:8]
+    image, text = images.numpy(), texts.numpy()
+    entropy = lambda x: -(np.abs(x) * np.log2(np.abs(x))).sum(axis=-1)  # noqa: E731  (no zero coordinate here)
+    image_first = entropy(image) < entropy(text) if order == "entropy" else np.zeros(count, dtype=bool)
+    image_norm, text_norm = np.linalg.norm(image, axis=-1), np.linalg.norm(text, axis=-1)
+    agree = np.where(image_first, image_norm <= text_norm, text_norm <= image_norm)
+    stats = apex_statistics(images, texts, order=order)
+    assert not image_first[:8].any() and agree[:8].all()
+    assert 0 < agree.mean() < 1 and (order != "entropy" or 0 < image_first.mean() < 1)  # both kinds of pair present
+    assert stats["apex_rate"].item() == pytest.approx(image_first.mean(), abs=1e-15)
+    assert stats["apex_radius_agreement"].item() == pytest.approx(agree.mean(), abs=1e-15)
 
 
 def test_contrastive_logits_are_negative_geoopt_distances_over_tau():
@@ -221,6 +299,39 @@ def test_a_poinclip_training_run_logs_both_terms(tmp_path):
     summary = train(exp, TINY, TRAIN_CFG, _shards(tmp_path / "data"), tmp_path / "p", progress=False)
     assert math.isfinite(summary["final"]["loss"]) and math.isfinite(summary["final"]["entailment"])
     assert summary["final"]["curvature"] == pytest.approx(1.0, rel=0.05)
+
+
+def test_the_apex_order_reaches_the_log_and_the_summary_and_moves_no_number(tmp_path, monkeypatch):
+    """Every step logs the batch's apex rate and radius agreement (the model's loss terms report them, computed
+    without gradient); the summary holds the last step's and their mean over the steps. Trained again without them
+    (`apex_statistics` reporting nothing), every weight and every other log cell is bitwise the same."""
+    model, batch = _model("poinclip"), _batch()
+    terms = model.loss(batch)
+    img, txt = model.encode_image(batch["images"]), model.encode_text(batch["tokens"])
+    for name, value in apex_statistics(img, txt).items():
+        assert not terms[name].requires_grad and torch.equal(terms[name], value)
+    shards, exp = _shards(tmp_path / "data"), {"id": "p", "method": "poinclip", "backbone": "vit_s16", "seed": 0}
+    runs = {}
+    for name in ("with", "without"):
+        if name == "without":
+            monkeypatch.setattr("hypvl.models.poinclip.apex_statistics", lambda *args: {})
+        summary = train(exp, TINY, TRAIN_CFG, shards, tmp_path / name, progress=False)
+        with open(tmp_path / name / "train_log.csv", newline="") as handle:
+            rows = list(csv.DictReader(handle))
+        weights = torch.load(tmp_path / name / "checkpoint.pt", weights_only=True)["model"]
+        runs[name] = summary, rows, weights
+    (summary, rows, weights), (plain, plain_rows, plain_weights) = runs["with"], runs["without"]
+    apex = ("apex_rate", "apex_radius_agreement")
+    assert len(rows) == TRAIN_CFG["steps"] and all(0 <= float(row[name]) <= 1 for row in rows for name in apex)
+    assert all(row[name] == "" for row in plain_rows for name in apex)
+    others = lambda log: [{k: v for k, v in row.items() if k not in apex} for row in log]  # noqa: E731
+    assert others(rows) == others(plain_rows)
+    assert weights.keys() == plain_weights.keys() and all(torch.equal(weights[k], plain_weights[k]) for k in weights)
+    assert summary["mean_over_steps"] == pytest.approx({name: sum(float(row[name]) for row in rows) / len(rows)
+                                                        for name in apex}, rel=1e-12)
+    assert {name: summary["final"][name] for name in apex} == pytest.approx({name: float(rows[-1][name])
+                                                                             for name in apex}, rel=1e-12)
+    assert plain["mean_over_steps"] == {} and all(name not in plain["final"] for name in apex)
 
 
 def test_geometry_and_losses_stay_float32_under_autocast():

@@ -148,3 +148,17 @@ def test_training_curves_draw_the_columns_a_log_has(tmp_path):
     (tmp_path / "bad.csv").write_text("step,loss\n1,abc\n")
     with pytest.raises(InputError, match="bad.csv: column 'loss' holds something other than numbers"):
         read_log(tmp_path / "bad.csv")
+
+
+def test_training_curves_draw_poinclips_apex_order_apart_from_the_loss_terms(tmp_path):
+    """The apex rate and radius agreement (fractions, not losses) share a panel of their own, from 0 to 1."""
+    log = tmp_path / "train_log.csv"
+    log.write_text("step,loss,entailment,lr,apex_rate,apex_radius_agreement\n" +
+                   "".join(f"{step},{5 - step * 0.1},{1 - step * 0.01},1e-4,{step % 2},0.75\n" for step in range(30)))
+    figure = draw_curves(read_log(log), "test")
+    assert [axis.get_title().split(" (")[0] for axis in figure.axes] == ["loss terms", "apex order", "lr"]
+    assert {line.get_label() for line in figure.axes[0].get_lines()} >= {"loss", "entailment"}
+    assert not {"apex_rate", "apex_radius_agreement"} & {line.get_label() for line in figure.axes[0].get_lines()}
+    assert {"apex_rate", "apex_radius_agreement"} <= {line.get_label() for line in figure.axes[1].get_lines()}
+    assert figure.axes[1].get_ylim() == (-0.05, 1.05)
+    plt.close(figure)

@@ -4,7 +4,9 @@ Encoders, projections and learned log-space scalars are MERU's: curvature c (ini
 [c0/10, 10 c0]; the paper says only "learnable"), image and text scales (init 1/sqrt(n), the paper's
 lambda_img / lambda_txt) and the temperature (not stated; CLIP's). Projected features are scaled and
 exp-mapped at the origin into the ball of curvature -c; the contrastive logit is the negative Poincaré
-distance and the entailment term PoinCLIP's entropy-ordered cone loss (`hypvl.losses.poinclip`).
+distance and the entailment term PoinCLIP's entropy-ordered cone loss (`hypvl.losses.poinclip`). The loss terms
+also report how the batch's pairs were ordered (`apex_statistics`: apex rate, agreement with the radius order),
+which the trainer logs.
 
 `exp_map`: "standard" is the usual exp map at the origin (conformal factor 2/(1 - c|x|^2), geoopt's
 `expmap0`); "literal" reads the printed factor 1/(1 - |x|^2) of Eq. 3, i.e. the standard map of half the
@@ -18,6 +20,7 @@ from hypvl.losses.contrastive import global_contrastive
 from hypvl.losses.poinclip import (
     ENTAILMENT_ORDERS,
     ENTROPY_INPUTS,
+    apex_statistics,
     poincare_logits,
     poinclip_entailment,
 )
@@ -75,4 +78,5 @@ class PoinCLIP(MERU):
         contrastive = global_contrastive(lambda a, b: poincare_logits(a, b, curv, self.logit_scale), img, txt)
         entail = poinclip_entailment(img, txt, curv, self.lambda_reg, self.entailment_order, self.entropy)
         return {"loss": contrastive + self.entail_weight * entail,
-                "contrastive": contrastive.detach(), "entailment": entail.detach()}
+                "contrastive": contrastive.detach(), "entailment": entail.detach(),
+                **apex_statistics(img.detach(), txt.detach(), self.entailment_order, self.entropy)}

@@ -1,6 +1,7 @@
-"""Training curves of one model from its `train_log.csv` (a row per step): the loss and its terms, the learning rate,
-and each learned scalar the log records (curvature, temperature), one panel each; whatever columns the trainer
-writes, an empty column (a term the method does not have) drawn nowhere."""
+"""Training curves of one model from its `train_log.csv` (a row per step): the loss and its terms, PoinCLIP's pair
+order (apex rate, agreement with the radius order), the learning rate and each learned scalar the log records
+(curvature, temperature), one panel each; whatever columns the trainer writes, an empty column (a term the method
+does not have) drawn nowhere."""
 
 import math
 
@@ -13,7 +14,9 @@ import pandas as pd  # noqa: E402
 
 from hypvl.errors import InputError  # noqa: E402
 
-SCALARS = ("lr", "curvature", "temperature")  # one panel each; every other column but `step` is a loss term
+SCALARS = ("lr", "curvature", "temperature")  # one panel each
+RATES = ("apex_rate", "apex_radius_agreement")  # fractions of a batch's pairs: one panel, from 0 to 1
+# every other column but `step` is a loss term
 _SMOOTH = 0.05  # the running mean's window, as a fraction of the steps (a raw step loss is noisy)
 
 
@@ -33,26 +36,30 @@ def read_log(path) -> pd.DataFrame:
 
 
 def draw_curves(log: pd.DataFrame, title: str):
-    """The figure of a train log (`read_log`): the loss terms in one panel (raw, faint, and a running mean), each
-    scalar in its own. Returns the matplotlib Figure."""
-    terms = [name for name in log.columns if name != "step" and name not in SCALARS]
-    scalars = [name for name in SCALARS if name in log.columns]
-    panels = [terms, *([name] for name in scalars)] if terms else [[name] for name in scalars]
+    """The figure of a train log (`read_log`): the loss terms in one panel and the pair order's rates in another
+    (raw, faint, and a running mean), each scalar in its own. Returns the matplotlib Figure."""
+    terms = [name for name in log.columns if name != "step" and name not in SCALARS + RATES]
+    rates = [name for name in RATES if name in log.columns]
+    panels = [(heading, names) for heading, names in (("loss terms", terms), ("apex order", rates)) if names]
+    panels += [(name, [name]) for name in SCALARS if name in log.columns]
     figure, axes = plt.subplots(1, len(panels), squeeze=False, figsize=(4.0 * len(panels), 3.2))
     window = max(1, math.ceil(_SMOOTH * len(log)))
-    for axis, names in zip(axes[0], panels):
+    for axis, (heading, names) in zip(axes[0], panels):
+        smoothed = names[0] not in SCALARS
         for index, name in enumerate(names):
             colour = f"C{index}"
-            if name in SCALARS:
+            if not smoothed:
                 axis.plot(log["step"], log[name], color=colour, linewidth=1.2)
-                axis.set_title(name, fontsize=9)
                 continue
             axis.plot(log["step"], log[name], color=colour, alpha=0.25, linewidth=0.8)
             axis.plot(log["step"], log[name].rolling(window, min_periods=1).mean(), color=colour, linewidth=1.4,
                       label=name)
-            axis.set_title("loss terms" + (f" (running mean of {window} steps)" if window > 1 else ""), fontsize=9)
-        if names is terms:
+        axis.set_title(heading + (f" (running mean of {window} steps)" if smoothed and window > 1 else ""),
+                       fontsize=9)
+        if smoothed:
             axis.legend(fontsize=7)
+        if names is rates:
+            axis.set_ylim(-0.05, 1.05)
         axis.set_xlabel("step", fontsize=8)
         axis.tick_params(labelsize=7)
     figure.suptitle(title, fontsize=10)

@@ -1,8 +1,9 @@
 """What a training run reports as it goes, from the main process only (`train.telemetry`):
 
-- `train_log.csv`: a row per step (its loss terms, the learning rate it trained with, the learned scalars after it),
-  appended and flushed as the step ends, so a killed run leaves its steps so far. A resumed run rewrites the file
-  with the rows of its resume checkpoint and appends from there: no row twice, none missing.
+- `train_log.csv`: a row per step (its loss terms, the learning rate it trained with, the learned scalars after it;
+  PoinCLIP's also how its pairs were ordered), appended and flushed as the step ends, so a killed run leaves its
+  steps so far. A resumed run rewrites the file with the rows of its resume checkpoint and appends from there: no
+  row twice, none missing.
 - TensorBoard (`tensorboard: true`): every step's scalars, images/s, the share of the step's time spent waiting
   for its batch (where the run's batches come through `timed`: the loader processes falling behind the step) and,
   on a GPU, the peak memory, through torch.utils.tensorboard into `<out>/tensorboard` (a resumed run hides what the
@@ -33,10 +34,13 @@ from hypvl.io import atomic_write
 
 LOG_NAME = "train_log.csv"
 TENSORBOARD_DIR = "tensorboard"
-LOG_FIELDS = ("step", "loss", "contrastive", "entailment", "syntax", "lr", "curvature", "temperature")
+# apex_rate, apex_radius_agreement: PoinCLIP's pair order (`hypvl.losses.poinclip.apex_statistics`)
+LOG_FIELDS = ("step", "loss", "contrastive", "entailment", "syntax", "lr", "curvature", "temperature", "apex_rate",
+              "apex_radius_agreement")
 # log field -> its scalar's name in TensorBoard and W&B (another loss term: loss/<field>); and the measured ones
 TAGS = {"loss": "loss/total", "contrastive": "loss/contrastive", "entailment": "loss/entailment",
-        "syntax": "loss/syntax", "lr": "lr", "curvature": "model/curvature", "temperature": "model/temperature"}
+        "syntax": "loss/syntax", "lr": "lr", "curvature": "model/curvature", "temperature": "model/temperature",
+        "apex_rate": "entailment/apex_rate", "apex_radius_agreement": "entailment/apex_radius_agreement"}
 IMAGES_PER_S, INPUT_WAIT, GPU_MEMORY = "speed/images_per_s", "speed/input_wait", "memory/gpu_peak_gib"
 
 log = logging.getLogger(__name__)

@@ -7,7 +7,8 @@ DistributedDataParallel averaging the gradients. Each process's share runs in `t
 `train.checkpoint_every` steps, and when a signal asks it to stop (`hypvl.train.stopping`), the run writes
 `resume.pt` (`hypvl.train.resume`) and a restarted run continues from it. The main process reports every step as it
 goes (`hypvl.train.telemetry`: train_log.csv, TensorBoard, W&B, progress), writes checkpoint.pt and
-train_summary.json at the end, and then removes resume.pt.
+train_summary.json at the end (the last log row; PoinCLIP's apex rate and radius agreement averaged over the steps
+too), and then removes resume.pt.
 """
 
 import math
@@ -35,7 +36,8 @@ from .step import TrainStep, compile_encoders, precision_on
 from .stopping import StopSignals
 from .telemetry import Telemetry, check_telemetry
 
-TERMS = ("loss", "contrastive", "entailment", "syntax")
+APEX_TERMS = ("apex_rate", "apex_radius_agreement")  # PoinCLIP's pair order (`hypvl.losses.poinclip`)
+TERMS = ("loss", "contrastive", "entailment", "syntax", *APEX_TERMS)
 
 
 def init_encoders(model, checkpoint: Path, freeze: bool) -> None:
@@ -157,6 +159,7 @@ def _train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path
     recipe.update(train_cfg=recorded_train_section(experiment["id"], train_cfg), seed=experiment.get("seed", 0))
     save_checkpoint(out_dir / "checkpoint.pt", model, recipe, schedule.steps)
     summary = {"experiment": experiment["id"], "schedule": schedule.__dict__, "final": run.rows[-1],
+               "mean_over_steps": _step_means(run.rows, APEX_TERMS),
                "processes": ranks.world, "resumed_at_step": resumed["step"] if resumed is not None else None,
                "samples_read": sum(c.read for c in counts), "corrupt_images_skipped": sum(c.corrupt for c in counts),
                "corrupt_examples": [m for c in counts for m in c.corrupt_examples][:10],
@@ -215,6 +218,12 @@ def _averaged_terms(terms: dict, ranks: distributed.Ranks, stop: int | None) -> 
     stacked = torch.stack([terms[name].detach().float() for name in names])
     values = distributed.average(ranks, torch.cat([stacked, stacked.new_full((1,), float(stop is not None))]))
     return dict(zip(names, values[:-1])), bool(values[-1] > 0)
+
+
+def _step_means(rows: list[dict], names: tuple[str, ...]) -> dict:
+    """Each of `names` that the log rows hold, averaged over the steps (none: a model without them)."""
+    values = {name: [row[name] for row in rows if name in row] for name in names}
+    return {name: sum(seen) / len(seen) for name, seen in values.items() if seen}
 
 
 def _log_row(step: int, terms: dict, lr: float, model) -> dict:
