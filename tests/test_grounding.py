@@ -18,7 +18,7 @@ from hypvl.grounding.filters import BoxFilter, crop_box  # noqa: E402
 from hypvl.data.formats.parses import parent_child_pairs, validate_parse  # noqa: E402
 from hypvl.grounding.parses import parse_record  # noqa: E402
 from hypvl.grounding.phrases import ABSTRACT_NOUNS, PhraseExtractor, load_spacy  # noqa: E402
-from hypvl.grounding.pipeline import OracleBoxes, grit_record, ground  # noqa: E402
+from hypvl.grounding.pipeline import OracleBoxes, SpanBoxes, grit_record, ground  # noqa: E402
 
 SMOKE_CAPTIONS = [
     "a red dog next to a small car on the beach",
@@ -142,18 +142,17 @@ def test_ground_with_oracle_boxes_keeps_every_pair_and_counts_drops(extractor):
     assert counts["boxes_too_small"] == 3 and counts["boxes_below_threshold"] == 1
 
 
-def test_grit_sample_boxes_ground_spacy_phrases(extractor):
+def test_grit_sample_boxes_are_its_spans_in_whole_pixels(extractor):
     caption = SMOKE_CAPTIONS[0]
     sample = GritSample("g1", encode_image(Image.new("RGB", (200, 100), (0, 90, 0)), "PNG"), caption,
                         noun_chunks=(GroundedSpan(0, 9, 0.1, 0.2, 0.5, 0.6, 0.9),),
-                        ref_exps=(GroundedSpan(0, 42, 0.0, 0.1, 0.9, 1.0, 0.8),))
+                        ref_exps=(GroundedSpan(0, 42, 0.0, 0.1, 0.9, 1.0, 0.8), GroundedSpan(0, 9, 0, 0, 1, 1, 1.0)))
     record = grit_record(sample, "shard-0.tar")
-    [grounded] = ground([record], extractor, OracleBoxes(), crop_size=16)
-    # "a red dog" takes its own span's box in pixels; the whole-caption referring expression
-    # matches its span's text exactly, so it takes that box, not the dog's.
+    [grounded] = ground([record], extractor, SpanBoxes(), crop_size=16)
+    # each span text once, its first span's box: x1 = int(0.1 * 200), y2 = int(0.6 * 100), ... (the referring
+    # expression repeating "a red dog" is not taken again)
     assert [(b["phrase"], b["box"], b["score"]) for b in grounded["boxes"]] == [
-        ("a red dog", pytest.approx([20, 20, 100, 60]), 0.9),
-        (caption, pytest.approx([0, 10, 180, 100]), 0.8)]
+        ("a red dog", [20, 20, 100, 60], 0.9), (caption, [0, 10, 180, 100], 0.8)]
 
 
 def test_oracle_needs_regions(extractor):

@@ -26,7 +26,7 @@ from hypvl.grounding.filters import BoxFilter  # noqa: E402
 from hypvl.data.formats.parses import validate_parse  # noqa: E402
 from hypvl.grounding.phrases import ABSTRACT_NOUNS, PhraseExtractor, load_spacy  # noqa: E402
 from hypvl.data.formats.oracle_regions import ORACLE_REGIONS, read_oracle_regions  # noqa: E402
-from hypvl.grounding.pipeline import OracleBoxes, ground, normalise_phrase, thread_pool  # noqa: E402
+from hypvl.grounding.pipeline import OracleBoxes, SpanBoxes, ground, thread_pool  # noqa: E402
 from hypvl.grounding.raw import raw_records  # noqa: E402
 
 SMOKE = WorldSettings(seed=5, grit_samples=60, redcaps_samples=40, cc3m_samples=20, yfcc15m_samples=24, shard_size=25)
@@ -60,7 +60,8 @@ def nlp():
 def _ground(raw, extractor, corpus, box_source=None, box_filter=FILTER):
     counts = {}
     records = raw_records(corpus, raw / corpus, True, counts)
-    samples = list(ground(records, extractor, box_source or OracleBoxes(), box_filter, CROP, 16, counts))
+    box_source = box_source or (SpanBoxes() if corpus == "grit" else OracleBoxes())
+    samples = list(ground(records, extractor, box_source, box_filter, CROP, 16, counts))
     return samples, counts
 
 
@@ -86,19 +87,64 @@ def test_phrases_are_spacys_noun_chunks_less_abstract_nouns(raw, extractor, nlp)
     assert dropped and set(dropped) <= {"love", "joy", "beauty"}  # RedCaps-like posts' abstract openings
 
 
-def test_grit_boxes_are_exactly_the_noun_chunks_naming_large_enough_objects(raw, extractor, nlp):
-    samples, counts = _ground(raw, extractor, "grit")
-    assert counts["samples_in"] == SMOKE.grit_samples and counts["samples_corrupt"] == 0
-    assert counts["boxes_too_small"] > 0, "the world's tiny objects fall under the size filter"
+def _reference_grit_boxes(sample, width, height, min_side):
+    """HyCoCLIP's prepare_GRIT_webdataset.py, restated: noun chunks then referring expressions, each text once (its
+    first span, kept or not), boxes truncated to whole pixels, kept where their area exceeds min_side**2."""
+    kept, terms = [], []
+    for entry in (*sample.noun_chunks, *sample.ref_exps):
+        term = sample.caption[entry.start:entry.end]
+        if term not in terms:
+            terms.append(term)
+            box = [int(entry.x1 * width), int(entry.y1 * height), int(entry.x2 * width), int(entry.y2 * height)]
+            if (box[2] - box[0]) * (box[3] - box[1]) > min_side ** 2:
+                kept.append((term, box))
+    return kept
+
+
+def test_grit_boxes_are_its_own_distinct_spans_as_hycoclips_preparation_keeps_them(raw, extractor):
+    """Every distinct span text of a GRIT record with area > min_side**2, noun chunks first, and nothing else (no
+    spaCy phrase matching, no abstract-noun list, no score threshold); only the samples with a box are written."""
+    from hypvl.data.formats.grit import iter_grit
+
+    counts = {}
+    records = raw_records("grit", raw / "grit", False, counts)
+    samples = list(ground(records, extractor, SpanBoxes(), BoxFilter(FILTER.min_side, 0.0), CROP, 16, counts,
+                          keep_boxless=False))
     by_key = {s["key"]: s for s in samples}
-    for record in raw_records("grit", raw / "grit", True, {}):
-        regions = {normalise_phrase(r["text"]): r for r in record["regions"]}
-        expected = [chunk for chunk in _oracle_chunks(nlp, record["caption"])
-                    if normalise_phrase(chunk) in regions
-                    and _area(regions[normalise_phrase(chunk)]["box"]) > FILTER.min_side ** 2]
-        got = [b["phrase"] for b in by_key[record["key"]]["boxes"]]  # every pair is kept, boxed or not
-        chunk_boxes = [p for p in got if p in set(_oracle_chunks(nlp, record["caption"]))]
-        assert chunk_boxes == expected, record["caption"]
+    expected = {}
+    for sample in iter_grit(raw / "grit"):
+        width, height = decode_image(sample.image, sample.key).size
+        boxes = _reference_grit_boxes(sample, width, height, FILTER.min_side)
+        if boxes:
+            expected[sample.key] = boxes
+    assert set(by_key) == set(expected) and expected
+    for key, boxes in expected.items():
+        assert [(b["phrase"], b["box"]) for b in by_key[key]["boxes"]] == boxes
+    assert counts["samples_in"] == SMOKE.grit_samples and counts["samples_out"] == len(expected)
+    assert counts["boxes_too_small"] > 0, "the world's tiny objects fall under the size filter"
+
+
+def test_grit_spans_follow_the_reference_on_cases_worked_by_hand(extractor):
+    """A text's first span decides (a too-small first span hides a large later one), an abstract noun is kept, a low
+    GRIT score is kept, and a sample without a large enough span is dropped."""
+    from hypvl.data.formats.grit import GritSample, GroundedSpan
+    from hypvl.data.formats.images import encode_image
+    from hypvl.grounding.pipeline import grit_record
+    from PIL import Image
+
+    image = encode_image(Image.new("RGB", (100, 50), (10, 20, 30)))
+    caption = "love of a red dog"
+    love, dog = (0, 4), (9, 17)
+    small, large = (0.0, 0.0, 0.05, 0.1), (0.10, 0.2, 0.655, 0.99)  # 5x5 px; 55x39 px after truncation
+    boxed = GritSample("a", image, caption, (GroundedSpan(*dog, *small, 0.9), GroundedSpan(*love, *large, 0.1)),
+                       (GroundedSpan(*dog, *large, 0.9),))
+    boxless = GritSample("b", image, caption, (GroundedSpan(*dog, *small, 0.9),), ())
+    records = [grit_record(sample, "here") for sample in (boxed, boxless)]
+    counts = {}
+    samples = list(ground(records, extractor, SpanBoxes(), BoxFilter(9, 0.0), CROP, 16, counts, keep_boxless=False))
+    assert [s["key"] for s in samples] == ["a"]
+    assert [(b["phrase"], b["box"]) for b in samples[0]["boxes"]] == [("love", [10.0, 10.0, 65.0, 49.0])]
+    assert counts["boxes_too_small"] == 2 and counts["samples_out"] == 1 and counts["samples_no_box"] == 1
 
 
 def test_the_next_batch_is_read_while_the_box_source_works_and_threads_change_nothing(raw, extractor):
@@ -157,7 +203,7 @@ def test_kept_boxes_pass_the_filters_and_crops_are_squares(raw, extractor):
 
 
 def test_grounded_shards_store_readable_parses(raw, extractor, nlp, tmp_path):
-    result = commands.ground_corpus(raw / "grit", "grit", tmp_path, "grit", extractor, OracleBoxes(), FILTER,
+    result = commands.ground_corpus(raw / "grit", "grit", tmp_path, "grit", extractor, SpanBoxes(), FILTER,
                                     CROP, 16, 25, True)
     records = list(iter_grounded(result["shards"]))
     assert len(records) == result["counts"]["samples_out"] > 0

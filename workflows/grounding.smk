@@ -9,6 +9,7 @@ rule ground:
     input:
         lambda w: PLAN.data.raw_corpus_inputs(GROUNDED[w.grounded]),
         lambda w: PLAN.data.pilot_detector(GROUNDED[w.grounded]),
+        lambda w: PLAN.data.calibration(GROUNDED[w.grounded]),  # grounding.box_threshold: calibrated
     output:
         summary=f"{DATA}/{{grounded}}/grounding.json",
     wildcard_constraints:
@@ -30,3 +31,29 @@ rule ground:
     shell:
         "{params.claim}hypvl ground --corpus {params.corpus:q} {params.boxes} --threads {threads} "
         "--config-json {params.cfg} > {log:q} 2>&1"
+
+
+if PLAN.data.calibrates():
+
+    rule calibrate_threshold:
+        # grounding.box_threshold `calibrated`: the threshold keeping HyCoCLIP's share of the calibration corpus's
+        # pairs (`hypvl calibrate` on its first raw samples), which every corpus the detector grounds reads
+        input:
+            PLAN.data.calibration_inputs(),
+        output:
+            calibration=PLAN.data.calibration_file(),
+        params:
+            corpus=config["grounding"]["calibration"]["corpus"],
+            cfg=PLAN.step_config("ground"),
+            claim=gpu_claim,  # untracked (common.smk)
+        resources:
+            **{name: lambda w, name=name: PLAN.data.calibration_resources()[name]
+               for name in ("gpu", "mem_mb", "runtime")},
+        threads: THREADS
+        log:
+            f"{RESULTS}/logs/calibrate/{config['grounding']['calibration']['corpus']}.log",
+        conda:
+            ENV
+        shell:
+            "{params.claim}hypvl calibrate --corpus {params.corpus:q} --threads {threads} --config-json {params.cfg} "
+            "> {log:q} 2>&1"

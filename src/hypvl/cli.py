@@ -24,13 +24,14 @@ def command_modules() -> tuple:
     from hypvl.data.pilot import commands as pilot_commands
     from hypvl.data.synthetic import commands as synthetic_commands
     from hypvl.evaluate import commands as evaluate_commands
+    from hypvl.grounding import calibration
     from hypvl.grounding import commands as grounding_commands
     from hypvl.models import commands as model_commands
     from hypvl.models import pilot_weights
     from hypvl.replication import commands as replication_commands
     from hypvl.train import commands as train_commands
 
-    return (synthetic_commands, pilot_commands, check, acquire, probe_splits, grounding_commands, train_commands, model_commands, pilot_weights,
+    return (synthetic_commands, pilot_commands, check, acquire, probe_splits, grounding_commands, calibration, train_commands, model_commands, pilot_weights,
             evaluate_commands, replication_commands, coverage)
 
 

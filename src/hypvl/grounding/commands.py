@@ -10,10 +10,12 @@ as it was, and a folder holding anything the step did not write (the raw corpus 
 folder) is never replaced. It is written a shard at a time, and a grounding stopped part way continues after its
 last shard when started again (`hypvl.grounding.resume`).
 
-Box sources: GRIT ships its boxes (`noun_chunks`, `ref_exps`), and HyCoCLIP uses them as they are,
-so a GRIT corpus is always grounded from its own spans. RedCaps, CC3M and YFCC15M carry none: config
-`grounding.detector` is `oracle` (the smoke world's boxes, from the raw folder's
-`oracle_regions.jsonl`) or a transformers model id (OWLv2 / OWL-ViT) run on every phrase.
+Box sources: GRIT ships its boxes (`noun_chunks`, `ref_exps`), and HyCoCLIP's `prepare_GRIT_webdataset.py` takes
+them as they are (each distinct span text once, area > 32x32 px, no score threshold), so a GRIT corpus is always
+grounded from its own spans (`SpanBoxes`). RedCaps, CC3M and YFCC15M carry none: config `grounding.detector` is
+`oracle` (the smoke world's boxes, from the raw folder's `oracle_regions.jsonl`) or a transformers model id (OWLv2 /
+OWL-ViT) run on every phrase. `grounding.raw.<corpus>.keep_boxless: false` writes only the samples with a box (GRIT
+and CC3M, as HyCoCLIP's code writes them).
 """
 
 import logging
@@ -28,9 +30,10 @@ from hypvl.data.formats.grounded import GroundedRecord, write_grounded_shards
 from hypvl.data.mirror import Mirror
 from hypvl.errors import InputError
 from hypvl.grounding.filters import BoxFilter
-from hypvl.grounding.pipeline import NoBoxes, OracleBoxes, ground
+from hypvl.grounding.pipeline import NoBoxes, OracleBoxes, SpanBoxes, ground
 from hypvl.grounding.raw import RawPosition, raw_records
 from hypvl.grounding.resume import PROGRESS, Progress, raw_files, resumable, staged, staging_folder
+from hypvl.grounding.threshold import box_threshold
 from hypvl.io import check_replaceable, check_writable, write_json
 
 log = logging.getLogger(__name__)
@@ -49,9 +52,11 @@ def grounded_records(samples, source: str) -> Iterator[GroundedRecord]:
 
 def box_source_for(fmt: str, detector: str, device: str = "cpu", revision: str | None = None,
                    hub_cache: Path | None = None, precision: str = "fp32"):
-    """OracleBoxes for GRIT (its own spans) or `detector: oracle`; else the transformers detector (at `revision`; from
-    the Hub cache `hub_cache` alone where given, e.g. a mirror's; computing in `precision`)."""
-    if fmt == "grit" or detector == "oracle":
+    """SpanBoxes for GRIT (its own spans), OracleBoxes for `detector: oracle`; else the transformers detector (at
+    `revision`; from the Hub cache `hub_cache` alone where given, e.g. a mirror's; computing in `precision`)."""
+    if fmt == "grit":
+        return SpanBoxes()
+    if detector == "oracle":
         return OracleBoxes()
     from hypvl.grounding.detector import PhraseGroundingDetector
 
@@ -62,23 +67,25 @@ def box_source_for(fmt: str, detector: str, device: str = "cpu", revision: str |
 def ground_corpus(raw_folder: Path, fmt: str, out_folder: Path, prefix: str, extractor, box_source,
                   box_filter: BoxFilter, crop_size: int, batch_size: int, shard_size: int, oracle: bool,
                   decoded_twins: bool = False, max_skipped_fraction: float = 1.0, resume: dict | None = None,
-                  shard_done=None, threads: int = 1) -> dict:
+                  shard_done=None, threads: int = 1, keep_boxless: bool = True) -> dict:
     """Ground one raw corpus into `<prefix>-NNNNNN.tar` shards under `out_folder`, a folder of its own (with
     `decoded_twins`, each shard's decoded twin beside it), a shard at a time; returns the counts (see `ground`, plus
     the skipped samples of `raw_records`) and the shard paths. `resume` (the state an earlier attempt passed to
     `shard_done`) continues after its last shard; `shard_done(state)` is called after each shard with the state to
     continue from: the raw position (`read`, `listed`), the counts and the shards' names. `threads` decode the images
-    and cut and encode the crops (see `raw_records` and `ground`)."""
+    and cut and encode the crops (see `raw_records` and `ground`); without `keep_boxless`, only the samples with a
+    box are written."""
     state = resume or {"read": 0, "listed": 0, "counts": {}, "shards": []}
     counts, position = dict(state["counts"]), RawPosition(state["read"], state["listed"])
     records = raw_records(fmt, Path(raw_folder), oracle, counts, max_skipped_fraction, position, threads)
     shards = [Path(out_folder) / name for name in state["shards"]]
     while True:  # a shard's samples are grounded apart from the next's: a shard is a point to continue from
+        grounded_before = counts.get("samples_in", 0)
         samples = ground(islice(records, shard_size), extractor, box_source, box_filter, crop_size, batch_size, counts,
-                         threads)
+                         threads, keep_boxless)
         written = write_grounded_shards(grounded_records(samples, prefix), Path(out_folder), shard_size, prefix,
                                         first=len(shards))
-        if not written:
+        if counts["samples_in"] == grounded_before:  # the raw corpus is read (a slice may write nothing, all dropped)
             return {"counts": counts, "shards": shards}
         for shard in written if decoded_twins else []:
             write_twin(shard)
@@ -109,6 +116,10 @@ def _ground(args) -> None:
     data_dir = Path(config["data_dir"])
     raw, out = settings["raw"][args.corpus], data_dir / config["corpora"][args.corpus]
     _check_apart(data_dir / raw["path"], out, args.corpus)
+    keep_boxless = raw.get("keep_boxless", True)
+    if args.no_boxes and not keep_boxless:
+        raise InputError(f"config: grounding.raw.{args.corpus}.keep_boxless is false, so grounding without boxes "
+                         "(--no-boxes) would write no sample")
     check_replaceable(out)  # before the models load
     check_writable(out.parent)
     start = time.perf_counter()
@@ -120,14 +131,15 @@ def _ground(args) -> None:
         raw["format"], detector, device, settings.get("detector_revision"), None if mirror is None else mirror.hub,
         settings["precision"])
     loaded = time.perf_counter()
-    box_filter = BoxFilter(settings["min_box_side"], settings["box_threshold"])
+    threshold, threshold_from = box_threshold(config, args.corpus, box_source, boxes=not args.no_boxes)
+    box_filter = BoxFilter(settings["min_box_side"], threshold)
     shard_size = args.shard_size or settings["shard_size"]
     recipe = {"corpus": args.corpus, "raw": raw, "detector": detector,
               "detector_commit": getattr(box_source, "commit", None),
               "detector_precision": getattr(box_source, "precision", None), "spacy_model": config["spacy_model"],
-              **{key: settings[key] for key in ("min_box_side", "box_threshold", "crop_size", "batch_size",
-                                                "decoded_twins", "max_skipped_fraction")}, "shard_size": shard_size,
-              "raw_files": raw_files(data_dir / raw["path"])}
+              **{key: settings[key] for key in ("min_box_side", "crop_size", "batch_size", "decoded_twins",
+                                                "max_skipped_fraction")}, "box_threshold": threshold,
+              "shard_size": shard_size, "raw_files": raw_files(data_dir / raw["path"])}
     staging = staging_folder(out)
     resume = resumable(staging, recipe, args.corpus)
     if resume is not None:
@@ -140,7 +152,7 @@ def _ground(args) -> None:
                                box_filter, settings["crop_size"], settings["batch_size"], shard_size,
                                oracle=detector == "oracle", decoded_twins=settings["decoded_twins"],
                                max_skipped_fraction=settings["max_skipped_fraction"], resume=resume,
-                               shard_done=progress.shard_done, threads=threads)
+                               shard_done=progress.shard_done, threads=threads, keep_boxless=keep_boxless)
         counts = result["counts"]
         if not counts["samples_grounded"] and not args.no_boxes:
             raise InputError(f"{data_dir / raw['path']}: grounding kept a box in none of its {counts['samples_in']} "
@@ -153,7 +165,8 @@ def _ground(args) -> None:
                    "box_source": "grit spans" if raw["format"] == "grit" and not args.no_boxes else detector,
                    "detector_commit": recipe["detector_commit"], "detector_precision": recipe["detector_precision"],
                    "spacy_model": config["spacy_model"], "filters": {"min_box_side": settings["min_box_side"],
-                                                                      "box_threshold": settings["box_threshold"]},
+                                                                      "box_threshold": threshold},
+                   "box_threshold_from": threshold_from,
                    "crop_size": settings["crop_size"], "max_skipped_fraction": settings["max_skipped_fraction"],
                    "counts": counts,
                    "shards": [str((out / p.name).relative_to(data_dir)) for p in result["shards"]],

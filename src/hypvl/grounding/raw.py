@@ -75,11 +75,11 @@ class Skips:
 
 def raw_records(fmt: str, folder: Path, oracle: bool, counts: dict, max_skipped_fraction: float = 1.0,
                 position: RawPosition | None = None, threads: int = 1) -> Iterator[dict]:
-    """Records {"key", "image" (PIL), "image_bytes", "caption"[, "captions"][, "subreddit"][, "regions"]} of a raw
-    corpus folder, from `position` on (what an earlier attempt read, passed over undecoded; `counts` hold what it
+    """Records {"key", "image" (PIL), "image_bytes", "caption"[, "captions"][, "subreddit"][, "regions" | "spans"]} of
+    a raw corpus folder, from `position` on (what an earlier attempt read, passed over undecoded; `counts` hold what it
     counted), which follows the reading; `threads` threads decode the images ahead.
 
-    GRIT records carry their own spans as regions; RedCaps/CC3M records get the side file's regions
+    GRIT records carry their own spans (`grit_record`); RedCaps/CC3M records get the side file's regions
     when `oracle`. YFCC15M records keep every caption the stream draws from (title and description). Samples whose
     image does not decode, and YFCC15M rows without photo or text, are skipped and counted (`Skips`)."""
     if fmt not in RAW_READERS:

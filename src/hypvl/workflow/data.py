@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 
 from hypvl.errors import InputError
+from hypvl.grounding.threshold import CALIBRATED, calibration_file, reads_calibration
 from hypvl.tasks import (GROUP_DATA, IMAGE_FOLDERS, NAMED_IMAGE_FOLDERS, linear_probe_datasets, task_data,
                          zero_shot_datasets)
 from hypvl.train.recipe import stream_mode
@@ -57,16 +58,42 @@ class DataStage:
         """What grounding `corpus` needs of the pilot's weights: the detector stand-in in the mirror's Hub cache (rule
         pilot_detector), where a pilot corpus is grounded by a detector (not GRIT, which ships its boxes, nor a corpus
         whose boxes nothing reads)."""
-        settings = self.config["grounding"]
-        if (self.config.get("pilot_world") is None or settings["detector"] == "oracle"
-                or settings["raw"][corpus]["format"] == "grit" or not self.takes_boxes(corpus)):
+        if self.config["grounding"]["raw"][corpus]["format"] == "grit" or not self.takes_boxes(corpus):
+            return []
+        return self._detector_standin()
+
+    def _detector_standin(self) -> list[str]:
+        """The pilot's detector stand-in (rule pilot_detector), where the pilot grounds with a detector."""
+        if self.config.get("pilot_world") is None or self.config["grounding"]["detector"] == "oracle":
             return []
         return [str(Path(self.config["fetch"]["mirror"]) / "pilot_weights" / "detector.json")]
 
+    def calibrates(self) -> bool:
+        """Whether the box threshold is calibrated (config `grounding.box_threshold: calibrated`, rule
+        calibrate_threshold)."""
+        return self.config["grounding"]["box_threshold"] == CALIBRATED
+
+    def calibration_file(self) -> str:
+        """The file `hypvl calibrate` writes (hypvl.grounding.threshold)."""
+        return str(calibration_file(self.config))
+
+    def calibration_inputs(self) -> list[str]:
+        """What calibrating needs: the calibration corpus's raw corpus (config `grounding.calibration.corpus`) and
+        the pilot's detector stand-in."""
+        self.calibration_file()  # the corpus is checked
+        return [*self.raw_corpus_inputs(self.config["grounding"]["calibration"]["corpus"]), *self._detector_standin()]
+
+    def calibration(self, corpus: str) -> list[str]:
+        """The calibration grounding `corpus` reads its box threshold from, where it reads one (it grounds with boxes,
+        `takes_boxes`, and not GRIT's own)."""
+        return [self.calibration_file()] if reads_calibration(self.config, corpus, self.takes_boxes(corpus)) else []
+
     def takes_boxes(self, corpus: str) -> bool:
         """Whether a model the suite trains on `corpus` reads its boxes (HyCoCLIP, or `boxes: true`), of every
-        experiment declared, whatever the target. YFCC15M's only model is CLIP's (MERU Table 5), so grounding it runs
-        no detector: 15M images through it for nothing."""
+        experiment declared, whatever the target, or the boxes choose its samples (`keep_boxless: false`). YFCC15M's
+        only model is CLIP's (MERU Table 5), so grounding it runs no detector: 15M images through it for nothing."""
+        if not self.config["grounding"]["raw"].get(corpus, {}).get("keep_boxless", True):
+            return True
         return any(self.trained_corpus(exp) == corpus and self.plan.trains(exp)
                    and stream_mode(self.plan.experiment(exp).method, self.plan.experiment(exp).boxes) != "pairs"
                    for exp in self.plan.experiments())
@@ -74,6 +101,10 @@ class DataStage:
     def ground_options(self, corpus: str) -> list[str]:
         """`hypvl ground` options for `corpus`: `--no-boxes` where no model reads its boxes (`takes_boxes`)."""
         return [] if self.takes_boxes(corpus) else ["--no-boxes"]
+
+    def calibration_resources(self) -> dict:
+        """Snakemake resources of calibrating the box threshold: a grounding job's (config `resources.jobs.ground`)."""
+        return self.plan.step_resources("ground")
 
     def ground_resources(self, corpus: str) -> dict:
         """Snakemake resources of grounding `corpus`: config `resources.jobs.ground`, no GPU where it runs no
