@@ -164,3 +164,28 @@ def test_no_evaluation_module_keeps_a_transform_of_its_own():
              if isinstance(node, ast.ImportFrom) and node.module == "hypvl.data.transforms"
              for alias in node.names if alias.name in views]
     assert found == []
+
+
+def test_the_radial_fine_tuning_views_its_images_as_the_model_does(tmp_path, monkeypatch):
+    """HierarCaps' CLIP-objective fine-tuning encodes its train images as the authors' code does, through the model's
+    own preprocessing (ALIGN's square resize and crop), where our models keep the centre crop."""
+    from hypvl.data.formats.images import encode_image
+    from hypvl.train.radial import image_embeddings
+
+    g = torch.Generator().manual_seed(3)
+    images = [random_image(g, 30, 17), random_image(g, 14, 25)]
+    encoded = [encode_image(image, "PNG") for image in images]
+    batches = []
+
+    def recording(views):
+        batches.append(views)
+        return to_tensor_batch(views)
+
+    monkeypatch.setattr("hypvl.train.radial.to_tensor_batch", recording)
+    wrapped, own = _wrapped(tmp_path, "align")
+    image_embeddings(wrapped, encoded, torch.device("cpu"))
+    assert torch.allclose(wrapped.pixels(to_tensor_batch(batches.pop())), own(images), atol=1e-5)
+    ours = context("clip", tmp_path, {}).model
+    image_embeddings(ours, encoded, torch.device("cpu"))
+    assert torch.equal(to_tensor_batch(batches.pop()),
+                       to_tensor_batch([resize_center_crop(image, ours.image_size) for image in images]))

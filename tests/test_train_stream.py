@@ -12,7 +12,8 @@ from hypvl.data.formats.grounded import GroundedRecord, write_grounded_shards
 from hypvl.data.formats.images import encode_image
 from hypvl.errors import InputError
 from hypvl.models.encoders import Tokenizer
-from hypvl.train.data import TrainingStream, read_shard
+from hypvl.train.data import TrainingStream
+from hypvl.train.records import read_shard
 from hypvl.train.subreddits import prefixed_caption, subreddit_words
 
 TOKENIZER = Tokenizer(12)
@@ -100,11 +101,65 @@ def test_decoding_once_yields_the_batches_of_reading_every_pass(tmp_path, mode):
 def test_a_stream_restarted_from_a_batchs_state_continues_bitwise(tmp_path, mode):
     shards = _shards(tmp_path, corrupt={5})
     batches = _take(_stream(shards, mode, batch_size=3), 14)
-    for k in (0, 3, 8):  # mid-epoch, mid-window and, for boxes as pairs, mid-sample
+    for k in (0, 3, 8):  # mid-epoch and mid-window
         reader, state = batches[k]["stream"]
         again = _take(_stream(shards, mode, batch_size=3, states={reader: state}), 14 - k - 1)
         assert all(_same(a, b) for a, b in zip(again, batches[k + 1:]))
-    assert any(batch["stream"][1]["pair"] for batch in batches) == (mode == "boxes_as_pairs")
+
+
+def _parent_in_batch(batches) -> tuple[int, int]:
+    """(box items, box items in the batch of their own parent pair) of boxes-as-pairs batches of `_shards`."""
+    captions = {tuple(TOKENIZER([f"caption {i}"])[0].tolist()): i for i in range(400)}
+    boxes = {tuple(TOKENIZER([f"box {i} {j}"])[0].tolist()): i for i in range(400) for j in range(3)}
+    total = together = 0
+    for batch in batches:
+        rows = [tuple(row.tolist()) for row in batch["tokens"]]
+        parents = {captions[row] for row in rows if row in captions}
+        total += sum(row in boxes for row in rows)
+        together += sum(boxes[row] in parents for row in rows if row in boxes)
+    return total, together
+
+
+def test_boxes_as_pairs_are_shuffled_apart_from_their_parents(tmp_path):
+    """HyCoCLIP's "additional pre-training samples": each box is an item of its own, so it meets its parent caption
+    in a batch as often as independent shuffling makes it, (B - 1) / (M - 1) for M items of a window in batches of
+    B, not in nearly every batch (a sample's pair and boxes one after another); every item once an epoch."""
+    n, batch_size = 300, 10
+    shards = _shards(tmp_path, n=n, boxes=lambda i: 1 + i % 2, shard_size=100)  # 300 pairs + 450 boxes, one window
+    items = n + sum(1 + i % 2 for i in range(n))
+    rates = []
+    for seed in range(4):
+        stream = TrainingStream(shards, TOKENIZER, 16, batch_size, "boxes_as_pairs", seed=seed, shuffle_buffer=n)
+        batches = _take(stream, items // batch_size)  # the first epoch
+        rows = [tuple(row.tolist()) for batch in batches for row in batch["tokens"]]
+        assert len(set(rows)) == len(rows) == items  # every pair and box once
+        total, together = _parent_in_batch(batches)
+        rates.append(together / total)
+    expected = (batch_size - 1) / (items - 1)  # 1.2%
+    assert abs(sum(rates) / len(rates) - expected) < 0.01 and max(rates) < 0.05
+
+
+def test_the_border_view_crops_the_square_hycoclips_shards_store(tmp_path):
+    """image_view "border": the stream crops each whole image border-padded to a square and stored as JPEG, exactly
+    as if the shards held that square (written losslessly here); box crops are untouched."""
+    from hypvl.data.formats.images import border_stored
+
+    wide = [Image.new("RGB", (48, 16 + i % 2), (200, 10 * i, 0)) for i in range(12)]  # 16 x 5 inside the square
+    boxes = [[(encode_image(Image.new("RGB", (24, 24), (0, 20 * i, 0))), f"box {i}")] for i in range(12)]
+    raw = write_grounded_shards([GroundedRecord(f"k{i:04d}", encode_image(image, "PNG"), f"caption {i}", boxes[i])
+                                 for i, image in enumerate(wide)], tmp_path / "raw", shard_size=5)
+    stored = write_grounded_shards([GroundedRecord(f"k{i:04d}", encode_image(border_stored(image, 16), "PNG"),
+                                                   f"caption {i}", boxes[i]) for i, image in enumerate(wide)],
+                                   tmp_path / "stored", shard_size=5)
+    for mode in ("pairs", "compositional"):
+        border = _take(_stream(raw, mode, image_view="border"), 6)
+        assert all(_same(a, b) for a, b in zip(border, _take(_stream(stored, mode), 6)))
+        original = _take(_stream(raw, mode), 6)
+        assert not any(torch.equal(a["images"], b["images"]) for a, b in zip(border, original))
+        white = [(image.int() > 235).all(-1).any().item() for batch in border for image in batch["images"]]
+        assert all(white)  # a crop of at least half the square reaches its white bands
+    with pytest.raises(ValueError, match="unknown image view 'padded'"):
+        _stream(raw, image_view="padded")
 
 
 def test_loader_workers_take_turns_and_restart_where_they_were(tmp_path):

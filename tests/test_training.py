@@ -13,7 +13,7 @@ from hypvl.data.transforms import resize_center_crop
 from hypvl.errors import InputError
 from hypvl.spec.load import load_spec
 from hypvl.train.optim import param_groups, warmup_cosine
-from hypvl.train.recipe import check_recipe, resolve_schedule, subreddit_prefix
+from hypvl.train.recipe import check_recipe, image_view, resolve_schedule, subreddit_prefix
 from hypvl.train.trainer import train
 
 from conftest import REPO
@@ -167,13 +167,14 @@ def test_every_trained_model_takes_the_public_codes_weight_decay_reading():
 
 
 def test_merus_subreddit_prefix_goes_with_whole_pairs_from_redcaps():
-    """MERU's RedCaps mapper prefixes captions (its CLIP and MERU, HyCoCLIP's reproductions of them, PoinCLIP's
-    copy of MERU's recipe); HyCoCLIP's grounded-shard mapper does not, nor do other corpora."""
+    """MERU's RedCaps mapper prefixes captions (its CLIP and MERU, HyCoCLIP's reproductions of them with boxes or
+    without, PoinCLIP's copy of MERU's recipe); HyCoCLIP's grounded-shard mapper does not, nor do other corpora."""
     def prefix(method, data, boxes=False, **overrides):
         return subreddit_prefix({"id": "x", "method": method, "data": data, "boxes": boxes, "overrides": overrides})
 
     assert prefix("meru", "redcaps") == prefix("clip", "redcaps") == prefix("poinclip", "redcaps") == 0.5
-    assert prefix("meru", "redcaps", boxes=True) == prefix("hycoclip", "redcaps", boxes=True) == 0.0
+    assert prefix("meru", "redcaps", boxes=True) == prefix("clip", "redcaps", boxes=True) == 0.5  # CLIP† but boxes
+    assert prefix("hycoclip", "redcaps", boxes=True) == 0.0
     assert prefix("meru", "grit") == prefix("clip", "yfcc15m") == 0.0
     assert prefix("meru", "redcaps", subreddit_prefix=0.25) == 0.25
     for bad in (1.5, "half"):
@@ -181,3 +182,24 @@ def test_merus_subreddit_prefix_goes_with_whole_pairs_from_redcaps():
             check_recipe({"id": "x", "method": "meru", "overrides": {"subreddit_prefix": bad}})
     with pytest.raises(InputError, match="misalign the caption's parse"):
         check_recipe({"id": "x", "method": "syntax_meru", "overrides": {"subreddit_prefix": 0.5}})
+
+
+def test_hycoclips_lineage_views_its_whole_images_border_padded_and_merus_rows_do_not():
+    """HyCoCLIP App. B: "resized using border padding and random cropping"; its code's shards store every whole image
+    padded, and its CLIP and MERU baselines read them. MERU's own recipe (CLIP†, MERU†, their "w/ boxes" twins on
+    RedCaps, PoinCLIP, MERU's tables) crops the image as it is."""
+    specs = {path.stem: load_spec(path) for path in sorted((REPO / "replication").glob("*.yaml"))}
+    views = {(paper, exp.id): image_view({"id": exp.id, "method": exp.method, "data": exp.data,
+                                          "overrides": exp.overrides})
+             for paper, spec in specs.items() for exp in spec.experiments.values() if exp.source == "train"}
+    for (paper, experiment), view in views.items():
+        exp = specs[paper].experiments[experiment]
+        border = exp.method == "hycoclip" or exp.data in ("grit", "cc3m")
+        assert view == ("border" if border else "original"), experiment
+    assert views["hycoclip", "hyco_hycoclip_vits_redcaps"] == "border"
+    assert views["hycoclip", "hyco_clip_vits_redcaps_boxes"] == views["meru", "meru_clip_vits"] == "original"
+    assert {view for (paper, _), view in views.items() if paper == "syntax_vse"} >= {"border"}
+    assert image_view({"id": "x", "method": "meru", "data": "grit", "overrides": {"image_view": "original"}}) == \
+        "original"
+    with pytest.raises(InputError, match="image_view 'padded' is not one of original, border"):
+        check_recipe({"id": "x", "method": "meru", "overrides": {"image_view": "padded"}})

@@ -4,19 +4,21 @@ Three views of one grounded corpus, which holds every pair of the raw corpus wit
 for many), matching the papers' training setups (`MODES`):
 - every whole pair (CLIP, MERU, PoinCLIP; syntax-preserving MERU with each caption's parse);
 - every whole pair plus every box as an extra independent pair ("CLIP/MERU w/ boxes", HyCoCLIP Table 1: RedCaps'
-  11.4M pairs + 6.3M boxes);
+  11.4M pairs + 6.3M boxes): the pairs and boxes are shuffled as items of their own, so that a box seldom meets its
+  parent caption in a batch, as among 17.7M independent samples;
 - the pairs with a box, one box drawn uniformly per sample, samples without boxes dropped (HyCoCLIP: 5.8M of them).
 With `subreddit_prefix` p > 0, a caption is prefixed with its RedCaps subreddit with probability p (MERU Sec. 4.1).
+With `image_view` "border", a whole image is first border-padded to a square as HyCoCLIP's shards store it.
 A sample with several captions (a YFCC15M photo's title and description) trains with one drawn uniformly at every
 access, as SLIP's loader does (datasets.py: `np.random.choice([title, desc])`).
 
 Shards are read by `hypvl.train.records` (webdataset, each sample checked complete). The shards are dealt
 round-robin to *readers*, one per DataLoader worker (or the process itself) of each data-parallel rank. Each
 epoch a reader visits its shards in a seeded order, a *window* of consecutive shards holding at least
-`shuffle_buffer` samples at a time, and yields the window's samples in a seeded order: the mixing of
-webdataset's shuffle buffer, but every draw (order, box, prefix, caption, the batch's crops) is a function of
-(seed, reader, epoch, window, position), so a reader's `ReaderState` says exactly where its stream is, and a
-reader restarted from one continues it bitwise. Images get torchvision.transforms.v2's RandomResizedCrop
+`shuffle_buffer` samples at a time, and yields the window's items (its samples; with boxes as pairs, their pairs and
+boxes) in a seeded order: the mixing of webdataset's shuffle buffer, but every draw (order, box, prefix, caption,
+the batch's crops) is a function of (seed, reader, epoch, window, position), so a reader's `ReaderState` says
+exactly where its stream is, and a reader restarted from one continues it bitwise. Images get torchvision.transforms.v2's RandomResizedCrop
 (scale 0.5-1, bicubic, as MERU and HyCoCLIP train). A corrupt image is skipped and counted; past
 `max_corrupt_fraction` of the samples read, the run fails.
 
@@ -35,20 +37,20 @@ import torch
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 from torchvision.transforms import v2
 
-from hypvl.data.formats.decoded import DecodedImage, read_twin
-from hypvl.data.formats.grounded import GroundedRecord
-from hypvl.data.formats.images import CorruptImage
+from hypvl.data.formats.images import CorruptImage, border_stored
 from hypvl.data.formats.shards import shard_paths
 from hypvl.data.transforms import to_uint8_batch
 from hypvl.errors import InputError
 from hypvl.loader_processes import check_shared_memory
 
-from .records import LazyImage, Sample, check_parsed, read_shard, unparsed
+from .records import LazyImage, Sample, ShardSamples, check_parsed
 from .stopping import ignore_in_loader
 from .subreddits import prefixed_caption
-from .syntax import collate_syntax, syntax_targets
+from .syntax import collate_syntax
 
 MODES = ("pairs", "boxes_as_pairs", "compositional")
+VIEWS = ("original", "border")  # how a whole image is viewed before its crop (hypvl.train.recipe.IMAGE_VIEWS)
+STREAM_ORDER = 2  # how items are ordered (a resume recipe's): 2, a sample's pair and boxes shuffled apart
 CROP_SCALE = (0.5, 1.0)
 PREFETCH = 4  # batches each loader process makes ahead
 
@@ -56,15 +58,14 @@ PREFETCH = 4  # batches each loader process makes ahead
 @dataclass
 class ReaderState:
     """Where a reader's stream is: its epoch, the window (index of the window's first shard in the epoch's shard
-    order), the sample in the window's order and the pairs of that sample already yielded; and its counts of
-    samples read, corrupt images skipped (with the first few messages), samples dropped for having no box, the
-    image-caption pairs and boxes trained on (`pairs_seen`, `boxes_seen`: every visit) and those of its first epoch
-    (`corpus_pairs`, `corpus_boxes`: its share of the corpus as the mode reads it, a box counted once)."""
+    order) and the item next in the window's order; and its counts of samples read, corrupt images skipped (with the
+    first few messages), samples dropped for having no box, the image-caption pairs and boxes trained on
+    (`pairs_seen`, `boxes_seen`: every visit) and those of its first epoch (`corpus_pairs`, `corpus_boxes`: its
+    share of the corpus as the mode reads it, a box counted once)."""
 
     epoch: int = 0
     window: int = 0
     index: int = 0
-    pair: int = 0
     read: int = 0
     corrupt: int = 0
     no_box: int = 0
@@ -74,8 +75,8 @@ class ReaderState:
     corpus_pairs: int = 0
     corpus_boxes: int = 0
 
-    def position(self) -> tuple[int, int, int, int]:
-        return self.epoch, self.window, self.index, self.pair
+    def position(self) -> tuple[int, int, int]:
+        return self.epoch, self.window, self.index
 
 
 class TrainingStream(IterableDataset):
@@ -88,10 +89,12 @@ class TrainingStream(IterableDataset):
 
     def __init__(self, shards: list[Path], tokenizer, image_size: int, batch_size: int, mode: str, seed: int,
                  shuffle_buffer: int = 1000, max_corrupt_fraction: float = 0.01, cache: bool = True,
-                 syntax: bool = False, subreddit_prefix: float = 0.0, rank: int = 0, world: int = 1,
-                 workers: int = 0, states: dict[int, dict] | None = None, rotation: int = 0):
+                 syntax: bool = False, subreddit_prefix: float = 0.0, image_view: str = "original", rank: int = 0,
+                 world: int = 1, workers: int = 0, states: dict[int, dict] | None = None, rotation: int = 0):
         if mode not in MODES or (syntax and mode != "pairs"):
             raise ValueError(f"unknown stream mode {mode!r}" + (" with syntax targets" if syntax else ""))
+        if image_view not in VIEWS:
+            raise ValueError(f"unknown image view {image_view!r} (one of {', '.join(VIEWS)})")
         self.shards = shard_paths(shards) if shards else []
         if not self.shards:
             raise InputError("no training shards given")
@@ -101,7 +104,7 @@ class TrainingStream(IterableDataset):
             raise ValueError("a subreddit prefix would misalign the caption with its parse")
         self.tokenizer, self.image_size, self.batch_size, self.mode = tokenizer, image_size, batch_size, mode
         self.seed, self.shuffle_buffer, self.max_corrupt_fraction = seed, shuffle_buffer, max_corrupt_fraction
-        self.cache, self.syntax, self.subreddit_prefix = cache, syntax, subreddit_prefix
+        self.cache, self.syntax, self.subreddit_prefix, self.image_view = cache, syntax, subreddit_prefix, image_view
         self.workers = workers
         slots = max(1, workers)
         readers = world * slots
@@ -145,8 +148,8 @@ class _Reader:
         self.shards = stream.shards_of[reader]
         self.crop = v2.RandomResizedCrop(stream.image_size, scale=CROP_SCALE,
                                          interpolation=v2.InterpolationMode.BICUBIC, antialias=True)
-        self._cache: dict[Path, list[Sample]] | None = {} if stream.cache else None
-        self._tokens: dict[str, torch.Tensor] = {}  # text -> token ids, kept only with the cache
+        view = (lambda image: border_stored(image, stream.image_size)) if stream.image_view == "border" else None
+        self.samples = ShardSamples(stream.tokenizer, stream.cache, stream.syntax, stream.subreddit_prefix > 0, view)
 
     def batches(self) -> Iterator[dict]:
         items = self._items()
@@ -165,22 +168,21 @@ class _Reader:
         stream would never fill a batch)."""
         state = self.state
         while True:
-            whole_epoch, yielded = state.position()[1:] == (0, 0, 0), False
+            whole_epoch, yielded = state.position()[1:] == (0, 0), False
             order = self._rng(state.epoch).permutation(len(self.shards))
             while state.window < len(order):
                 samples, end = self._window(order, state.window)
+                units = self._units(samples)
                 rng = self._rng(state.epoch, state.window)
-                permutation, draws = rng.permutation(len(samples)), rng.random((len(samples), 2))
+                permutation, draws = rng.permutation(len(units)), rng.random((len(samples), 2))
                 draws = np.column_stack([draws, rng.random(len(samples))])  # the caption's draw after the others
-                while state.index < len(samples):
-                    i = permutation[state.index]
-                    items = self._sample_items(samples[i], draws[i], first_visit=state.pair == 0)
-                    for k in range(state.pair, len(items)):
-                        state.index, state.pair = (state.index, k + 1) if k + 1 < len(items) else (state.index + 1, 0)
+                while state.index < len(units):
+                    i, part = units[permutation[state.index]]
+                    state.index += 1
+                    item = self._item(samples[i], part, draws[i])
+                    if item is not None:
                         yielded = True
-                        yield items[k]
-                    if not items:
-                        state.index, state.pair = state.index + 1, 0
+                        yield item
                 state.window, state.index = end, 0
             if whole_epoch and not yielded:
                 what = "samples with a box" if self.stream.mode == "compositional" else "samples with a readable image"
@@ -188,91 +190,63 @@ class _Reader:
                                  f"({state.read} samples read)")
             state.epoch, state.window = state.epoch + 1, 0
 
+    def _units(self, samples: list[Sample]) -> list[tuple[int, int]]:
+        """The window's items before shuffling, (sample, part): one a sample, part 0; with boxes as pairs, also part
+        k for its box k - 1, each shuffled on its own (HyCoCLIP's "additional pre-training samples")."""
+        if self.stream.mode != "boxes_as_pairs":
+            return [(i, 0) for i in range(len(samples))]
+        return [(i, part) for i, sample in enumerate(samples) for part in range(1 + len(sample.boxes))]
+
     def _window(self, order, start: int) -> tuple[list[Sample], int]:
         """The samples of the shards order[start:end], end the first index at which they hold `shuffle_buffer`."""
         samples, end = [], start
         while end < len(order) and (end == start or len(samples) < self.stream.shuffle_buffer):
-            samples += self._shard_samples(self.shards[order[end]])
+            samples += self.samples.of(self.shards[order[end]])
             end += 1
         return samples, end
 
-    def _shard_samples(self, shard: Path) -> list[Sample]:
-        """The samples of one shard: parsed once and kept when caching, else read again on every pass."""
-        if self._cache is None:
-            return [self._sample(record) for record in read_shard(shard)]
-        if shard not in self._cache:
-            twin = read_twin(shard)
-            self._cache[shard] = ([self._sample(record, images) for record, images in twin] if twin is not None
-                                  else [self._sample(record) for record in read_shard(shard)])
-        return self._cache[shard]
-
-    def _tokenised(self, texts: list[str]) -> list[torch.Tensor]:
-        if self._cache is None:
-            return list(self.stream.tokenizer(texts))
-        new = [text for text in dict.fromkeys(texts) if text not in self._tokens]
-        if new:
-            self._tokens.update(zip(new, self.stream.tokenizer(new)))
-        return [self._tokens[text] for text in texts]
-
-    def _sample(self, record: GroundedRecord, decoded: list[DecodedImage] | None = None) -> Sample:
-        """A record as the stream uses it; `decoded`: its images (whole, then crops) from the shard's twin."""
-        stream = self.stream
-        images = decoded or [record.image, *(crop for crop, _ in record.boxes)]
-        if stream.subreddit_prefix and record.subreddit is None:
-            raise InputError(f"{record.where('subreddit.txt')}: no subreddit, which MERU's RedCaps caption "
-                             "augmentation prefixes: ground the corpus again with `hypvl ground`")
-        captions = record.captions or [record.caption]
-        tokens = self._tokenised([*captions, *(phrase for _, phrase in record.boxes)])
-        boxes = [(LazyImage(crop, record.where(f"parent{i:03d}.jpg")), phrase_tokens)
-                 for i, (crop, phrase_tokens) in enumerate(zip(images[1:], tokens[len(captions):]))]
-        syntax = None
-        if stream.syntax:
-            if record.parse is None:
-                raise unparsed(record.source, record.key)
-            positions = stream.tokenizer.word_positions(record.caption, record.parse["tokens"])
-            syntax = syntax_targets(record.parse, positions, stream.tokenizer.context_length)
-        return Sample(LazyImage(images[0], record.where()), list(zip(captions, tokens)), boxes, record.subreddit, syntax)
-
-    def _sample_items(self, sample: Sample, draws: np.ndarray, first_visit: bool) -> list[tuple]:
-        """The items of one sample (none when it is skipped), counting it when first visited; `draws` are its three
-        uniform draws: the caption prefix's coin, the box and the caption (of several; a syntax run keeps the parsed
-        first)."""
+    def _item(self, sample: Sample, part: int, draws: np.ndarray) -> tuple | None:
+        """One training item of a sample (None where it is skipped: no box for HyCoCLIP, or a corrupt image), counted:
+        part 0 its pair (HyCoCLIP's: with a box), part k its box k - 1 as a pair of its own. `draws` are the
+        sample's three uniform draws: the caption prefix's coin, the box and the caption (of several; a syntax run
+        keeps the parsed first)."""
         state, stream = self.state, self.stream
-        if first_visit:
-            state.read += 1
+        if part:
+            return self._box_item(*sample.boxes[part - 1])
+        state.read += 1
         if stream.mode == "compositional" and not sample.boxes:
-            state.no_box += first_visit
-            return []
+            state.no_box += 1
+            return None
         try:
             image = sample.image.get()
-            boxes = [(crop.get(), phrase) for crop, phrase in sample.boxes] if stream.mode == "boxes_as_pairs" else []
             if stream.mode == "compositional":
                 crop, phrase = sample.boxes[int(draws[1] * len(sample.boxes))]
-                boxes = [(crop.get(), phrase)]
+                box = (crop.get(), phrase)
         except CorruptImage as exc:
-            if first_visit:
-                self._count_corrupt(str(exc))
-            return []
-        if first_visit:
-            self._count_seen(sample, len(boxes))
-        caption, tokens = sample.captions[0 if stream.syntax else int(draws[2] * len(sample.captions))]
-        if draws[0] < stream.subreddit_prefix:
-            [tokens] = self._tokenised([prefixed_caption(caption, sample.subreddit)])
-        if stream.syntax:
-            return [(image, tokens, sample.syntax)]
-        if stream.mode == "compositional":
-            return [(image, tokens, *boxes[0])]
-        return [(image, tokens), *boxes]
-
-    def _count_seen(self, sample: Sample, boxes: int) -> None:
-        """Count a sample's pair and its `boxes` trained on; in the first epoch, also the pair and the boxes the mode
-        draws from (none in `pairs` mode)."""
-        state = self.state
+            self._count_corrupt(str(exc))
+            return None
         state.pairs_seen += 1
-        state.boxes_seen += boxes
         if state.epoch == 0:
             state.corpus_pairs += 1
-            state.corpus_boxes += len(sample.boxes) if self.stream.mode != "pairs" else 0
+            state.corpus_boxes += len(sample.boxes) if stream.mode == "compositional" else 0
+        caption, tokens = sample.captions[0 if stream.syntax else int(draws[2] * len(sample.captions))]
+        if draws[0] < stream.subreddit_prefix:
+            [tokens] = self.samples.tokenised([prefixed_caption(caption, sample.subreddit)])
+        if stream.syntax:
+            return image, tokens, sample.syntax
+        return (image, tokens, *box) if stream.mode == "compositional" else (image, tokens)
+
+    def _box_item(self, crop: LazyImage, phrase: torch.Tensor) -> tuple | None:
+        """A box crop and its phrase as a pair of its own (boxes as pairs), counted; None where the crop is corrupt."""
+        state = self.state
+        try:
+            image = crop.get()
+        except CorruptImage as exc:
+            self._count_corrupt(str(exc))
+            return None
+        state.boxes_seen += 1
+        state.corpus_boxes += state.epoch == 0
+        return image, phrase
 
     def _count_corrupt(self, message: str) -> None:
         state = self.state

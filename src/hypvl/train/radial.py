@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 from hypvl.data.formats.hierarcaps import read_hierarcaps_train, train_images
 from hypvl.data.formats.images import decode_image
-from hypvl.data.transforms import resize_center_crop, to_tensor_batch
+from hypvl.data.transforms import to_tensor_batch
 from hypvl.devices import select_device
 from hypvl.errors import InputError
 from hypvl.io import write_json
@@ -80,8 +80,9 @@ class Root:
 
 @torch.no_grad()
 def image_embeddings(model, images: list[bytes], device: torch.device) -> torch.Tensor:
-    """(len(images), D) embeddings of encoded images, resized and centre-cropped to the model's input size."""
-    views = [resize_center_crop(decode_image(data, f"train image {i}"), model.image_size)
+    """(len(images), D) embeddings of encoded images in the model's own view (`eval_view`, "crop": our centre crop; a
+    public model's own preprocessing, as the authors' code passes every image through the model's AutoProcessor)."""
+    views = [model.eval_view(decode_image(data, f"train image {i}"), model.image_size, "crop")
              for i, data in enumerate(images)]
     return torch.cat([model.encode_image(to_tensor_batch(views[start:start + EMBED_BATCH]).to(device))
                       for start in range(0, len(views), EMBED_BATCH)])

@@ -10,7 +10,7 @@ from hypvl.models.methods import ARCHITECTURE_OVERRIDES, EVAL_OVERRIDES, METHOD_
 # experiment overrides the trainer itself reads (the schedule, MERU Table 3's frozen-encoder runs, which parameters
 # escape weight decay)
 TRAINER_OVERRIDES = ("steps", "schedule_steps", "batch_size", "lr", "init_from", "freeze_encoders", "no_weight_decay",
-                     "subreddit_prefix")
+                     "subreddit_prefix", "image_view")
 # schedule overrides: (key, type, least, most); a value outside would loop, allocate or compute nonsense
 SCHEDULE_OVERRIDES = (("steps", int, 1, 10**8), ("schedule_steps", int, 1, 10**8), ("batch_size", int, 1, 10**6),
                       ("lr", (int, float), 1e-12, 10.0))
@@ -19,6 +19,13 @@ SCHEDULE_OVERRIDES = (("steps", int, 1, 10**8), ("schedule_steps", int, 1, 10**8
 NO_WEIGHT_DECAY = ("scalars", "gains_biases_scalars")
 # MERU's text augmentation (Sec. 4.1): the probability of prefixing a RedCaps caption with its subreddit
 MERU_SUBREDDIT_PREFIX = 0.5
+# How a whole training image is viewed before its random crop (`image_view`): MERU's crop of the image as it is
+# ("original"), or HyCoCLIP's crop of the image as its shards store it, border-padded to a square ("border": App. B,
+# "resized using border padding and random cropping"; hypvl.data.formats.images.border_stored)
+IMAGE_VIEWS = ("original", "border")
+# the corpora HyCoCLIP's code prepares into its own shards, which every model trained on them reads (its CLIP and MERU
+# baselines, syntax-preserving MERU's GRIT rows)
+HYCOCLIP_CORPORA = ("grit", "cc3m")
 # HierarCaps' text-only Radial Embedding alignment of the model of another experiment (`base`: its id or its
 # source), by `hypvl finetune` (hypvl.train.radial reads and checks these; the paper's values are the defaults)
 RADIAL_METHOD = "radial_ft"
@@ -47,6 +54,9 @@ def check_recipe(experiment: dict) -> None:
     if overrides.get("no_weight_decay", "scalars") not in NO_WEIGHT_DECAY:
         raise InputError(f"experiment {experiment['id']!r}: no_weight_decay {overrides['no_weight_decay']!r} is not "
                          f"one of {', '.join(NO_WEIGHT_DECAY)}")
+    if overrides.get("image_view", IMAGE_VIEWS[0]) not in IMAGE_VIEWS:
+        raise InputError(f"experiment {experiment['id']!r}: image_view {overrides['image_view']!r} is not one of "
+                         f"{', '.join(IMAGE_VIEWS)}")
     prefix = overrides.get("subreddit_prefix", 0.0)
     if not (isinstance(prefix, (int, float)) and 0 <= prefix <= 1) or (prefix and method in PARSE_METHODS):
         raise InputError(f"experiment {experiment['id']!r}: subreddit_prefix {prefix!r} must be a probability in "
@@ -113,14 +123,35 @@ def resolve_schedule(overrides: dict, train_cfg: dict) -> Schedule:
 
 def subreddit_prefix(experiment: dict) -> float:
     """The probability of MERU's subreddit prefix on a training caption: the `subreddit_prefix` override, else
-    MERU's 0.5 for whole pairs from RedCaps (MERU's RedCaps mapper, which HyCoCLIP's CLIP and MERU reproductions
-    and PoinCLIP follow), else 0 (HyCoCLIP's grounded-shard mapper has no subreddit; other corpora have none)."""
+    MERU's 0.5 for whole pairs read from the raw RedCaps (MERU's RedCaps mapper, which HyCoCLIP's CLIP and MERU
+    reproductions, with boxes or without, and PoinCLIP follow), else 0 (HyCoCLIP's own RedCaps run reads its grounded
+    shards, whose mapper has no subreddit; syntax-preserving MERU keeps its caption as parsed; other corpora have
+    none). Box phrases are never prefixed."""
     overrides = experiment.get("overrides") or {}
     if "subreddit_prefix" in overrides:
         return float(overrides["subreddit_prefix"])
-    whole_pairs = stream_mode(experiment["method"], experiment.get("boxes", False)) == "pairs"
-    redcaps_pairs = experiment.get("data") == "redcaps" and whole_pairs and experiment["method"] not in PARSE_METHODS
+    raw_pairs = stream_mode(experiment["method"], experiment.get("boxes", False)) != "compositional"
+    redcaps_pairs = experiment.get("data") == "redcaps" and raw_pairs and experiment["method"] not in PARSE_METHODS
     return MERU_SUBREDDIT_PREFIX if redcaps_pairs else 0.0
+
+
+def image_view(experiment: dict) -> str:
+    """How the experiment's whole training images are viewed (`IMAGE_VIEWS`): the `image_view` override, else
+    "border" for the runs of HyCoCLIP's lineage (HyCoCLIP itself, and every model on the corpora its code prepares,
+    `HYCOCLIP_CORPORA`), else MERU's "original" (MERU's, PoinCLIP's and HyCoCLIP's MERU-recipe RedCaps rows)."""
+    overrides = experiment.get("overrides") or {}
+    if "image_view" in overrides:
+        return overrides["image_view"]
+    hycoclip = experiment["method"] == "hycoclip" or experiment.get("data") in HYCOCLIP_CORPORA
+    return "border" if hycoclip else "original"
+
+
+def stream_settings(experiment: dict) -> dict:
+    """How the experiment's training stream reads its grounded corpus (`hypvl.train.data.TrainingStream`'s mode,
+    syntax, subreddit_prefix and image_view)."""
+    return {"mode": stream_mode(experiment["method"], experiment.get("boxes", False)),
+            "syntax": experiment["method"] in PARSE_METHODS, "subreddit_prefix": subreddit_prefix(experiment),
+            "image_view": image_view(experiment)}
 
 
 def stream_mode(method: str, boxes: bool) -> str:

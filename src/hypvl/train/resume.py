@@ -26,6 +26,8 @@ from hypvl.models.checkpoints import read_checkpoint
 from hypvl.provenance import config_differences
 
 from . import distributed
+from .data import STREAM_ORDER
+from .recipe import stream_settings
 
 RESUME = "resume.pt"
 # train settings that change no number of the run (hypvl.config.RUN_SETTINGS: checkpoints, the decoded corpus kept,
@@ -40,16 +42,17 @@ log = logging.getLogger(__name__)
 
 def run_recipe(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path]) -> dict:
     """What determines a run's numbers, as JSON values: the experiment, the model and train settings (less the
-    NEUTRAL_SETTINGS), the shards' names."""
+    NEUTRAL_SETTINGS), the shards' names and how the stream reads them (its settings and order)."""
     settings = {key: value for key, value in train_cfg.items() if key not in NEUTRAL_SETTINGS}
-    recipe = {"experiment": experiment, "model": model_cfg, "train": settings, "shards": [Path(s).name for s in shards]}
+    recipe = {"experiment": experiment, "model": model_cfg, "train": settings, "shards": [Path(s).name for s in shards],
+              "stream": {**stream_settings(experiment), "order": STREAM_ORDER}}
     return json.loads(json.dumps(recipe, default=str))
 
 
 def fingerprint(recipe: dict) -> str:
     """A digest of a `run_recipe`."""
-    blob = json.dumps([recipe["experiment"], recipe["model"], recipe["train"], recipe["shards"]], sort_keys=True,
-                      default=str)
+    blob = json.dumps([recipe["experiment"], recipe["model"], recipe["train"], recipe["shards"], recipe["stream"]],
+                      sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 

@@ -24,13 +24,12 @@ from hypvl.io import write_json
 from hypvl.loader_processes import worker_deaths
 from hypvl.models.build import build_model
 from hypvl.models.checkpoints import load_state, read_checkpoint, save_checkpoint
-from hypvl.models.methods import PARSE_METHODS
 
 from . import distributed
 from .data import ReaderState, TrainingStream
 from .optim import build_optimizer, build_scheduler
-from .recipe import (RADIAL_METHOD, check_recipe, recorded_train_section, resolve_schedule, stream_mode,
-                     subreddit_prefix, train_section_for)
+from .recipe import (RADIAL_METHOD, check_recipe, recorded_train_section, resolve_schedule, stream_settings,
+                     train_section_for)
 from .resume import RESUME, fingerprint, load_resume, run_recipe, save_resume, set_rng_states
 from .step import TrainStep, compile_encoders, precision_on
 from .stopping import StopSignals
@@ -108,18 +107,17 @@ def _train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path
     step_of = TrainStep(model, optimizer, scheduler, precision, device, train_cfg["accum_steps"],
                         lambda module: distributed.data_parallel(module, ranks, device, compressed),
                         train_cfg["attention"])
+    reading = stream_settings(experiment)
     run = Run(run_recipe(experiment, model_cfg, train_cfg, shards),
               {"world": ranks.world, "workers": train_cfg["num_workers"]})
     resumed = load_resume(out_dir / RESUME, run.recipe, run.layout, ranks)
     if resumed is not None:
         run.restore(resumed, model, optimizer, scheduler, step_of.scaler, ranks)
-    stream = TrainingStream(shards, model.tokenizer, model.image_size, schedule.batch_size // ranks.world,
-                            stream_mode(experiment["method"], experiment.get("boxes", False)), seed=seed,
+    stream = TrainingStream(shards, model.tokenizer, model.image_size, schedule.batch_size // ranks.world, seed=seed,
                             shuffle_buffer=train_cfg["shuffle_buffer"],
                             max_corrupt_fraction=train_cfg["max_corrupt_fraction"], cache=train_cfg["cache_decoded"],
-                            syntax=experiment["method"] in PARSE_METHODS, subreddit_prefix=subreddit_prefix(experiment),
                             rank=ranks.rank, world=ranks.world, workers=train_cfg["num_workers"], states=run.streams,
-                            rotation=run.step)
+                            rotation=run.step, **reading)
     model.train()
     every = train_cfg["checkpoint_every"]
     telemetry = Telemetry(out_dir, train_cfg["telemetry"], experiment["id"], schedule.steps, schedule.batch_size,

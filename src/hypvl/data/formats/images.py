@@ -43,9 +43,21 @@ def encode_image(image: Image.Image, fmt: str = "JPEG", quality: int = 95) -> by
 
 
 def border_resize(image: Image.Image, size: int, fill=(255, 255, 255)) -> Image.Image:
-    """Resize so the longest side is `size`, then pad with `fill` to a centred `size` x `size` square."""
+    """Resize so the longest side is `size`, then pad with `fill` to a centred `size` x `size` square: HyCoCLIP's
+    `Resizer(224, "border")` (albumentations' longest_max_size, rounding each side, and pad), with PIL's box filter
+    where it shrinks and Lanczos where it enlarges for OpenCV's INTER_AREA and INTER_LANCZOS4."""
     scale = size / max(image.size)
     w, h = max(1, round(image.width * scale)), max(1, round(image.height * scale))
     square = Image.new("RGB", (size, size), fill)
-    square.paste(image.convert("RGB").resize((w, h), Image.BICUBIC), ((size - w) // 2, (size - h) // 2))
+    resample = Image.Resampling.BOX if scale < 1 else Image.Resampling.LANCZOS
+    resized = image.convert("RGB")
+    resized = resized if (w, h) == resized.size else resized.resize((w, h), resample)
+    square.paste(resized, ((size - w) // 2, (size - h) // 2))
     return square
+
+
+def border_stored(image: Image.Image, size: int) -> Image.Image:
+    """A whole image as HyCoCLIP's training shards store it (`prepare_GRIT_webdataset.py`, `redcaps_grounding.py`):
+    border-resized to a `size` square and JPEG-encoded at quality 95, decoded again."""
+    with Image.open(io.BytesIO(encode_image(border_resize(image, size)))) as stored:
+        return stored.convert("RGB")
