@@ -26,11 +26,14 @@ CATALOG = Path(acquire.__file__).parent / "catalog"
 
 
 class FixtureResponse(io.BytesIO):
-    """An HTTP response body that can break (ConnectionResetError) after `cut` bytes."""
+    """An HTTP response body that can break (ConnectionResetError) after `cut` bytes; a 206 says its Content-Range
+    (from `start` of a file of `total` bytes)."""
 
-    def __init__(self, body, status, cut=None):
+    def __init__(self, body, status, cut=None, start=0, total=None):
         super().__init__(body)
         self.status, self.cut = status, cut
+        total = start + len(body) if total is None else total
+        self.headers = {"Content-Range": f"bytes {start}-{total - 1}/{total}"} if status == 206 else {}
 
     def read(self, size=-1):
         if self.cut is not None and self.tell() >= self.cut:
@@ -57,7 +60,7 @@ class FixtureOpener:
         elif start >= len(data) and byte_range:
             raise urllib.error.HTTPError(url, 416, "Range Not Satisfiable", {}, None)
         status = 206 if start else 200
-        return FixtureResponse(data[start:], status, self.cuts.pop(url, None))
+        return FixtureResponse(data[start:], status, self.cuts.pop(url, None), start, len(data))
 
 
 @pytest.fixture()
@@ -90,7 +93,7 @@ def test_interrupted_download_resumes_with_range(tmp_path, sources):
 
 def test_retries_resume_within_one_fetch(tmp_path, sources):
     opener = FixtureOpener(cuts={PREFIX + "payload.txt": 1234})
-    [path] = fetch("published", tmp_path, opener=opener, sources=sources, retries=1)
+    [path] = fetch("published", tmp_path, opener=opener, sources=sources, retries=1, backoff=0)
     assert opener.ranges == [None, "bytes=1234-"] and path.read_bytes() == PAYLOAD
 
 

@@ -33,6 +33,7 @@ from bad_input_builders import (
     write,
 )
 from replication_fixture import OURS
+from test_unpack_faults import empty_files
 
 from hypvl.data.formats.images import encode_image
 from hypvl.provenance import file_digest
@@ -206,6 +207,16 @@ def acquire_case(archive: bytes, problem: str, member: str, limit: int | None = 
     return build
 
 
+def mirror_symlink_out(tmp_path):
+    """`hypvl acquire x --mirror M` where the mirror's file is a symlink to a private file outside the mirror."""
+    argv, named, _, outputs = acquire_case(b"", "", "a.zip", published=False)(tmp_path)
+    secret = write(tmp_path / "home" / "secret.key", "a private key")
+    secret.chmod(0o600)
+    (tmp_path / "mirror" / "x.invalid" / "a.zip").unlink()
+    (tmp_path / "mirror" / "x.invalid" / "a.zip").symlink_to(secret)
+    return argv, tmp_path / "mirror" / "x.invalid" / "a.zip", r"a symlink in the mirror .* leads out of it", outputs
+
+
 def zipped(name: str, data: bytes) -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
@@ -273,6 +284,9 @@ CASES = {
     "acquire_web_page_for_an_archive": acquire_case(  # Drive's quota page, say, on a first fetch
         b"<!DOCTYPE html><html><head><title>Google Drive - Quota exceeded</title></head></html>",
         "sent a web page, not the archive the manifest unpacks; not kept", "a.zip", published=False),
+    "acquire_tar_of_many_empty_files": acquire_case(empty_files(12_000), "holds 12000 members, over the limit of "
+                                                    "10000 .*refused", "e/0"),
+    "acquire_mirror_symlink_leaving_the_mirror": mirror_symlink_out,
 }
 
 

@@ -82,7 +82,8 @@ def test_a_server_that_stalls_after_its_headers_fails_after_the_retries(http_ser
     """A server that sends its headers and then nothing: each attempt times out, and after the retry limit the
     download fails in one line, the part kept to resume from."""
     with pytest.raises(InputError, match=r"stall: download failed after 2 attempts \(timed out\)"):
-        fetch_file(f"{http_server}/stall", tmp_path / "a", opener=url_opener(("http",), timeout=0.3), retries=1)
+        fetch_file(f"{http_server}/stall", tmp_path / "a", opener=url_opener(("http",), timeout=0.3), retries=1,
+                   backoff=0.01)
     assert not (tmp_path / "a").exists()
 
 
@@ -92,7 +93,7 @@ def test_a_tls_handshake_that_never_completes_times_out(tmp_path):
     try:
         url = f"https://127.0.0.1:{listener.getsockname()[1]}/a"
         with pytest.raises(InputError, match="download failed after 2 attempts"):
-            fetch_file(url, tmp_path / "a", opener=url_opener(timeout=0.3), retries=1)
+            fetch_file(url, tmp_path / "a", opener=url_opener(timeout=0.3), retries=1, backoff=0.01)
     finally:
         listener.close()
 

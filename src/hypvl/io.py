@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import shutil
+import stat
 import tempfile
 import time
 from pathlib import Path
@@ -82,16 +83,34 @@ def atomic_write(path, mode="w", **open_kwargs):
 
 
 def link_or_copy(source, target) -> None:
-    """`target` as a hard link to `source` where both lie on one file system, else a copy of it: what a local mirror
-    serves is not stored twice (the pilot's full-size weights took twice their 14 GB). An existing `target` is
-    unlinked first, never written into (a link would write `source`); the suite replaces or unlinks what it wrote and
-    never writes into it, so `source` never changes through the link."""
+    """`target` as a hard link to the regular file `source` where both lie on one file system, else a copy of it with
+    `source`'s permissions (never looser; the umask applies too): what a local mirror serves is not stored twice (the
+    pilot's full-size weights took twice their 14 GB). `source` must be no symlink (resolve one first: a hard link to
+    a symlink resolves against the link's folder). An existing `target` is unlinked first, never written into (a link
+    would write `source`), and the suite never opens a linked file for writing (`hypvl.data.download` replaces a
+    partial download that is a link), so `source` never changes through the link."""
+    status = os.lstat(source)
+    if not stat.S_ISREG(status.st_mode):
+        raise InputError(f"{source}: not a regular file (a symlink, folder or device): neither linked nor copied")
     with contextlib.suppress(FileNotFoundError):
         os.unlink(target)
     try:
-        os.link(source, target)
+        os.link(source, target, follow_symlinks=False)
     except OSError:
-        shutil.copyfile(source, target)
+        _copy_new(source, target, status.st_mode & 0o777)
+
+
+def _copy_new(source, target, mode: int) -> None:
+    """Copy `source` into a file `target` created now with `mode` (never through a link at its name); a failed copy
+    leaves no `target`."""
+    with open(source, "rb", opener=lambda name, flags: os.open(name, flags | os.O_NOFOLLOW)) as reader:
+        descriptor = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+        try:
+            with os.fdopen(descriptor, "wb") as writer:
+                shutil.copyfileobj(reader, writer, 16 << 20)
+        except BaseException:
+            os.unlink(target)
+            raise
 
 
 def check_writable(folder) -> None:

@@ -22,6 +22,7 @@ from hypvl.io import atomic_write, write_json
 from hypvl.provenance import file_digest
 
 from .download import ChecksumMismatch, fetch_file, url_opener, verify
+from .lock import LOCK, writing_into
 from .manifest import SOURCES_PATH, expected_files, is_hex, load_sources, pinned, trust
 from .mirror import Mirror
 from .unpack import check_archive, unpack
@@ -30,7 +31,7 @@ log = logging.getLogger(__name__)
 
 CHECKSUM_RECORD = "SHA256SUMS"
 HUB_RECORD = "HUB_COMMITS"  # "<commit>  <repo>" per Hub snapshot whose manifest revision is not a commit
-RECORDS = (CHECKSUM_RECORD, HUB_RECORD)  # what a fetch leaves in a folder beside the files it fetched
+RECORDS = (CHECKSUM_RECORD, HUB_RECORD, LOCK)  # what a fetch leaves in a folder beside the files it fetched
 
 
 class ManualStepRequired(InputError):
@@ -79,7 +80,7 @@ def _hub_snapshot(snapshot, dest, hub_download):
     local = dest / snapshot["path"]
     hub_download(repo_id=snapshot["repo"], repo_type=snapshot.get("repo_type", "dataset"),
                  revision=snapshot["revision"], allow_patterns=snapshot.get("allow_patterns"), local_dir=local)
-    records = {dest / CHECKSUM_RECORD, dest / HUB_RECORD}
+    records = {dest / name for name in RECORDS}
     return sorted(p for p in local.rglob("*") if p.is_file() and ".cache" not in p.parts and p not in records)
 
 
@@ -136,58 +137,67 @@ def _say_how_verified(path, item, recorded_before: bool, dest) -> None:
 
 
 def fetch(name, dest, opener=None, sources=None, retries=2, hub_download=None, hub_resolve=None,
-          mirror: Mirror | None = None):
+          mirror: Mirror | None = None, backoff=None):
     """Acquire dataset `name` of the manifest into folder `dest` (from the internet, or from `mirror`, a
     `hypvl.data.mirror.Mirror`); return the fetched paths.
 
     Manual datasets return their expected files if all exist under `dest`, else raise
     ManualStepRequired with the instructions. Files without a published checksum get theirs
     computed and recorded on first fetch (said in a warning), and verified against the record afterwards;
-    a Hub snapshot whose revision is not a commit is pinned to the commit it resolves to on the first fetch.
-    `hub_resolve(repo, revision, repo_type) -> commit` and `hub_download` stand in for the Hub in tests.
+    a Hub snapshot whose revision is not a commit is pinned to the commit it resolves to on the first fetch. One
+    acquisition writes into `dest` at a time (`hypvl.data.lock`: a second waits). `retries` and `backoff` (seconds)
+    as `download.fetch_file`'s. `hub_resolve(repo, revision, repo_type) -> commit` and `hub_download` stand in for the
+    Hub in tests.
     """
     sources = load_sources() if sources is None else sources
     if name not in sources:
         raise InputError(f"unknown dataset {name!r}; the manifest lists {sorted(sources)}")
     entry, dest = sources[name], Path(dest)
     if entry.get("manual"):
-        expected = expected_files(entry)
-        missing = [item["path"] for item in expected if not (dest / item["path"]).exists()]
-        if missing:
-            raise ManualStepRequired(name, entry["instructions"].strip(), missing)
-        for item in expected:
-            path = dest / item["path"]
-            if item.get("sha256") or item.get("md5"):
-                verify(path, "the manual step", path, item.get("sha256"), item.get("md5"))
-                _say_how_verified(path, item, False, dest)
-            else:
-                log.warning("%s: left by the manual step; no published checksum (unverified)", path)
-        return [dest / item["path"] for item in expected]
+        return _manual(name, entry, dest)
     if mirror is not None:  # every URL is then a file:// URL in the mirror
         opener, hub_download, hub_resolve = url_opener(("file",)), mirror.download, mirror.resolve
-    recorded = read_checksum_record(dest)
-    paths = []
-    for item in entry.get("files", []):
-        relative = item["path"]
-        path = dest / relative
-        url = item["url"] if mirror is None else mirror.url(item["url"])
-        digest = fetch_file(url, path, item["sha256"] or recorded.get(relative), item.get("md5"), opener, retries,
-                            local=None if mirror is None else mirror.path(item["url"]),
-                            check=check_archive if item.get("unpack") else None)
-        if not item["sha256"] and relative not in recorded:  # an md5 alone was verified: recorded without a word
-            (_write_record if item.get("md5") else _record_checksum)(dest, relative, digest)
-        _say_how_verified(path, item, relative in recorded, dest)
-        if item.get("unpack"):
-            unpack(path, dest / item.get("unpack_to", "."), item.get("unpack_max_bytes"),
-                   item.get("unpack_strip_top", False))
-        paths.append(path)
-    if "hf_snapshot" in entry:
-        snapshot = {**entry["hf_snapshot"], "revision": _hub_commit(entry["hf_snapshot"], dest, hub_resolve)}
-        files = _hub_snapshot(snapshot, dest, hub_download)
-        for path in files:
-            _check_against_record(path, str(path.relative_to(dest)), recorded, dest)
-        paths += files
+    with writing_into(dest):
+        recorded = read_checksum_record(dest)
+        paths = []
+        for item in entry.get("files", []):
+            relative = item["path"]
+            path = dest / relative
+            local = None if mirror is None else mirror.file(item["url"])
+            digest = fetch_file(item["url"] if local is None else local.as_uri(), path,  # as_uri: "?" encoded
+                                item["sha256"] or recorded.get(relative), item.get("md5"), opener, retries,
+                                local=local, check=check_archive if item.get("unpack") else None, backoff=backoff)
+            if not item["sha256"] and relative not in recorded:  # an md5 alone was verified: recorded without a word
+                (_write_record if item.get("md5") else _record_checksum)(dest, relative, digest)
+            _say_how_verified(path, item, relative in recorded, dest)
+            if item.get("unpack"):
+                unpack(path, dest / item.get("unpack_to", "."), item.get("unpack_max_bytes"),
+                       item.get("unpack_strip_top", False), item.get("unpack_max_members"))
+            paths.append(path)
+        if "hf_snapshot" in entry:
+            snapshot = {**entry["hf_snapshot"], "revision": _hub_commit(entry["hf_snapshot"], dest, hub_resolve)}
+            files = _hub_snapshot(snapshot, dest, hub_download)
+            for path in files:
+                _check_against_record(path, str(path.relative_to(dest)), recorded, dest)
+            paths += files
     return paths
+
+
+def _manual(name, entry, dest):
+    """The files a manual dataset's human step left under `dest`, verified where a digest is published;
+    ManualStepRequired with the instructions where any is missing."""
+    expected = expected_files(entry)
+    missing = [item["path"] for item in expected if not (dest / item["path"]).exists()]
+    if missing:
+        raise ManualStepRequired(name, entry["instructions"].strip(), missing)
+    for item in expected:
+        path = dest / item["path"]
+        if item.get("sha256") or item.get("md5"):
+            verify(path, "the manual step", path, item.get("sha256"), item.get("md5"))
+            _say_how_verified(path, item, False, dest)
+        else:
+            log.warning("%s: left by the manual step; no published checksum (unverified)", path)
+    return [dest / item["path"] for item in expected]
 
 
 def _run_fetch(args):

@@ -1,10 +1,10 @@
 """The acquisition manifest `sources.yaml` (and the weights manifest, which follows its schema): loaded and checked.
 
 Each dataset lists HTTPS files (`files`: url, path, sha256 or null, optional md5, checksum_source with any digest,
-optional unpack/unpack_to/unpack_max_bytes/unpack_strip_top), a Hugging Face Hub snapshot (`hf_snapshot`: repo, revision, path,
-allow_patterns, repo_type; a revision that is a commit names its revision_source), or is `manual: true` with
-instructions and the files the human step must leave (`expected`). Every path stays inside the destination folder;
-every URL is https.
+optional unpack/unpack_to/unpack_max_bytes/unpack_max_members/unpack_strip_top), a Hugging Face Hub snapshot
+(`hf_snapshot`: repo, revision, path, allow_patterns, repo_type; a revision that is a commit names its
+revision_source), or is `manual: true` with instructions and the files the human step must leave (`expected`). Every
+path stays inside the destination folder; every URL is https.
 """
 
 from pathlib import Path
@@ -55,9 +55,10 @@ def _check_entry(entry, where):
         if not isinstance(item, dict) or not {"url", "path"} <= item.keys() or "sha256" not in item:
             raise InputError(f"{where}: file {i} needs url, path and sha256 (null if unpublished)")
         _check_digests(item, f"file {i}", where)
-        limit = item.get("unpack_max_bytes")
-        if limit is not None and not (isinstance(limit, int) and not isinstance(limit, bool) and limit > 0):
-            raise InputError(f"{where}: file {i} unpack_max_bytes {limit!r} must be a positive whole number of bytes")
+        for key, unit in (("unpack_max_bytes", "bytes"), ("unpack_max_members", "members")):
+            limit = item.get(key)
+            if limit is not None and not (isinstance(limit, int) and not isinstance(limit, bool) and limit > 0):
+                raise InputError(f"{where}: file {i} {key} {limit!r} must be a positive whole number of {unit}")
         if not isinstance(item.get("unpack_strip_top", False), bool):
             raise InputError(f"{where}: file {i} unpack_strip_top must be true or false")
     snapshot = entry.get("hf_snapshot")

@@ -10,15 +10,18 @@ A mirror is a folder, or a `file://` URL of one, holding
   huggingface_hub itself (`snapshot_download(local_files_only=True)`).
 `hypvl acquire --mirror` fetches from it through the same code as from the internet: published checksums are
 verified, unpublished ones recorded on the first fetch, Hub branches pinned to the commit the mirror's refs name.
+A symlink in the mirror is followed from its own folder (as the Hub cache's snapshots link to its blobs) and only
+within the mirror: one leading out of it (to a private file elsewhere, say) is refused, naming both.
 """
 
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from hypvl.errors import InputError
-from hypvl.io import link_or_copy
+from hypvl.io import atomic_write, link_or_copy
 
 from .formats.common import escapes_root
+from .manifest import pinned
 
 HUB = "hub"
 
@@ -57,12 +60,23 @@ class Mirror:
         """Where the copy of `url` lies (or is written) in the mirror."""
         return self.root / self.relative(url)
 
-    def url(self, url: str) -> str:
-        """The `file://` URL of `url`'s copy; InputError naming both when the mirror lacks it."""
+    def file(self, url: str) -> Path:
+        """The file holding `url`'s copy, symlinks resolved (`inside`); InputError naming both when the mirror lacks
+        it."""
         path = self.path(url)
-        if not path.is_file():
+        real = self.inside(path)
+        if not real.is_file():
             raise InputError(f"{url}: not in the mirror {self.root} (expected {path})")
-        return path.resolve().as_uri()  # percent-encodes a "?" of the name
+        return real
+
+    def inside(self, path: Path) -> Path:
+        """`path` in the mirror with its symlinks resolved, each from its own folder; InputError naming both where
+        they lead out of the mirror."""
+        root, real = self.root.resolve(), Path(path).resolve()
+        if real != root and root not in real.parents:
+            raise InputError(f"{path}: a symlink in the mirror {self.root} leads out of it (to {real}): refused (a "
+                             "mirror serves only what lies inside it)")
+        return real
 
     @property
     def hub(self) -> Path:
@@ -75,10 +89,13 @@ class Mirror:
         from huggingface_hub.file_download import repo_folder_name
 
         ref = self.hub / repo_folder_name(repo_id=repo, repo_type=repo_type) / "refs" / revision
-        if not ref.is_file():
+        if not self.inside(ref).is_file():
             raise InputError(f"{repo}: the mirror {self.root} has no {repo_type} repository at revision {revision!r} "
                              f"(expected {ref})")
-        return ref.read_text().strip()
+        commit = ref.read_text().strip()
+        if not pinned(commit):
+            raise InputError(f"{ref}: holds no commit (40 hex digits): not a Hub cache's ref")
+        return commit
 
     def download(self, *, repo_id: str, repo_type: str, revision: str, allow_patterns, local_dir) -> None:
         """Link (or copy: `link_or_copy`) the files of Hub repository `repo_id` at `revision` that `allow_patterns`
@@ -99,7 +116,7 @@ class Mirror:
         for relative in chosen:
             target = Path(local_dir) / relative
             target.parent.mkdir(parents=True, exist_ok=True)
-            link_or_copy((snapshot / relative).resolve(), target)  # the cache's blob, not its symlink
+            link_or_copy(self.inside(snapshot / relative), target)  # the cache's blob, not its symlink
 
     def hub_snapshot(self, repo: str, repo_type: str, commit: str, branch: str | None = None) -> Path:
         """The folder a mirror writer puts the files of `repo` at `commit` in (its `branch` ref pointing there)."""
@@ -107,6 +124,6 @@ class Mirror:
 
         folder = self.hub / repo_folder_name(repo_id=repo, repo_type=repo_type)
         if branch is not None:
-            (folder / "refs").mkdir(parents=True, exist_ok=True)
-            (folder / "refs" / branch).write_text(commit)
+            with atomic_write(folder / "refs" / branch) as handle:  # replaced, never written through a link
+                handle.write(commit)
         return folder / "snapshots" / commit
