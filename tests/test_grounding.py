@@ -246,8 +246,9 @@ def test_an_unknown_detector_precision_is_one_clear_error():
 
 
 def test_the_detector_loads_its_pinned_revision_and_says_when_it_is_not_pinned(monkeypatch, caplog):
-    """grounding.detector_revision reaches both Hub loads; without it a warning names the commit loaded, which the
-    detector reports (grounding.json records it as detector_commit)."""
+    """grounding.detector_revision reaches both Hub loads, each refusing the model's own code (trust_remote_code);
+    without it a warning names the commit loaded, which the detector reports (grounding.json records it as
+    detector_commit)."""
     import logging
 
     import transformers
@@ -259,7 +260,8 @@ def test_the_detector_loads_its_pinned_revision_and_says_when_it_is_not_pinned(m
     asked = []
 
     def loader(part):
-        def from_pretrained(model_id, revision=None):
+        def from_pretrained(model_id, revision=None, trust_remote_code=None):
+            assert trust_remote_code is False
             asked.append((part, model_id, revision))
             return getattr(stand_in, part)
         return from_pretrained

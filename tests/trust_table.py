@@ -34,9 +34,11 @@ FAULT_TESTS = {
     "test_cpu_code_path.py": "same_bits",
     "test_trust_faults.py": None,
     "test_trust_results.py": None,
+    "test_trust_reports.py": None,
     "test_loader_processes.py": None,
 }
-CORPORA = ("test_bad_inputs", "test_bad_inputs_2")  # the bad-input corpus, round by round
+# the bad-input corpus, round by round
+CORPORA = ("test_bad_inputs", "test_bad_inputs_2", "test_bad_inputs_results")
 
 
 def _cell(text: str) -> str:

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from hypvl.io import redate_future
+from hypvl.io import refuse_future_dated
 from hypvl.workflow import Plan
 
 PLAN = Plan(config)
@@ -63,6 +64,12 @@ def _bind_checkout():
 
 
 _bind_checkout()
+
+# A suite's output dated in the future (a clock set wrong, a copy from a machine ahead) stops the workflow, named, before
+# any job, a dry run included: Snakemake goes by dates alone, and such a file looks newer than whatever it was made from
+# whenever that changed (redated to now, a table would keep its number after a metric edited later). Removed, it is made
+# again, with what is made from it. Nothing of the suite's is then left dated in the future to redate.
+refuse_future_dated([RESULTS, REPORTS, *([DATA] if SCALE == "smoke" else [])])
 
 # A file dated in the future (a clock set wrong) would fail every later job made from it (Snakemake refuses an output
 # older than its input): the suite's outputs (and the smoke world, which it writes too) are redated to now, said, and

@@ -27,16 +27,47 @@ def listed(names, limit: int = LISTED) -> str:
     return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
-def non_finite(value, key: str = "") -> str | None:
-    """The dotted key of the first number in `value` (nested dicts and lists) that is not finite, else None."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return key or "(the value)"
-    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, (list, tuple)) else ()
+# the largest magnitude of a number read from outside (a config, spec, expected CSV, metric JSON): no setting, printed
+# number or metric of the suite comes near it, and every number within it converts to a float
+NUMBER_LIMIT = 1e15
+
+
+def shown(value, width: int = 40) -> str:
+    """`repr(value)`, cut to `width` characters (a 400-digit number is named, not printed)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**width:
+        return f"an integer of about {int(abs(value).bit_length() * math.log10(2)) + 1} digits"
+    text = repr(value)
+    return text if len(text) <= width else f"{text[:width]}... ({len(text)} characters)"
+
+
+def number_problem(value, limit: float = NUMBER_LIMIT) -> str | None:
+    """Why `value` is no number hypvl reads (`not a finite number`: not an int or float, NaN or infinite; `beyond
+    ±limit`), or None; a message says `<name> is {shown(value)}, {problem}`."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+            isinstance(value, float) and not math.isfinite(value)):
+        return "not a finite number"
+    if abs(value) > limit:  # an int against a float compares exactly: a 400-digit int never overflows here
+        return f"beyond ±{limit:g}"
+    return None
+
+
+def first_key(value, bad, key: str = "") -> str | None:
+    """The dotted key of the first leaf of `value` (nested dicts and lists) for which `bad(leaf)` holds, else None."""
+    if not isinstance(value, (dict, list, tuple)):
+        return (key or "(the value)") if bad(value) else None
+    items = value.items() if isinstance(value, dict) else enumerate(value)
     for name, item in items:
-        found = non_finite(item, f"{key}.{name}" if key else str(name))
+        found = first_key(item, bad, f"{key}.{name}" if key else str(name))
         if found is not None:
             return found
     return None
+
+
+def non_finite(value, key: str = "", limit: float = math.inf) -> str | None:
+    """The dotted key of the first number in `value` (nested dicts and lists) that is not finite (or, given `limit`,
+    beyond ±limit: a 400-digit integer is finite, and float() of it fails), else None."""
+    return first_key(value, lambda leaf: isinstance(leaf, (int, float)) and not isinstance(leaf, bool)
+                     and number_problem(leaf, limit) is not None, key)
 
 
 def require(module: str, extra: str):

@@ -4,7 +4,7 @@ File format (one file per printed results table):
   * UTF-8, comma-separated, a header row, then one line per printed row in printed order.
   * First column `row`: a slug (`[a-z0-9_]`) unique in the file.
   * Columns whose header starts with `_` are descriptive labels, kept as text.
-  * Every other column is a value column: a number exactly as printed, optionally marked
+  * Every other column is a value column: a number exactly as printed (within ±NUMBER_LIMIT), optionally marked
     `**x**` (bold), `__x__` (underlined) or `**__x__**` (both), or one of the tokens in `TOKENS`.
 """
 
@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from hypvl.errors import InputError
+from hypvl.errors import InputError, number_problem, shown
 
 TOKENS = ("-", "dnc", "n/a")  # not reported / blank as printed; did not converge; not applicable
 
@@ -70,7 +70,10 @@ def parse_cell(text: str) -> Cell:
     inner, bold = _strip_mark(text, "**")
     inner, underline = _strip_mark(inner, "__")
     if _NUMBER.fullmatch(inner):
-        return Cell(text=text, value=float(inner), token=None, bold=bold, underline=underline, printed=inner)
+        value = float(inner)  # a 400-digit cell reads as inf
+        if number_problem(value) is not None:
+            raise ValueError(f"{shown(inner)} is {number_problem(value)} (as a float: {value})")
+        return Cell(text=text, value=value, token=None, bold=bold, underline=underline, printed=inner)
     if text == "":
         raise ValueError("empty value cell (write '-' for a blank printed cell)")
     if not any(char.isdigit() for char in text):

@@ -257,17 +257,39 @@ def write_json(path, value, **dumps) -> None:
 
 def redate_future(folders, now: float | None = None, slack: float = 60.0) -> list[Path]:
     """Set to `now` the modification time of every file under `folders` dated more than `slack` seconds after it
-    (a clock set wrong, a copy from a machine ahead); returns them. Snakemake fails every job whose output ends up
-    older than an input, so one file dated in the future would fail every later run; redated, it is newer than what
-    was made from it, which is made again."""
+    (`future_dated`); returns them. The workflow refuses such files before it plans (`refuse_future_dated`): a file
+    redated to now looks newer than what it was made from, whenever that changed."""
     now = time.time() if now is None else now
     redated = []
+    for path in future_dated(folders, now, slack):
+        with contextlib.suppress(OSError):  # gone meanwhile, or not ours to touch: left to Snakemake
+            os.utime(path, (now, now), follow_symlinks=False)
+            redated.append(path)
+    return redated
+
+
+def future_dated(folders, now: float | None = None, slack: float = 60.0) -> list[Path]:
+    """Every file under `folders` dated more than `slack` seconds after `now` (a clock set wrong, a copy from a
+    machine ahead), sorted."""
+    now = time.time() if now is None else now
+    found = []
     for folder in folders:
         for root, _, files in os.walk(folder):
             for name in files:
-                path = Path(root) / name
-                with contextlib.suppress(OSError):  # gone meanwhile, or not ours to touch: left to Snakemake
-                    if path.lstat().st_mtime > now + slack:
-                        os.utime(path, (now, now), follow_symlinks=False)
-                        redated.append(path)
-    return redated
+                with contextlib.suppress(OSError):  # gone meanwhile: nothing to date
+                    if (Path(root) / name).lstat().st_mtime > now + slack:
+                        found.append(Path(root) / name)
+    return sorted(found)
+
+
+def refuse_future_dated(folders, now: float | None = None) -> None:
+    """InputError naming the files under `folders` dated in the future. Snakemake decides what is current by dates
+    alone: such a file looks newer than whatever it was made from whenever that changed (a metric edited after a
+    table, and the table never made again), and redating it to now would hide that for good. Its date says nothing,
+    so the user decides: removed, it is made again, with everything made from it."""
+    found = future_dated(folders, now)
+    if found:
+        first = time.strftime("%Y-%m-%d %H:%M", time.localtime(found[0].lstat().st_mtime))
+        raise InputError(f"{listed(found)}: dated in the future (the first {first}): whether a file is current "
+                         "cannot be told from its date; remove it to have it made again, with what is made from it "
+                         "(or, knowing it is current, date it now: touch)")

@@ -15,6 +15,7 @@ from functools import lru_cache
 
 from hypvl.data.catalog import dataset_names, load_dataset_info
 from hypvl.data.synthetic.classification_sets import ALL_CLASSIFICATION_SETS
+from hypvl.errors import number_problem, shown
 
 # metric kind -> closed range of its values
 KINDS = {"percent": (0.0, 100.0), "fraction": (0.0, 1.0), "correlation": (-1.0, 1.0),
@@ -212,8 +213,9 @@ def metric_problem(task: str, metric: str, value, scale: str) -> str | None:
     declared = found.metric(metric)
     if declared is None:
         return f"{metric!r} is not a metric of task {task!r}"
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return f"metric {metric!r} is {value!r}, not a finite number"
+    problem = number_problem(value)  # finite and within NUMBER_LIMIT, whatever its kind
+    if problem is not None:
+        return f"metric {metric!r} is {shown(value)}, {problem}"
     low, high = KINDS[declared.kind]
     if not low <= value <= high:
         return f"metric {metric!r} is {value!r}, outside [{low:g}, {high:g}] for a {declared.kind}"

@@ -19,7 +19,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from hypvl.errors import InputError, non_finite
+from hypvl.errors import NUMBER_LIMIT, InputError, non_finite
 from hypvl.yaml_text import safe_load
 
 CONFIG_DIR = Path(__file__).resolve().parent
@@ -73,9 +73,9 @@ def validate_config(config: dict, source: str, config_dir: Path = CONFIG_DIR) ->
     for (section, key), replacement in RETIRED_KEYS.items():
         if isinstance(config.get(section), dict) and key in config[section]:
             raise InputError(f"{source}: config key {section}.{key} was replaced by {replacement}")
-    key = non_finite(config)
-    if key is not None:  # jsonschema lets NaN and infinity through every numeric bound
-        raise InputError(f"{source}: config key {key}: not a finite number")
+    key = non_finite(config, limit=NUMBER_LIMIT)
+    if key is not None:  # jsonschema lets NaN, infinity and a 400-digit integer through every numeric bound
+        raise InputError(f"{source}: config key {key}: not a finite number within ±{NUMBER_LIMIT:g}")
     schema = _read_yaml(Path(config_dir) / "schema.yaml")
     error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(config))
     if error is not None:

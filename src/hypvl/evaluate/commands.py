@@ -31,7 +31,10 @@ def evaluate_group(args) -> None:
     from hypvl.models.registry import import_plugins
     from hypvl.provenance import checkpoint_record, config_hash
 
+    extra = outside_model(args)
     config = config_from_args(args)
+    if extra is not None:
+        check_outside_out_dir(Path(args.out_dir), config["replication_dir"])
     if getattr(args, "vlchecklist_skip_missing", False):  # recorded in the config hash only when set
         config["eval"]["vlchecklist_skip_missing"] = True
     available = group_tasks(config["scale"])[args.group]
@@ -44,13 +47,11 @@ def evaluate_group(args) -> None:
     use_threads(args.threads)
     set_loader_workers(config["eval"]["num_workers"])
     import_plugins(config["plugins"])
-    if getattr(args, "source", None) is not None:  # any model, imported in this process as `hypvl import-extra` would
-        from hypvl.models.commands import extra_from_args
+    if extra is not None:  # any model, imported in this process as `hypvl import-extra` would
         from hypvl.models.extra_import import import_extra
 
-        extra = extra_from_args(args)
         model, recipe = import_extra(extra, config)
-        args.experiment = args.experiment or extra.experiment
+        args.experiment = extra.experiment
         weights = {"checkpoint_sha256": ";".join(f"{name}={digest}" for name, digest in recipe["weights"]["sha256"]
                                                  .items())}
     else:
@@ -77,6 +78,35 @@ def evaluate_group(args) -> None:
         shown = ", ".join(f"{name} {float(value):.4g}" for name, value in list(result.metrics.items())[:SHOWN])
         log.info("%s %s (task %d of %d): %s%s; %d samples, %.1f s", args.experiment, task, number, len(tasks), shown,
                  ", ..." if len(result.metrics) > SHOWN else "", result.n_samples, seconds)
+
+
+def outside_model(args):
+    """The ExtraModel of `--source` (None without it). Its metrics are recorded as its own experiment, extra_<name>,
+    never as an experiment of the papers: InputError names an `--experiment` other than that."""
+    if getattr(args, "source", None) is None:
+        return None
+    from hypvl.models.commands import extra_from_args
+
+    extra = extra_from_args(args)
+    if args.experiment not in (None, extra.experiment):
+        raise InputError(f"--experiment {args.experiment}: a model from --source is recorded as {extra.experiment} "
+                         f"(--name {extra.name}), never as another experiment: an outside model's metrics stand for "
+                         "no row of the papers")
+    return extra
+
+
+def check_outside_out_dir(out_dir: Path, replication_dir) -> None:
+    """InputError where an outside model's metrics would go into the folder of an experiment of the papers' specs
+    (`<metrics>/<experiment>`, a seed variant's too): they would stand in its place."""
+    from hypvl.spec.document import read_yaml
+    from hypvl.spec.paper import SEED_MARK
+
+    folder = out_dir.name.partition(SEED_MARK)[0]
+    for path in sorted(Path(replication_dir).glob("*.yaml")):
+        experiments = read_yaml(path).get("experiments")
+        if isinstance(experiments, dict) and folder in experiments:
+            raise InputError(f"--out-dir {out_dir}: the metrics folder of {folder!r}, an experiment of {path}: an "
+                             "outside model's metrics (--source) never go where a paper's row reads them")
 
 
 def model_identity(recipe: dict) -> dict:
@@ -118,7 +148,8 @@ def add_commands(subparsers) -> None:
     for group in GROUP_MODULES:
         parser = groups.add_parser(group, help=f"tasks of the {group!r} group (see hypvl.tasks)")
         add_config_arguments(parser)
-        parser.add_argument("--experiment", help="experiment id (recorded in the JSONs; with --source: extra_<name>)")
+        parser.add_argument("--experiment", help="experiment id (recorded in the JSONs; with --source: extra_<name>, "
+                                                 "the only one it takes)")
         parser.add_argument("--checkpoint", help="checkpoint.pt")
         add_extra_arguments(parser.add_argument_group("any model, in place of --checkpoint (as config extra_models)"),
                             required=False)

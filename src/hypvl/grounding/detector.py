@@ -79,11 +79,13 @@ class PhraseGroundingDetector:
         from transformers import AutoModelForZeroShotObjectDetection, AutoProcessor
 
         where = {} if hub_cache is None else {"cache_dir": str(hub_cache), "local_files_only": True}
+        where["trust_remote_code"] = False  # never a model's own code, never a [y/N] question inside a job
         try:
             processor = AutoProcessor.from_pretrained(model_id, revision=revision, **where)
             model = AutoModelForZeroShotObjectDetection.from_pretrained(model_id, revision=revision, **where)
-        except OSError as error:
-            raise InputError(f"detector {model_id!r} could not be loaded: {error}") from error
+        except (OSError, ValueError) as error:  # ValueError: it brings code of its own, which is refused
+            detail = " ".join(str(error).split())
+            raise InputError(f"detector {model_id!r} could not be loaded: {detail}") from error
         detector = cls(model, processor, device, batch_size, precision)
         if revision is None and not Path(model_id).is_dir():
             log.warning("detector %s is not pinned to a revision (config grounding.detector_revision): loaded commit "

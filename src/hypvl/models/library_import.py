@@ -2,6 +2,7 @@
 transformers' `save_pretrained` folder) by the library's own loaders, and rebuilt from a recipe without any
 download (`hypvl.models.library` wraps them)."""
 
+import contextlib
 import json
 import tempfile
 from pathlib import Path
@@ -51,14 +52,35 @@ def import_open_clip(folder: Path, source: str) -> OpenCLIPModel:
     return OpenCLIPModel(model.float().eval(), tokenizer, config).eval()
 
 
+# the files of a transformers folder whose `auto_map` would have transformers import the folder's own modules
+CODE_MAPS = ("config.json", "tokenizer_config.json", "preprocessor_config.json", "processor_config.json")
+NO_REMOTE_CODE = {"trust_remote_code": False}  # every transformers load: never the code a folder brings
+
+
+def refuse_custom_code(folder: Path, source: str) -> None:
+    """InputError naming the folder where it brings code of its own (an `auto_map` in its configs, a `.py` file),
+    which the suite never runs: transformers would otherwise ask "run the custom code? [y/N]" at a terminal, or wait
+    for an answer inside a job."""
+    found = sorted(path.name for path in folder.glob("*.py"))
+    for name in CODE_MAPS:
+        with contextlib.suppress(OSError, ValueError):  # unreadable: transformers says so when it loads the file
+            if "auto_map" in json.loads((folder / name).read_text(encoding="utf-8")):
+                found.append(f"{name} (auto_map)")
+    if found:
+        raise InputError(f"{source}: {folder} holds code of its own ({listed(found)}); the suite never runs a model "
+                         "folder's code (trust_remote_code): refused")
+
+
 def _transformers_parts(folder: Path):
     """transformers' model (with its loading report), tokenizer and image processor saved in `folder`."""
     from transformers import AutoImageProcessor, AutoModel, AutoTokenizer
 
     with quiet_libraries("transformers"):
         # mismatched weights come back in the loading report (and are refused below, by name)
-        model, info = AutoModel.from_pretrained(folder, output_loading_info=True, ignore_mismatched_sizes=True)
-        return model.float(), info, AutoTokenizer.from_pretrained(folder), AutoImageProcessor.from_pretrained(folder)
+        model, info = AutoModel.from_pretrained(folder, output_loading_info=True, ignore_mismatched_sizes=True,
+                                                **NO_REMOTE_CODE)
+        return (model.float(), info, AutoTokenizer.from_pretrained(folder, **NO_REMOTE_CODE),
+                AutoImageProcessor.from_pretrained(folder, **NO_REMOTE_CODE))
 
 
 def import_transformers(folder: Path, source: str) -> TransformersModel:
@@ -67,6 +89,7 @@ def import_transformers(folder: Path, source: str) -> TransformersModel:
     folder = Path(folder)
     if not (folder / "config.json").is_file():
         raise InputError(f"{source}: {folder} is not a transformers model folder (no config.json)")
+    refuse_custom_code(folder, source)
     try:
         model, info, tokenizer, processor = _transformers_parts(folder)
     except Exception as exc:  # transformers raises many types for files it cannot use
@@ -106,13 +129,16 @@ def build_library_model(recipe: dict, source: str) -> LibraryModel:
                 from transformers import AutoConfig, AutoImageProcessor, AutoModel, AutoTokenizer
 
                 for name, text in recipe["files"].items():
+                    if Path(name).name != name or name.startswith("."):  # a recipe writes into its scratch folder only
+                        raise InputError(f"{source}: the recipe names a file {name!r}, not a file name; refused")
                     (scratch / name).write_text(text, encoding="utf-8")
+                refuse_custom_code(scratch, source)
                 config = dict(recipe["config"])
                 config = AutoConfig.for_model(config.pop("model_type"), **config)
                 with quiet_libraries("transformers"):
-                    model = AutoModel.from_config(config).float()
-                    tokenizer = AutoTokenizer.from_pretrained(scratch)
-                    processor = AutoImageProcessor.from_pretrained(scratch)
+                    model = AutoModel.from_config(config, **NO_REMOTE_CODE).float()
+                    tokenizer = AutoTokenizer.from_pretrained(scratch, **NO_REMOTE_CODE)
+                    processor = AutoImageProcessor.from_pretrained(scratch, **NO_REMOTE_CODE)
                 return TransformersModel(model, tokenizer, processor, recipe["files"])
         except InputError:
             raise

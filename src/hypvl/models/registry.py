@@ -52,7 +52,8 @@ def build_registered(recipe: dict, source: str):
 
 
 def import_plugins(modules) -> None:
-    """Import each module of config `plugins` (each registers its model classes); InputError names one that fails."""
+    """Import each module of config `plugins` (each registers its model classes): importing runs it, arbitrary code
+    with the user's rights (README, Trust); InputError names one that fails."""
     for module in modules:
         try:
             importlib.import_module(module)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from hypvl.errors import InputError
+from hypvl.errors import NUMBER_LIMIT, InputError, number_problem, shown
 from hypvl.expected import Cell, load_expected
 from hypvl.extras import EXTRA_ROW
 from hypvl.io import atomic_write
@@ -56,11 +56,14 @@ def metrics_path(metrics_dir, experiment: str, task: str) -> Path:
 
 def read_metrics_record(path: Path, experiment: str, task: str, scale: str) -> dict:
     """The record of a metrics JSON, checked: InputError names the file when it is not JSON, belongs to
-    another experiment, task or scale, or holds no metrics or no provenance."""
+    another experiment, task or scale, holds no metrics, a metric or sample count that is no finite number within
+    ±NUMBER_LIMIT, or no provenance."""
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as error:
         raise InputError(f"{path}:{error.lineno}: not valid JSON: {error.msg}") from None
+    except ValueError as error:  # an integer of over 4300 digits
+        raise InputError(f"{path}: not valid JSON: {error}") from None
     if not isinstance(record, dict):
         raise InputError(f"{path}: expected a JSON object")
     for key, wanted in (("experiment", experiment), ("task", task), ("scale", scale)):
@@ -69,6 +72,11 @@ def read_metrics_record(path: Path, experiment: str, task: str, scale: str) -> d
     metrics = record.get("metrics")
     if not isinstance(metrics, dict) or not metrics:
         raise InputError(f"{path}: no metrics")
+    numbers = {**{f"metric {name!r}": value for name, value in metrics.items()},
+               **({"n_samples": record["n_samples"]} if "n_samples" in record else {})}
+    for name, value in numbers.items():
+        if number_problem(value) is not None:
+            raise InputError(f"{path}: {name} is {shown(value)}, {number_problem(value)}")
     provenance = record.get("provenance")
     required = ("config_hash", "git_commit", "date")
     if not isinstance(provenance, dict) or any(key not in provenance for key in required):
@@ -261,6 +269,14 @@ def read_compare_csv(path) -> pd.DataFrame:
     unknown = sorted(set(frame["verdict"]) - set(VERDICTS))
     if unknown:
         raise InputError(f"{path}: unknown verdicts {unknown}")
+    for name in _NUMBER_COLUMNS:  # pandas reads a 400-digit number as text, or as inf
+        values = pd.to_numeric(frame[name], errors="coerce").astype(float)
+        bad = frame[name].notna() & ~(values.abs() <= NUMBER_LIMIT)
+        if bad.any():
+            line = int(bad.to_numpy().argmax())
+            raise InputError(f"{path}:{line + 2}: {name} is {shown(frame[name].iloc[line])}, not a finite number "
+                             f"within ±{NUMBER_LIMIT:g}")
+        frame[name] = values
     return frame
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from hypvl.config import shared_train_settings, steps_for
 from hypvl.errors import InputError
+from hypvl.extras import EXTRA_EXPERIMENT
 from hypvl.provenance import config_differences, file_digest
 from hypvl.spec.paper import Experiment
 
@@ -73,10 +74,17 @@ def _refuse_mixed(odd, base, differ: list[str]) -> None:
 def check_model(path: Path, provenance: dict, declared: Experiment) -> None:
     """InputError naming both when the model a JSON records measuring (`provenance.model`: method, backbone, data of
     a model trained here; source of weights from outside; a fine-tuning's method) is not what the row's experiment
-    declares. JSONs of an older hypvl record no model and pass."""
+    declares: an outside model (an extra, `hypvl evaluate --source`) in a trained row's place included. JSONs of an
+    older hypvl record no model and pass."""
     model = provenance.get("model")
     if not isinstance(model, dict):
         return
+    outside = model.get("source") or model.get("library") or str(model.get("experiment", "")).startswith(
+        EXTRA_EXPERIMENT)
+    if declared.source == "train" and outside:  # a model trained here records no source; any other is from outside
+        raise InputError(f"{path}: measured on an outside model ({model.get('experiment')!r}, source "
+                         f"{model.get('source') or model.get('library')!r}), not on a model trained for "
+                         f"{declared.id!r}: refused (an outside model's metrics never stand for a row of the papers)")
     if declared.source != "train":
         wanted = {"source": declared.source}
     elif "base" in model:  # fine-tuned: its backbone and data are its base's

@@ -21,9 +21,10 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from hypvl.errors import InputError
+from hypvl.errors import NUMBER_LIMIT, InputError
 from hypvl.io import atomic_write
 from hypvl.replication.compare import metric_value, read_metrics_record
+from hypvl.replication.markdown import code, escape
 from hypvl.replication.markdown import table as markdown_table
 from hypvl.spec.paper import SEED_MARK
 from hypvl.tasks import GROUP_MODULES, task_group
@@ -119,8 +120,10 @@ def read_baseline(path) -> pd.DataFrame:
         raise InputError(f"{path}: cannot read the baseline: {error}") from None
     if list(frame.columns) != KEY + ["value"]:
         raise InputError(f"{path}: columns are {list(frame.columns)}, expected {KEY + ['value']}")
-    if frame["value"].isna().any() or frame.duplicated(KEY).any():
-        raise InputError(f"{path}: every (experiment, task, metric) needs exactly one numeric value")
+    values = pd.to_numeric(frame["value"], errors="coerce")  # pandas reads a 400-digit number as inf
+    if not (values.abs() <= NUMBER_LIMIT).all() or frame.duplicated(KEY).any():
+        raise InputError(f"{path}: every (experiment, task, metric) needs exactly one numeric value, finite and "
+                         f"within ±{NUMBER_LIMIT:g}")
     return frame
 
 
@@ -175,8 +178,9 @@ def render_report(checked: pd.DataFrame, scale: str, baseline_path, whole: bool)
     """Markdown: a verdict line, counts per status and group, and every value that is not ok."""
     bad = failures(checked)
     verdict = "PASS" if bad.empty else "FAIL"
-    lines = [f"# Regression at scale `{scale}`: {verdict}", "",
-             f"Baseline `{baseline_path}`; {'every pinned value checked' if whole else 'measured values only'}.", "",
+    lines = [f"# Regression at scale {code(scale)}: {verdict}", "",
+             f"Baseline {code(baseline_path)}; "
+             f"{'every pinned value checked' if whole else 'measured values only'}.", "",
              _provenance_line(checked), ""]
     counts = checked.groupby(["group", "status"]).size().unstack(fill_value=0)
     lines += markdown_table(["group", *STATUSES],
@@ -184,7 +188,7 @@ def render_report(checked: pd.DataFrame, scale: str, baseline_path, whole: bool)
                             ["left"] + ["right"] * len(STATUSES))
     if not bad.empty:
         numbers = ["baseline", "measured", "difference", "allowed"]
-        body = [[row.experiment, row.task, row.metric,
+        body = [[row.experiment, row.task, row.metric,  # a folder, a task and a metric the suite knows (checked)
                  *(_number(getattr(row, name)) for name in numbers), row.status] for row in bad.itertuples()]
         lines += [""] + markdown_table(["experiment", "task", "metric", *numbers, "status"], body,
                                        ["left"] * 3 + ["right"] * 4 + ["left"])
@@ -195,9 +199,9 @@ def _provenance_line(checked: pd.DataFrame) -> str:
     """Where the measured values come from: git commits (and uncommitted changes), run configs, data manifests."""
     def distinct(key, digits=None):
         values = sorted({value for value in checked[key].dropna() if value})
-        return ", ".join(f"`{value[:digits]}`" for value in values) or "–"
+        return ", ".join(code(value[:digits]) for value in values) or "–"
 
-    dirty = sorted({{"True": "yes", "False": "no"}.get(value, value) for value in checked["git_dirty"].dropna()
+    dirty = sorted({escape({"True": "yes", "False": "no"}.get(value, value)) for value in checked["git_dirty"].dropna()
                     if value})
     return (f"Measured at git commit {distinct('git_commit')} (uncommitted changes: {', '.join(dirty) or '–'}), "
             f"run config {distinct('run_config_hash')}, data manifest (sha256) {distinct('data_manifest_hash', 12)}.")

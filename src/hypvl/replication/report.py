@@ -18,7 +18,7 @@ from hypvl.replication.compare import (
     split_joined,
 )
 from hypvl.replication.coverage import REASONS
-from hypvl.replication.markdown import escape
+from hypvl.replication.markdown import code, escape
 from hypvl.replication.markdown import table as markdown_table
 from hypvl.replication.provenance_section import provenance_section
 from hypvl.replication.report_cells import (
@@ -60,7 +60,7 @@ def banner(scale: str) -> str:
     """The one-line scale banner at the top of a report."""
     if scale == FULL_SCALE:
         return "**Paper scale**: real data, paper-scale models; verdicts compare ours with the paper's numbers."
-    return f"**{PILOT_BANNER if scale == 'pilot' else SMOKE_BANNER}** (scale `{scale}`)."
+    return f"**{PILOT_BANNER if scale == 'pilot' else SMOKE_BANNER}** (scale {code(scale)})."
 
 
 def row_labels(expected: ExpectedTable) -> dict[str, str]:
@@ -126,6 +126,11 @@ def _tolerance_text(spec: PaperSpec, table_name: str) -> str:
     return text + (f"; per column: {', '.join(overrides)}." if overrides else ".")
 
 
+def _hashes(frame: pd.DataFrame, row: str) -> str:
+    """The config hashes of a row's metric JSONs, as code in a table cell."""
+    return " ".join(code(value, cell=True) for value in split_joined(frame.loc[frame["row"] == row, "config_hash"]))
+
+
 def _mapping_sections(spec: PaperSpec, table_name: str, frame: pd.DataFrame, labels: dict[str, str],
                       curves: dict[str, str]) -> list[str]:
     """The Rows section (experiment or external reason, config hashes, note, a link to its training curves) and
@@ -134,7 +139,7 @@ def _mapping_sections(spec: PaperSpec, table_name: str, frame: pd.DataFrame, lab
     lines = ["## Rows", ""]
     body = []
     for row, (printed, target) in table.compared_rows().items():
-        hashes = " ".join(f"`{code}`" for code in split_joined(frame.loc[frame["row"] == row, "config_hash"]))
+        hashes = _hashes(frame, row)
         if isinstance(target, External):
             body.append([f"`{row}`", escape(labels[row]), f"external: {escape(target.reason)}", "–", "", ""])
         else:
@@ -145,8 +150,9 @@ def _mapping_sections(spec: PaperSpec, table_name: str, frame: pd.DataFrame, lab
             body.append([f"`{row}`", escape(labels[row]), f"`{target}`{scored}", hashes or "–", curve, note])
     for row in extra_rows(frame):
         experiment = joined(frame.loc[frame["row"] == row, "experiment"])
-        hashes = " ".join(f"`{code}`" for code in split_joined(frame.loc[frame["row"] == row, "config_hash"]))
-        body.append([f"`{row}`", escape(labels[row]), f"`{experiment}`", hashes or "–", "", "extra model"])
+        hashes = _hashes(frame, row)
+        body.append([code(row, cell=True), escape(labels[row]), code(experiment, cell=True), hashes or "–", "",
+                     "extra model"])
     lines += markdown_table(["row", "printed", "experiment", "config hashes", "training", "note"], body)
     lines += ["", "## Columns", ""]
     body = []
@@ -203,8 +209,8 @@ def report_markdown(spec: PaperSpec, table_name: str, frame: pd.DataFrame, plot_
         "",
         f"> {banner(frame_scale(frame))}",
         "",
-        f"Paper: *{escape(spec.title)}*. Printed numbers: `expected/{spec.paper}/{table.expected_path.name}`; "
-        f"mapping: `replication/{spec.path.name}`.",
+        f"Paper: *{escape(spec.title)}*. Printed numbers: {code(f'expected/{spec.paper}/{table.expected_path.name}')}; "
+        f"mapping: {code(f'replication/{spec.path.name}')}.",
         "",
         _tolerance_text(spec, table_name),
         "",
@@ -256,4 +262,4 @@ def write_report(spec: PaperSpec, table_name: str, frame: pd.DataFrame, out, als
         with atomic_write(path, mode="w", encoding="utf-8") as handle:
             handle.write(report_markdown(spec, table_name, frame, relative(plot_path, path) if figure else None,
                                          links))
-    write_html(out, out.with_suffix(".html"))
+    write_html(out, out.with_suffix(".html"), images=[plot_path])  # the one picture a page embeds: its own

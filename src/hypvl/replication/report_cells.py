@@ -5,7 +5,7 @@ import pandas as pd
 
 from hypvl.expected import ExpectedTable
 from hypvl.extras import EXTRA_ROW
-from hypvl.replication.markdown import escape
+from hypvl.replication.markdown import code, escape
 from hypvl.replication.markdown import table as markdown_table
 
 MARKERS = {  # verdict -> its mark in the tables (none the papers print: they use ✓ and × in their own labels)
@@ -64,7 +64,7 @@ def seeds_note(frame: pd.DataFrame) -> list[str]:
         return []
     if len(seeded) == len(counts) and seeded.nunique() == 1:
         return ["", f"Mean ± standard deviation over {seeded.iloc[0]} seeds in every measured row (config `seeds`)."]
-    rows = ", ".join(f"`{row}` ({count} seeds)" for row, count in seeded.items())
+    rows = ", ".join(f"{code(row)} ({count} seeds)" for row, count in seeded.items())
     return ["", f"Mean ± standard deviation over the seeds of the rows trained with several (config `seeds`): {rows}."]
 
 

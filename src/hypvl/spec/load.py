@@ -3,7 +3,7 @@ cross-checked against its expected CSV (`hypvl.spec.build_table`); experiment id
 
 from pathlib import Path
 
-from hypvl.errors import InputError
+from hypvl.errors import NUMBER_LIMIT, InputError, non_finite
 from hypvl.spec.build_table import build_table
 from hypvl.spec.document import read_yaml, schema_problems
 from hypvl.spec.paper import SEED_MARK, Experiment, PaperSpec
@@ -42,6 +42,9 @@ def load_spec(path, expected_dir=None) -> PaperSpec:
     problems = schema_problems(SPEC_SCHEMA, document)
     if problems:
         raise InputError(f"{path}: invalid replication spec: " + "; ".join(problems))
+    number = non_finite(document, limit=NUMBER_LIMIT)  # YAML reads a 400-digit tolerance as an exact integer
+    if number is not None:
+        raise InputError(f"{path}: {number}: not a finite number within ±{NUMBER_LIMIT:g}")
     paper = document["paper"]
     if paper != path.stem:
         raise InputError(f"{path}: paper: {paper!r} does not match the file name {path.name!r}")

@@ -7,6 +7,7 @@ of the COCO recalls' mean and CIFAR-100 accuracy), an `external` reason, or, whe
 """
 
 _SLUG = "^[a-z0-9][a-z0-9_]*$"
+_NAME = r"^\w[\w .,()+/-]*$(?!\n)"  # letters, digits, spaces and .,()+/- only: no markup, no line break
 _TASK = {"type": "string", "pattern": _SLUG}
 _TOLERANCE = {"type": "number", "minimum": 0}
 _SCALE = {"type": "number", "exclusiveMinimum": 0}
@@ -25,7 +26,9 @@ SPEC_SCHEMA = {
     "required": ["paper", "title", "experiments", "tables"],
     "properties": {
         "paper": {"type": "string", "pattern": _SLUG},
-        "name": {"type": "string", "minLength": 1},  # the paper's short name in reports (default: `paper`)
+        # the paper's short name in reports (default: `paper`), plain text: `snakemake --report` writes it unescaped
+        # into its page's scripts and into every caption's reStructuredText (hypvl.workflow.reports.paper_name)
+        "name": {"type": "string", "maxLength": 60, "pattern": _NAME},
         "title": {"type": "string", "minLength": 1},
         "claims": {},  # validated by the claims audit
         "experiments": _named({

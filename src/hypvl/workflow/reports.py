@@ -11,12 +11,24 @@ import json
 import shlex
 from pathlib import Path
 
+from hypvl.errors import InputError, first_key
 from hypvl.extras import EXTRA_EXPERIMENT, EXTRA_ROW, entry_problem, extra_needs
 from hypvl.replication.coverage import NEEDS_DATA, Blockers
 from hypvl.spec.paper import seed_variant, table_needs
 from hypvl.spec.tables import row_needs
 from hypvl.workflow.core import Core
 from hypvl.workflow.evaluation import EvaluationStage
+
+
+def check_report_text(config: dict) -> None:
+    """InputError naming the first config string holding `<`: `snakemake --report` writes the config's paths and
+    settings (each report rule's inputs, outputs and params) into its page's scripts as JSON, unescaped, where
+    `</script>` would end one and start the config's own. Spec names, the other text it shows, are plain text by the
+    spec schema."""
+    key = first_key(config, lambda leaf: isinstance(leaf, str) and "<" in leaf)
+    if key is not None:
+        raise InputError(f"config key {key}: holds '<', which snakemake --report would write unescaped into its "
+                         "page's scripts; refused")
 
 
 class ReportStage:
@@ -26,6 +38,7 @@ class ReportStage:
         self.plan = plan
         self.evaluation = evaluation
         self.folder = Path(plan.config["reports_dir"])
+        check_report_text(plan.config)
 
     def _with_variants(self, needs) -> set[tuple[str, str]]:
         """(experiment, task) pairs plus the same tasks on the experiments' seed variants."""
@@ -75,7 +88,8 @@ class ReportStage:
         return f"--curves {' '.join(shlex.quote(f'{exp}={png}') for exp, png in curves.items())}" if curves else ""
 
     def paper_name(self, paper: str) -> str:
-        """The name a paper's reports go under (its spec's `name`): the report's category."""
+        """The name a paper's reports go under (its spec's `name`, plain text by the spec schema): the report's
+        category, which `snakemake --report` writes unescaped into its page's scripts and its captions' RST."""
         return self.plan.specs[paper].name
 
     def blockers(self, paper: str, table: str) -> Blockers:
