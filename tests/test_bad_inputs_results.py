@@ -82,6 +82,16 @@ def custom_code_folder(tmp_path):
         [ran, out / "zs_cifar10.json"]
 
 
+def baseline_of_400_digits(tmp_path):
+    """`hypvl regress` of the fixture's metric JSONs against a baseline pinning tiny_clip's top-1 at 10^400."""
+    _, (out,) = compare(tmp_path)
+    baseline = write(tmp_path / "smoke.csv", f"experiment,task,metric,value\ntiny_clip,zs_cifar10,top1,{HUGE}\n")
+    report = tmp_path / "regression.md"
+    argv = ["regress", "--metrics-dir", str(tmp_path / "results" / "smoke" / "metrics"), "--scale", "smoke",
+            "--baseline", str(baseline), "--tolerances", "baselines/tolerances.yaml", "--out", str(report)]
+    return argv, baseline, r"needs exactly one numeric value, finite and within ±1e\+15", [report]
+
+
 def config_with_markup(tmp_path):
     """`hypvl coverage` (the workflow's plan) of a config whose reports folder holds `</script><script>`."""
     config = write(tmp_path / "config.yaml", f"reports_dir: \"{tmp_path}/r{SCRIPT}\"\n")
@@ -110,6 +120,7 @@ CASES = {
     "spec_number_of_400_digits": spec_case(lambda d: d["experiments"]["tiny_clip"]["overrides"].update(
         steps=int(HUGE)), r"experiments\.tiny_clip\.overrides\.steps: not a finite number within ±1e\+15"),
     "compare_csv_number_of_400_digits": report_of(first_number, r":2: ours is .1000.*, not a finite number within"),
+    "baseline_value_of_400_digits": baseline_of_400_digits,
     "config_lr_of_400_digits": lambda tmp_path: (
         ["coverage", "--configfile", str(write(tmp_path / "config.yaml", f"train: {{lr: {HUGE}}}\n")), "--out",
          str(tmp_path / "coverage.md")], tmp_path / "config.yaml",

@@ -270,7 +270,7 @@ def read_compare_csv(path) -> pd.DataFrame:
     if unknown:
         raise InputError(f"{path}: unknown verdicts {unknown}")
     for name in _NUMBER_COLUMNS:  # pandas reads a 400-digit number as text, or as inf
-        values = pd.to_numeric(frame[name], errors="coerce").astype(float)
+        values = pd.to_numeric(frame[name].astype(str), errors="coerce").astype(float)
         bad = frame[name].notna() & ~(values.abs() <= NUMBER_LIMIT)
         if bad.any():
             line = int(bad.to_numpy().argmax())

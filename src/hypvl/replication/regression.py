@@ -120,7 +120,7 @@ def read_baseline(path) -> pd.DataFrame:
         raise InputError(f"{path}: cannot read the baseline: {error}") from None
     if list(frame.columns) != KEY + ["value"]:
         raise InputError(f"{path}: columns are {list(frame.columns)}, expected {KEY + ['value']}")
-    values = pd.to_numeric(frame["value"], errors="coerce")  # pandas reads a 400-digit number as inf
+    values = pd.to_numeric(frame["value"].astype(str), errors="coerce")  # a 400-digit number: inf
     if not (values.abs() <= NUMBER_LIMIT).all() or frame.duplicated(KEY).any():
         raise InputError(f"{path}: every (experiment, task, metric) needs exactly one numeric value, finite and "
                          f"within ±{NUMBER_LIMIT:g}")
