@@ -36,9 +36,10 @@ FAULT_TESTS = {
     "test_trust_results.py": None,
     "test_trust_reports.py": None,
     "test_loader_processes.py": None,
+    "test_trust_inputs.py": None,
 }
 # the bad-input corpus, round by round
-CORPORA = ("test_bad_inputs", "test_bad_inputs_2", "test_bad_inputs_results")
+CORPORA = ("test_bad_inputs", "test_bad_inputs_2", "test_bad_inputs_results", "test_bad_inputs_bounds")
 
 
 def _cell(text: str) -> str:

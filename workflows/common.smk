@@ -74,8 +74,10 @@ refuse_future_dated([RESULTS, REPORTS, *([DATA] if SCALE == "smoke" else [])])
 # A file dated in the future (a clock set wrong) would fail every later job made from it (Snakemake refuses an output
 # older than its input): the suite's outputs (and the smoke world, which it writes too) are redated to now, said, and
 # what was made from them is made again. Whether a number is stale whatever the dates is `hypvl compare`'s check.
-for _path in redate_future([RESULTS, *([DATA] if SCALE == "smoke" else [])]):
-    print(f"hypvl: {_path} was dated in the future: its date is now (what is made from it reruns)", file=sys.stderr)
+# Done as a run starts (onstart, below), never while a workflow is only planned: `snakemake -n` changes no file.
+def redate_outputs():
+    for path in redate_future([RESULTS, *([DATA] if SCALE == "smoke" else [])]):
+        print(f"hypvl: {path} was dated in the future: its date is now (what is made from it reruns)", file=sys.stderr)
 
 
 def above(path, levels=1):
@@ -138,6 +140,7 @@ def stop_warm_server():
 
 
 onstart:
+    redate_outputs()
     start_warm_server()
 
 

@@ -20,7 +20,7 @@ import jsonschema
 import yaml
 
 from hypvl.errors import NUMBER_LIMIT, InputError, non_finite
-from hypvl.yaml_text import safe_load
+from hypvl.yaml_text import MAX_VALUES, error_parts, expanded_size, safe_load, value_children
 
 CONFIG_DIR = Path(__file__).resolve().parent
 PACKAGE_DIR = CONFIG_DIR.parent
@@ -56,9 +56,7 @@ def _read_yaml(path: Path) -> dict:
     try:
         data = safe_load(path.read_text())
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        problem = getattr(exc, "problem", None) or exc
+        where, problem = error_parts(path, exc)
         if isinstance(exc, yaml.constructor.ConstructorError):  # YAML, but a value hypvl refuses (yaml_text)
             raise InputError(f"{where}: {problem}") from None
         raise InputError(f"{where}: not valid YAML ({problem})") from None
@@ -70,6 +68,9 @@ def _read_yaml(path: Path) -> dict:
 def validate_config(config: dict, source: str, config_dir: Path = CONFIG_DIR) -> dict:
     """Check `config` against schema.yaml; the error names `source` and the offending key (a retired key: what
     replaced it)."""
+    if expanded_size(config, value_children) is None:  # Snakemake's own YAML loader follows every alias
+        raise InputError(f"{source}: its values expand to more than {MAX_VALUES} (YAML aliases: an alias bomb?); "
+                         "refused")
     for (section, key), replacement in RETIRED_KEYS.items():
         if isinstance(config.get(section), dict) and key in config[section]:
             raise InputError(f"{source}: config key {section}.{key} was replaced by {replacement}")
@@ -82,7 +83,18 @@ def validate_config(config: dict, source: str, config_dir: Path = CONFIG_DIR) ->
         where = ".".join(str(p) for p in error.absolute_path) or "(top level)"
         raise InputError(f"{source}: config key {where}: {error.message}")
     _check_output_dirs(config, source)
+    _check_pilot(config, source)
     return config
+
+
+def _check_pilot(config: dict, source: str) -> None:
+    """InputError where the config has a pilot world (its jobs write stand-ins into data_dir and its mirror) at
+    another scale than the pilot's: `--configfile pilot.yaml full.yaml` (the wrong order) keeps pilot.yaml's world
+    over full.yaml's data_dir, whose real datasets the stand-ins would be written over."""
+    if config.get("pilot_world") is not None and config["scale"] != "pilot":
+        raise InputError(f"{source}: config key pilot_world: the pilot world belongs to scale 'pilot', not "
+                         f"{config['scale']!r} (data_dir {config['data_dir']}); refused: give full.yaml first, then "
+                         "pilot.yaml (`--configfile workflows/config/full.yaml workflows/config/pilot.yaml`)")
 
 
 def _check_output_dirs(config: dict, source: str) -> None:

@@ -19,7 +19,7 @@ import yaml
 
 from hypvl.data.splits import SplitSlice, parse_split
 from hypvl.errors import InputError
-from hypvl.yaml_text import safe_load
+from hypvl.yaml_text import error_parts, safe_load
 
 CATALOG_DIR = Path(__file__).with_name("catalog")
 SOURCE_KINDS = ("tfds", "torchvision", "imagefolder")
@@ -119,7 +119,7 @@ def load_prompt_set(name: str, catalog_dir: Path | None = None) -> tuple[str, ..
     try:
         record = safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as error:
-        raise InputError(f"{path}: not valid YAML: {error}") from error
+        raise InputError(f"{path}: not valid YAML: {error_parts(path, error)[1]}") from None
     if not isinstance(record, dict) or set(record) != {"name", "notes", "prompts"} or record["name"] != name:
         raise InputError(f"{path}: expected the fields name (= {name!r}), notes and prompts")
     prompts = record["prompts"]
@@ -137,7 +137,7 @@ def _load(name: str, catalog_dir: Path) -> DatasetInfo:
     try:
         record = safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as error:
-        raise InputError(f"{path}: not valid YAML: {error}") from error
+        raise InputError(f"{path}: not valid YAML: {error_parts(path, error)[1]}") from None
     return _parse(record, path)
 
 

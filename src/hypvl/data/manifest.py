@@ -12,7 +12,7 @@ from pathlib import Path
 import yaml
 
 from hypvl.errors import InputError
-from hypvl.yaml_text import safe_load
+from hypvl.yaml_text import error_parts, safe_load
 
 from .formats.common import escapes_root
 
@@ -25,8 +25,11 @@ def load_sources(path=SOURCES_PATH):
     path = Path(path)
     try:
         manifest = safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as error:
+    except OSError as error:
         raise InputError(f"{path}: cannot read the acquisition manifest: {error}") from error
+    except yaml.YAMLError as error:
+        at, problem = error_parts(path, error)
+        raise InputError(f"{at}: cannot read the acquisition manifest: {problem}") from None
     datasets = manifest.get("datasets") if isinstance(manifest, dict) else None
     if not isinstance(datasets, dict) or not datasets:
         raise InputError(f"{path}: no 'datasets' mapping")

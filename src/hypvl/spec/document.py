@@ -7,7 +7,7 @@ import jsonschema
 import yaml
 
 from hypvl.errors import InputError
-from hypvl.yaml_text import SafeLoader
+from hypvl.yaml_text import SafeLoader, error_line, load
 
 
 class _UniqueKeyLoader(SafeLoader):
@@ -33,14 +33,11 @@ class _UniqueKeyLoader(SafeLoader):
 def read_yaml(path: Path) -> dict:
     """Parse a YAML file; InputError names the file and line of a syntax error or duplicate key."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            return yaml.load(handle, Loader=_UniqueKeyLoader)
+        return load(Path(path).read_text(encoding="utf-8"), _UniqueKeyLoader)
     except FileNotFoundError:
         raise InputError(f"{path}: replication spec not found") from None
     except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        raise InputError(f"{where}: {getattr(error, 'problem', None) or error}") from None
+        raise InputError(error_line(path, error)) from None
 
 
 def schema_problems(schema: dict, document, prefix: str = "") -> list[str]:

@@ -9,8 +9,8 @@ of the COCO recalls' mean and CIFAR-100 accuracy), an `external` reason, or, whe
 _SLUG = "^[a-z0-9][a-z0-9_]*$"
 _NAME = r"^\w[\w .,()+/-]*$(?!\n)"  # letters, digits, spaces and .,()+/- only: no markup, no line break
 _TASK = {"type": "string", "pattern": _SLUG}
-_TOLERANCE = {"type": "number", "minimum": 0}
-_SCALE = {"type": "number", "exclusiveMinimum": 0}
+_TOLERANCE = {"type": "number", "minimum": 0, "maximum": 100}  # in the printed table's units
+_SCALE = {"type": "number", "exclusiveMinimum": 0, "maximum": 1e6}  # our number times it is the printed one
 # a column that reads one model whatever the row (tables whose columns name models, e.g. HierarCaps Table 7)
 _EXPERIMENT = {"type": "string", "pattern": _SLUG}
 

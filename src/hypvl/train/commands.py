@@ -83,6 +83,7 @@ def _train(args) -> None:
     from hypvl.devices import use_threads
     from hypvl.models.checkpoints import check_identity, read_checkpoint
 
+    from .recipe import resolve_schedule, train_section_for
     from .trainer import train
 
     config = config_from_args(args)
@@ -95,6 +96,8 @@ def _train(args) -> None:
         build = _standin_builder(architecture, config, experiment["backbone"], shards)
     else:
         experiment = experiment_from_spec(args.spec, args.experiment, args.seed)
+        # the schedule's bounds (a derived batch of 10^9, say), checked before the corpus is read
+        resolve_schedule(experiment["overrides"], train_section_for(experiment["id"], config["train"]))
         start = experiment["overrides"].get("init_from")
         if start is not None and args.init_checkpoint is not None:  # the model it starts from, checked before the work
             check_identity(read_checkpoint(args.init_checkpoint).get("recipe"), args.init_checkpoint, start)

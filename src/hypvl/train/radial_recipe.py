@@ -22,6 +22,7 @@ EVAL_ROOTS = ("empty", "training")
 CHOICES = {"regulariser": REGULARISERS, "objective": OBJECTIVES, "root": ROOTS, "eval_root": EVAL_ROOTS,
            "init": INITS, "ec_margin": EC_MARGINS}
 POSITIVE = ("epochs", "batch_size", "lr", "ec_epsilon")  # numeric overrides that must be > 0 (the rest >= 0)
+MOST = {"epochs": 10**5, "batch_size": 10**6, "lr": 10.0}  # the largest of each numeric override (the rest: 10^6)
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,7 @@ def _problem(name: str, value, default) -> str | None:
         return f"must be a {'whole' if kind is int else 'finite'} number, got {value!r}"
     if value < 0 or (value == 0 and name in POSITIVE):
         return f"must be {'positive' if name in POSITIVE else 'non-negative'}, got {value!r}"
-    return None
+    return None if value <= MOST.get(name, 10**6) else f"must be at most {MOST.get(name, 10**6):g}, got {value!r}"
 
 
 def radial_recipe(experiment: dict) -> RadialRecipe:
@@ -110,4 +111,8 @@ def radial_recipe(experiment: dict) -> RadialRecipe:
 def radial_schedule(recipe: RadialRecipe, radial_cfg: dict) -> tuple[int, float]:
     """(epochs, lr) at the running scale: config `radial_ft.epochs` replaces the experiment's epochs where set, and
     its learning rate is multiplied by `radial_ft.lr_scale` (the smoke scale's mapping; 1 at paper scale)."""
-    return radial_cfg["epochs"] or recipe.epochs, recipe.lr * radial_cfg["lr_scale"]
+    lr = recipe.lr * radial_cfg["lr_scale"]
+    if lr > MOST["lr"]:
+        raise InputError(f"the learning rate {recipe.lr:g} x radial_ft.lr_scale {radial_cfg['lr_scale']:g} is {lr:g}, "
+                         f"over the most a run takes ({MOST['lr']:g}); refused")
+    return radial_cfg["epochs"] or recipe.epochs, lr

@@ -116,9 +116,20 @@ def resolve_schedule(overrides: dict, train_cfg: dict) -> Schedule:
     paper_schedule = overrides.get("schedule_steps", paper_steps)
     steps = train_cfg.get("steps") or paper_steps
     total = round(steps * paper_schedule / paper_steps)
-    batch = max(2, round(overrides.get("batch_size", train_cfg["paper_batch_size"]) * train_cfg["batch_size_scale"]))
+    paper_batch = overrides.get("batch_size", train_cfg["paper_batch_size"])
+    batch = max(2, round(paper_batch * train_cfg["batch_size_scale"]))
+    _bounded(batch, "batch_size", f"the batch {paper_batch} x train.batch_size_scale {train_cfg['batch_size_scale']}")
+    _bounded(total, "schedule_steps", f"the schedule of {steps} steps at this scale")
     warmup = max(1, round(total * min(1.0, train_cfg["paper_warmup"] / paper_schedule)))
     return Schedule(steps, batch, warmup, overrides.get("lr", train_cfg["lr"]), total)
+
+
+def _bounded(value: int, key: str, what: str) -> None:
+    """InputError where a derived `value` exceeds the most SCHEDULE_OVERRIDES allows `key` (what the config and spec
+    bound one by one, a product may still exceed: a batch of 10^9 would take memory until the machine fails)."""
+    most = next(high for name, _, _, high in SCHEDULE_OVERRIDES if name == key)
+    if value > most:
+        raise InputError(f"{what} is {value:.4g}, over the most a run takes ({most:g}); refused")
 
 
 def subreddit_prefix(experiment: dict) -> float:

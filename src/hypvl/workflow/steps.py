@@ -7,8 +7,8 @@ from hypvl.config import RUN_SETTINGS
 STEP_SECTIONS = {
     "synthesize": ("smoke_world",),
     "ground": ("data_dir", "spacy_model", "corpora", "grounding", "fetch"),
-    "pilot_world": ("data_dir", "acquire", "fetch", "pilot_world", "eval.classification_split",
-                    "eval.probe_source_dir"),
+    "pilot_world": ("scale", "data_dir", "acquire", "fetch", "pilot_world", "eval.classification_split",
+                    "eval.probe_source_dir"),  # scale: a pilot world is the pilot scale's (hypvl.config)
     "pilot_weights": ("scale", "cpu_code_path", "model", "fetch", "pilot_world"),
     "train": ("scale", "cpu_code_path", "data_dir", "corpora", "model", "train"),
     "finetune": ("scale", "cpu_code_path", "radial_ft"),  # and the run settings (below)

@@ -80,13 +80,16 @@ def split_shards(root: Path, split: str) -> list[Path]:
     folder = Path(root) / split
     count_file = folder / NSHARDS
     text = read_text(count_file).strip()
-    if not text.isdigit() or int(text) < 1:
-        raise Where(count_file).error(f"should hold a positive shard count, got '{text}'")
+    if not text.isdigit() or len(text) > 18 or int(text) < 1:
+        raise Where(count_file).error(f"should hold a positive shard count, got '{text[:40]}'")
+    present = set(folder.glob("*.tar"))
+    # the count is checked against the shards present before it sizes anything: a count of 10^11 names a missing
+    # shard among the first len(present) + 1, never 10^11 paths
+    for index in range(min(int(text), len(present) + 1)):
+        if folder / f"{index}.tar" not in present or not (folder / f"{index}.tar").is_file():
+            raise Where(count_file).error(f"announces {text} shards but {folder / f'{index}.tar'} is missing")
     shards = [folder / f"{index}.tar" for index in range(int(text))]
-    for shard in shards:
-        if not shard.is_file():
-            raise Where(count_file).error(f"announces {text} shards but {shard} is missing")
-    unannounced = sorted((set(folder.glob("*.tar")) - set(shards)), key=lambda path: (len(path.name), path.name))
+    unannounced = sorted(present - set(shards), key=lambda path: (len(path.name), path.name))
     if unannounced:
         raise Where(count_file).error(f"announces {text} shards but the folder also holds "
                                       f"{[path.name for path in unannounced]}: fix the count or remove them")

@@ -97,6 +97,8 @@ def grounded_record(path: Path, key: str, parts: dict[str, bytes]) -> GroundedRe
         count = int(parts["numparents.txt"].decode().strip())
     except ValueError as exc:
         raise InputError(f"{where}: numparents.txt is not an integer") from exc
+    if not 0 <= count <= len(parts):  # each box is two members of the sample
+        raise InputError(f"{where}: numparents.txt says {count} boxes, the sample holds {len(parts)} members")
     boxes = []
     for i in range(count):
         img, txt = parts.get(f"parent{i:03d}.jpg"), parts.get(f"parent{i:03d}.txt")

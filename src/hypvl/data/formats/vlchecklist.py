@@ -15,8 +15,9 @@ from pathlib import Path
 
 import yaml
 
+from hypvl.errors import InputError
 from hypvl.io import atomic_write
-from hypvl.yaml_text import safe_load
+from hypvl.yaml_text import error_parts, safe_load
 
 from .common import (
     Where,
@@ -95,7 +96,8 @@ def read_corpus(path: Path, root: Path | None = None) -> CheckListCorpus:
     try:
         config = safe_load(read_text(path))
     except yaml.YAMLError as exc:
-        raise Where(path).error(f"malformed YAML ({exc})") from None
+        at, problem = error_parts(path, exc)
+        raise InputError(f"{at}: malformed YAML ({problem})") from None
     where = Where(path)
     corpus_type = field(config, "TYPE", str, where)
     if corpus_type != CORPUS_TYPE:

@@ -15,33 +15,42 @@ MARKER = "pilot_world.json"  # in the mirror, once the world is complete
 
 
 def write_pilot_world(config: dict) -> dict:
-    """Write the pilot world of `config`; returns its summary (also written to <mirror>/pilot_world.json)."""
+    """Write the pilot world of `config`; returns its summary (also written to <mirror>/pilot_world.json). The world
+    is written aside and moved into data_dir and the mirror once whole, over no file the suite did not write
+    (`install`); the linear-probe sources replace only folders of sources written before (`atomic_directory`)."""
     from hypvl.data.manifest import load_sources
     from hypvl.data.mirror import Mirror
 
     from . import classification, corpora, evalsets, probe_sources
+    from .install import install, staging
     from .manifest import write_manifest
     from .world import PilotSettings, PilotWorld
 
     if config.get("pilot_world") is None or not config["fetch"]["mirror"] or not config["fetch"]["sources"]:
         raise InputError("config: the pilot world needs `pilot_world`, `fetch.mirror` and `fetch.sources` "
                          "(workflows/config/pilot.yaml sets them)")
-    root = Path(config["fetch"]["mirror"])
-    root.mkdir(parents=True, exist_ok=True)
-    world = PilotWorld(PilotSettings(**config["pilot_world"]), Path(config["data_dir"]), Mirror(root),
-                       config["acquire"], load_sources())
+    data_dir, root = Path(config["data_dir"]), Path(config["fetch"]["mirror"])
+    sources = Path(config["fetch"]["sources"])
     start = time.perf_counter()
-    written = {"classification": classification.write_classification_sets(world, config["eval"]["classification_split"]),
-               "probe_sources": probe_sources.write_probe_sources(world, config["eval"]["probe_source_dir"]),
-               "grit": [str(p) for p in corpora.write_grit(world)],
-               "redcaps": [str(p) for p in corpora.write_redcaps(world)],
-               "cc3m": [str(p) for p in corpora.write_cc3m(world)],
-               "yfcc15m": [str(p) for p in corpora.write_yfcc15m(world)],
-               "evaluation": evalsets.write_evaluation_sets(world)}
-    write_manifest(Path(config["fetch"]["sources"]), world.sources, world.served)
-    summary = {"settings": world.settings.as_dict(), "written": written, "served": sorted(world.served),
-               "seconds": round(time.perf_counter() - start, 1)}
-    write_json(root / MARKER, summary, indent=1)
+    with staging(data_dir) as stage:
+        world = PilotWorld(PilotSettings(**config["pilot_world"]), stage / "data", Mirror(stage / "mirror"),
+                           config["acquire"], load_sources())
+
+        def placed(paths) -> list[str]:  # where the staged files will lie
+            return [str(data_dir / Path(path).relative_to(stage / "data")) for path in paths]
+
+        written = {"classification": classification.write_classification_sets(world,
+                                                                               config["eval"]["classification_split"]),
+                   "probe_sources": probe_sources.write_probe_sources(world.settings, data_dir / config["eval"]
+                                                                      ["probe_source_dir"]),
+                   "grit": placed(corpora.write_grit(world)), "redcaps": placed(corpora.write_redcaps(world)),
+                   "cc3m": placed(corpora.write_cc3m(world)), "yfcc15m": placed(corpora.write_yfcc15m(world)),
+                   "evaluation": evalsets.write_evaluation_sets(world)}
+        write_manifest(stage / "sources" / sources.name, world.sources, world.served)
+        summary = {"settings": world.settings.as_dict(), "written": written, "served": sorted(world.served),
+                   "seconds": round(time.perf_counter() - start, 1)}
+        write_json(stage / "mirror" / MARKER, summary, indent=1)  # moved last: the workflow's output
+        install([(stage / "data", data_dir), (stage / "sources", sources.parent), (stage / "mirror", root)], MARKER)
     return summary
 
 

@@ -11,19 +11,21 @@ holds those classes' folders and names. Sizes are the smoke world's rule for a s
 `eval.probe_sources_scaled`). Records take classes in turn; pictures have each set's own size and mode.
 """
 
+from pathlib import Path
+
 from hypvl.data.catalog import dataset_names, load_dataset_info
 from hypvl.data.synthetic.classification import write_split
 from hypvl.data.synthetic.probe_sources import source_sizes
 from hypvl.io import atomic_directory
 
 from .classification import NATIVE, PHOTO, picture
-from .world import PilotWorld
+from .world import PilotSettings
 
 
-def write_probe_sources(world: PilotWorld, folder: str) -> dict[str, dict[str, int]]:
-    """Every catalog set with linear-probe slices, under `<data_dir>/<folder>/<set>`; returns each set's record count
-    per source split."""
-    settings, written = world.settings, {}
+def write_probe_sources(settings: PilotSettings, folder: Path) -> dict[str, dict[str, int]]:
+    """Every catalog set with linear-probe slices, under `<folder>/<set>` (config `eval.probe_source_dir` under
+    data_dir); returns each set's record count per source split."""
+    written = {}
     for name in dataset_names():
         info = load_dataset_info(name)
         if info.linear_probe is None:
@@ -32,7 +34,7 @@ def write_probe_sources(world: PilotWorld, folder: str) -> dict[str, dict[str, i
         sizes = source_sizes(info, classes, settings.images_per_class, 1)
         names = info.class_names if info.layout == "clip_benchmark_wds" else info.class_names[:classes]
         shape = NATIVE.get(name, PHOTO)
-        with atomic_directory(world.data_dir / folder / name) as root:  # replaces only sources this step wrote
+        with atomic_directory(Path(folder) / name) as root:  # replaces only sources this step wrote
             for split, size in sizes.items():
                 items = [(record % classes, picture(settings.seed, f"pilot/{name}/probe/{split}/{record % classes}",
                                                     record // classes, shape)) for record in range(size)]

@@ -52,7 +52,8 @@ class PilotSettings:
 @dataclass
 class PilotWorld:
     """Where the pilot world writes: the mirror (what the internet serves), each dataset's folder under `data_dir`
-    (config `acquire`: where a human's manual or prepare step leaves its files), and the real manifest's entries.
+    (config `acquire`: where a human's manual or prepare step leaves its files; both in the staging folder that
+    `install` moves into place), and the real manifest's entries.
     `served` records the sha256 and md5 of every file served or left, by URL or `<dataset>:<path>`."""
 
     settings: PilotSettings
