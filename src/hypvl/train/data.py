@@ -155,7 +155,9 @@ class _Reader:
         items = self._items()
         state = self.state
         while True:
-            begin = (self.stream.seed, self.reader, *state.position())
+            # the crops' seed: the batch's first position, and a 0 where a position once also counted a sample's
+            # pairs (before pairs and boxes were shuffled apart), so that every stream read as before crops as before
+            begin = (self.stream.seed, self.reader, *state.position(), 0)
             batch = [next(items) for _ in range(self.stream.batch_size)]
             yield {**self._collate(batch, begin), "stream": (self.reader, asdict(state))}
 
