@@ -8,12 +8,8 @@ was, and never reports a stale or NaN number."""
 import csv
 import json
 import math
-import os
 import re
 import shutil
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -33,7 +29,7 @@ from hypvl.cli import main
 from hypvl.data.synthetic.build import write_raw_corpus
 from hypvl.data.synthetic.settings import WorldSettings
 from hypvl.errors import InputError
-from hypvl.io import OUTPUTS, redate_future, write_json
+from hypvl.io import OUTPUTS, write_json
 from hypvl.models.checkpoints import save_checkpoint
 from hypvl.models.library_import import import_library_model
 from hypvl.replication.compare import compare_table
@@ -186,24 +182,6 @@ def test_models_trained_under_other_run_settings_still_join_in_a_table(tmp_path,
 
 
 # --------------------------------------------------------------------------- dates and numbers
-
-
-def test_a_file_dated_in_the_future_does_not_fail_later_runs(tmp_path):
-    """A Snakemake workflow redating its files as workflows/common.smk does: an input dated in the future makes no
-    run fail (without the redating, Snakemake fails the job: its output would be older than its input)."""
-    (tmp_path / "Snakefile").write_text(
-        "from hypvl.io import redate_future\n"
-        "for path in redate_future(['data']):\n    print('redated', path)\n"
-        "rule b:\n    input: 'data/a.txt'\n    output: 'b.txt'\n    shell: 'cp {input} {output}'\n")
-    (tmp_path / "data").mkdir()
-    (tmp_path / "data" / "a.txt").write_text("1")
-    os.utime(tmp_path / "data" / "a.txt", (time.time() + 3e8, time.time() + 3e8))
-    snakemake = [str(Path(sys.executable).parent / "snakemake"), "b.txt", "--cores", "1"]
-    for _ in range(2):
-        done = subprocess.run(snakemake, cwd=tmp_path, capture_output=True, text=True, timeout=300)
-        assert done.returncode == 0, done.stderr
-    assert (tmp_path / "b.txt").read_text() == "1"
-    assert redate_future([tmp_path / "data"]) == []
 
 
 def test_a_json_holding_a_number_that_is_not_finite_is_never_written(tmp_path):

@@ -7,7 +7,6 @@ import shlex
 import sys
 from pathlib import Path
 
-from hypvl.io import redate_future
 from hypvl.io import refuse_future_dated
 from hypvl.workflow import Plan
 
@@ -68,16 +67,8 @@ _bind_checkout()
 # A suite's output dated in the future (a clock set wrong, a copy from a machine ahead) stops the workflow, named, before
 # any job, a dry run included: Snakemake goes by dates alone, and such a file looks newer than whatever it was made from
 # whenever that changed (redated to now, a table would keep its number after a metric edited later). Removed, it is made
-# again, with what is made from it. Nothing of the suite's is then left dated in the future to redate.
+# again, with what is made from it.
 refuse_future_dated([RESULTS, REPORTS, *([DATA] if SCALE == "smoke" else [])])
-
-# A file dated in the future (a clock set wrong) would fail every later job made from it (Snakemake refuses an output
-# older than its input): the suite's outputs (and the smoke world, which it writes too) are redated to now, said, and
-# what was made from them is made again. Whether a number is stale whatever the dates is `hypvl compare`'s check.
-# Done as a run starts (onstart, below), never while a workflow is only planned: `snakemake -n` changes no file.
-def redate_outputs():
-    for path in redate_future([RESULTS, *([DATA] if SCALE == "smoke" else [])]):
-        print(f"hypvl: {path} was dated in the future: its date is now (what is made from it reruns)", file=sys.stderr)
 
 
 def above(path, levels=1):
@@ -139,8 +130,19 @@ def stop_warm_server():
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def check_slurm_status():
+    """Under the SLURM executor, the job-status command this cluster answers (hypvl.workflow.slurm), said."""
+    from hypvl.workflow.slurm import accounting_storage, status_command
+
+    plugin, settings = workflow.executor_plugin, workflow.executor_settings
+    if plugin is None or plugin.name != "slurm" or not hasattr(settings, "status_command"):
+        return
+    settings.status_command, line = status_command(settings.status_command, accounting_storage())
+    print(f"hypvl: {line}", file=sys.stderr)
+
+
 onstart:
-    redate_outputs()
+    check_slurm_status()
     start_warm_server()
 
 

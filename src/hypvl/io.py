@@ -255,19 +255,6 @@ def write_json(path, value, **dumps) -> None:
         handle.write(text)
 
 
-def redate_future(folders, now: float | None = None, slack: float = 60.0) -> list[Path]:
-    """Set to `now` the modification time of every file under `folders` dated more than `slack` seconds after it
-    (`future_dated`); returns them. The workflow refuses such files before it plans (`refuse_future_dated`): a file
-    redated to now looks newer than what it was made from, whenever that changed."""
-    now = time.time() if now is None else now
-    redated = []
-    for path in future_dated(folders, now, slack):
-        with contextlib.suppress(OSError):  # gone meanwhile, or not ours to touch: left to Snakemake
-            os.utime(path, (now, now), follow_symlinks=False)
-            redated.append(path)
-    return redated
-
-
 def future_dated(folders, now: float | None = None, slack: float = 60.0) -> list[Path]:
     """Every file under `folders` dated more than `slack` seconds after `now` (a clock set wrong, a copy from a
     machine ahead), sorted."""
