@@ -40,3 +40,38 @@ def toy_plan(tmp_path):
     from plan_fixture import toy_plan_in
 
     return toy_plan_in(tmp_path)
+
+
+HYCOCLIP_TABLES = ("table3", "table5", "table10")  # on the three ViT-S GRIT models
+TABLE2_ROWS = ("vits_clip", "vits_meru", "vits_hycoclip")  # retrieval and hierarchy on the same three
+
+
+@pytest.fixture(scope="session")
+def smoke_run(tmp_path_factory):
+    """The real default config run into a temporary folder (its results folder returned): the README's main job
+    (HyCoCLIP Table 1), HyCoCLIP's other tasks on its three ViT-S GRIT models and the config's `regression_extras`,
+    so every task group runs; a second call finds nothing to do. Shared by the smoke regression and the tests that
+    run the same jobs elsewhere (through SLURM) and compare."""
+    import json
+
+    from test_workflow import snakemake
+
+    from hypvl.config import load_config
+    from hypvl.tasks import group_tasks
+
+    tmp = tmp_path_factory.mktemp("smoke")
+    config = tmp / "paths.yaml"
+    config.write_text(json.dumps({"data_dir": str(tmp / "data"), "results_dir": str(tmp / "results"),
+                                  "reports_dir": str(tmp / "reports")}))
+    metrics = tmp / "results" / "metrics"
+    targets = [str(tmp / "reports" / "table1.md"), *(str(tmp / "reports" / "hycoclip" / f"{t}.md")
+                                                    for t in HYCOCLIP_TABLES)]
+    targets += [str(tmp / "results" / "rows" / "hycoclip" / "table2" / f"{row}.csv") for row in TABLE2_ROWS]
+    groups = group_tasks("smoke")
+    targets += [str(metrics / experiment / f"{groups[group][0]}.json")  # one JSON per group job
+                for experiment, extra in load_config()["regression_extras"].items() for group in extra]
+    run = snakemake(*targets, "--cores", "2", "--configfile", str(config))
+    assert run.returncode == 0, run.stderr[-3000:]
+    again = snakemake(*targets, "--cores", "2", "--configfile", str(config))
+    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
+    return tmp / "results"

@@ -219,7 +219,7 @@ def test_a_corpus_grounds_in_jobs_of_a_day_each_continuing_after_the_last(tmp_pa
     belongs to grounding alone."""
     assert Plan(load_config([FULL])).data.ground_retries() == 7
     assert Plan(load_config([FULL])).step_resources("ground") == {"gpu": 1, "mem_mb": 64000, "runtime": 1440}
-    assert Plan(load_config()).data.ground_retries() == 0
+    assert Plan(load_config()).data.ground_retries() is None
     wrong = tmp_path / "wrong.yaml"
     wrong.write_text(yaml.safe_dump({"resources": {"jobs": {"evaluate": {"gpu": 1, "mem_mb": 1, "runtime": 1,
                                                                           "attempts": 2}}}}))

@@ -150,7 +150,7 @@ def test_a_run_over_several_nodes_starts_one_torchrun_per_node():
 
 def test_smoke_training_stays_one_cpu_process():
     plan = Plan(load_config())
-    assert plan.training.job("hyco_clip_vits_grit") is None and plan.training.retries() == 0
+    assert plan.training.job("hyco_clip_vits_grit") is None and plan.training.retries() is None
     assert plan.training.launcher("hyco_clip_vits_grit", 1) == "hypvl train --threads 1"
     assert plan.training.resources("hyco_clip_vits_grit") == {"gpu": None, "mem_mb": 2000, "runtime": 30}
 

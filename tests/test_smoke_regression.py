@@ -22,7 +22,6 @@ import pytest
 from conftest import REPO
 from test_workflow import snakemake
 
-from hypvl.config import load_config
 from hypvl.data.synthetic.build import CLASSIFICATION_SETS
 from hypvl.expected import load_expected
 from hypvl.replication.regression import (
@@ -32,31 +31,7 @@ from hypvl.replication.regression import (
     measured_values,
     read_baseline,
 )
-from hypvl.tasks import GROUP_MODULES, group_tasks, zero_shot_datasets
-
-HYCOCLIP_TABLES = ("table3", "table5", "table10")  # on the three ViT-S GRIT models
-TABLE2_ROWS = ("vits_clip", "vits_meru", "vits_hycoclip")  # retrieval and hierarchy on the same three
-
-
-@pytest.fixture(scope="module")
-def smoke_run(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("smoke")
-    config = tmp / "paths.yaml"
-    config.write_text(json.dumps({"data_dir": str(tmp / "data"), "results_dir": str(tmp / "results"),
-                                  "reports_dir": str(tmp / "reports")}))
-    metrics = tmp / "results" / "metrics"
-    targets = [str(tmp / "reports" / "table1.md"), *(str(tmp / "reports" / "hycoclip" / f"{t}.md")
-                                                    for t in HYCOCLIP_TABLES)]
-    targets += [str(tmp / "results" / "rows" / "hycoclip" / "table2" / f"{row}.csv") for row in TABLE2_ROWS]
-    groups = group_tasks("smoke")
-    targets += [str(metrics / experiment / f"{groups[group][0]}.json")  # one JSON per group job
-                for experiment, extra in load_config()["regression_extras"].items() for group in extra]
-    run = snakemake(*targets, "--cores", "2", "--configfile", str(config))
-    assert run.returncode == 0, run.stderr[-3000:]
-    again = snakemake(*targets, "--cores", "2", "--configfile", str(config))
-    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
-    return tmp / "results"
-
+from hypvl.tasks import GROUP_MODULES, zero_shot_datasets
 
 def outside(experiment: str) -> bool:
     """True for a stand-in of weights from outside (their numbers repeat their rows' models', checked below)."""

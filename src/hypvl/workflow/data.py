@@ -112,10 +112,12 @@ class DataStage:
         fixed = self.plan.step_resources("ground")
         return fixed if self.takes_boxes(corpus) else {**fixed, "gpu": None}
 
-    def ground_retries(self) -> int:
+    def ground_retries(self) -> int | None:
         """Further jobs grounding a corpus may take, each continuing after the last one's last shard (config
-        `resources.jobs.ground.attempts`, 1 where absent): the ground rule's `retries`."""
-        return self.config["resources"]["jobs"]["ground"].get("attempts", 1) - 1
+        `resources.jobs.ground.attempts`): the ground rule's `retries`; None where it names none (Snakemake's own
+        `--retries` then, the SLURM profile's: a job cut short continues in the next as well)."""
+        attempts = self.config["resources"]["jobs"]["ground"].get("attempts")
+        return None if attempts is None else attempts - 1
 
     def fetch_options(self, manifest: str | None) -> list[str]:
         """`hypvl acquire` options saying where to fetch from: the mirror and `manifest`, where configured."""

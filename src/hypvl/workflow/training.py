@@ -149,20 +149,24 @@ class TrainingStage:
         """The command that starts `hypvl train` for `experiment`, with its `--threads` (per process): `hypvl` itself
         for a CPU run (on the job's `threads`); torchrun with a process per GPU on one node; on several nodes, `srun`
         starting one torchrun per node that meet at the first node (torchrun's c10d rendezvous, the SLURM job id
-        naming the run). A GPU run's processes share the node's cores."""
+        naming the run). A GPU run's processes share the node's cores. The first node is asked of the scheduler by the
+        job's id: the SLURM plugin's job step keeps no other SLURM_* variable (SLURM_JOB_NODELIST among them)."""
         job = self.job(experiment)
         if job is None:
             return f"hypvl train --threads {threads}"
         per_rank = f"-m hypvl.cli train --threads {job.threads // job.gpus_per_node}"
         if job.nodes == 1:
             return f"torchrun --standalone --nproc-per-node {job.gpus} {per_rank}"
-        head = '"$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)"'
+        head = '"$(scontrol show hostnames "$(squeue -h -j "$SLURM_JOB_ID" -o %N)" | head -n 1)"'
         return (f"srun --nodes {job.nodes} --ntasks-per-node 1 --kill-on-bad-exit=1 torchrun --nnodes {job.nodes}"
                 f" --nproc-per-node {job.gpus_per_node} --rdzv-backend c10d --rdzv-id \"$SLURM_JOB_ID\""
                 f" --rdzv-endpoint {head}:29500 {per_rank}")
 
-    def retries(self) -> int:
+    def retries(self) -> int | None:
         """Further attempts the longest training run needs beyond its first job (each resuming from the last
-        one's checkpoint): the train rule's `retries`."""
+        one's checkpoint): the train rule's `retries`; None where every run fits in one job (Snakemake's own
+        `--retries` then, the SLURM profile's: a job cut short, by its time limit, `scancel` or a lost node, resumes
+        from its resume.pt in the next)."""
         jobs = [self.job(exp) for exp in self._trained()]
-        return max((job.attempts - 1 for job in jobs if job is not None), default=0)
+        needed = max((job.attempts for job in jobs if job is not None), default=1)
+        return needed - 1 if needed > 1 else None
