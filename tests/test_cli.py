@@ -48,3 +48,27 @@ def test_a_count_below_one_is_a_usage_error(argv, capsys):
         main(argv)
     assert exit_.value.code == 2
     assert capsys.readouterr().err.splitlines()[-1].endswith(": must be at least 1, got 0")
+
+
+def test_version_is_the_installed_distributions(capsys):
+    """`hypvl --version` prints pyproject.toml's version (the installed distribution's), as CITATION.cff cites it."""
+    import re
+    import tomllib
+
+    import yaml
+
+    from conftest import REPO
+
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    declared = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    assert done.value.code == 0 and capsys.readouterr().out.strip() == f"hypvl {declared}"
+    citation = yaml.safe_load((REPO / "CITATION.cff").read_text())
+    assert citation["version"] == declared and citation["license"] == "MIT"
+    assert (REPO / "LICENSE").read_text().startswith("MIT License")
+    def words(title: str) -> str:
+        return " ".join(re.findall(r"[a-z]+", title.split(" (")[0].lower()))
+
+    cited = {words(ref["title"]) for ref in citation["references"]}
+    specs = {words(yaml.safe_load(path.read_text())["title"]) for path in (REPO / "replication").glob("*.yaml")}
+    assert cited == specs and len(cited) == 5  # the five papers the suite replicates, each cited

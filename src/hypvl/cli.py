@@ -37,6 +37,7 @@ def command_modules() -> tuple:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hypvl", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"hypvl {_version()}")
     subparsers = parser.add_subparsers(dest="command", required=True)
     for module in command_modules():
         module.add_commands(subparsers)
@@ -45,6 +46,16 @@ def build_parser() -> argparse.ArgumentParser:
     warm.add_argument("--code-path", required=True, help="the config's cpu_code_path, selected before torch loads")
     warm.set_defaults(func=_serve)
     return parser
+
+
+def _version() -> str:
+    """The installed distribution's version (pyproject.toml's), or "unknown" run from a source tree not installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("hypvl")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
 
 
 def _serve(args) -> None:
