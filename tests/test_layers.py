@@ -1,4 +1,4 @@
-"""Imports point down the data flow (DESIGN.md, Layers), and planning imports no torch.
+"""Imports point down the data flow (docs/architecture.md, Layers), and planning imports no torch.
 
 Every `hypvl` import in `src/hypvl`, at module level or inside a function, is checked against the layer
 order below: a module may import its own package and packages of lower layers only.
