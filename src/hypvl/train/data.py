@@ -228,6 +228,7 @@ class _Reader:
             self._count_corrupt(str(exc))
             return None
         state.pairs_seen += 1
+        state.boxes_seen += stream.mode == "compositional"  # HyCoCLIP's pair trains with one of its boxes
         if state.epoch == 0:
             state.corpus_pairs += 1
             state.corpus_boxes += len(sample.boxes) if stream.mode == "compositional" else 0
