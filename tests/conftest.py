@@ -75,3 +75,36 @@ def smoke_run(tmp_path_factory):
     again = snakemake(*targets, "--cores", "2", "--configfile", str(config))
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
     return tmp / "results"
+
+
+# The modules whose tests share the smoke run (and the SLURM test cluster, which one of them restarts): one group.
+SMOKE_RUN_MODULES = ("test_smoke_regression", "test_slurm")
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """CI's workers (`pytest -n 2`): each module's tests on one worker, so that a module's fixtures are made once, and
+    the smoke run's users on one worker (pytest-xdist's loadgroup marks are lost on pytest 9's node ids, hence a
+    scheduler of our own; its groups are run in collection order, `--no-loadscope-reorder`)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByModule(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return "smoke_run" if Path(module).stem in SMOKE_RUN_MODULES else module
+
+    return ByModule(config, log)
+
+
+def pytest_collection_modifyitems(items):
+    """The smoke run's users first: the longest group begins while the other worker takes the rest."""
+    items.sort(key=lambda item: item.module.__name__ not in SMOKE_RUN_MODULES)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The SLURM job ids each test of tests/test_slurm.py recorded (`slurm_jobs`), in the test log."""
+    lines = [value for report in terminalreporter.getreports("passed") + terminalreporter.getreports("failed")
+             for name, value in getattr(report, "user_properties", ()) if name == "slurm_jobs"]
+    if lines:
+        terminalreporter.section("SLURM jobs per test")
+        for line in lines:
+            terminalreporter.write_line(line)

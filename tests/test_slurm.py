@@ -7,7 +7,8 @@
 - a grounding job whose node is lost: the next job continues after its last shard; the shards the local grounding's;
 - a pilot training (full-size encoders) over two nodes, one torchrun per node started by srun, equal to one node's;
 - a cluster without accounting: the workflow says it asks squeue, and a job cancelled by `scancel` reruns.
-Each test prints the scheduler's job ids of its jobs. Skipped where no cluster answers (`sinfo`).
+Each test records the scheduler's job ids of its jobs (printed at the end of the test log).
+Skipped where no cluster answers (`sinfo`).
 """
 
 import json
@@ -91,10 +92,11 @@ def accounted(job_ids: list[str]) -> dict[str, tuple[str, str]]:
             (line.split("|") for line in shown.stdout.splitlines() if line)}
 
 
-def say(capsys, test: str, jobs: dict[str, list[str]]) -> None:
-    """Print the scheduler's job ids of a test's jobs into the test log (CI's)."""
-    with capsys.disabled():
-        print(f"\n{test}: SLURM jobs " + ", ".join(f"{rule} {' '.join(ids)}" for rule, ids in sorted(jobs.items())))
+def say(record_property, test: str, jobs: dict[str, list[str]]) -> None:
+    """The scheduler's job ids of a test's jobs, for the test log (CI's): recorded as the test's `slurm_jobs`
+    property, which conftest's terminal summary prints (from pytest-xdist's workers too)."""
+    ids = ", ".join(f"{rule} {' '.join(numbers)}" for rule, numbers in sorted(jobs.items()))
+    record_property("slurm_jobs", f"{test}: {ids}")
 
 
 def wait_for(condition, what: str, seconds: float = 600):
@@ -136,10 +138,10 @@ def flagship(tmp_path_factory):
     return folder, run.log
 
 
-def test_the_flagship_row_runs_as_sbatch_jobs_and_equals_the_local_run(flagship, smoke_run, capsys):
+def test_the_flagship_row_runs_as_sbatch_jobs_and_equals_the_local_run(flagship, smoke_run, record_property):
     folder, log = flagship
     jobs = slurm_jobs(log)
-    say(capsys, "flagship row", jobs)
+    say(record_property, "flagship row", jobs)
     planned = {rule for rule, _ in re.findall(r"^(\w+)\s+(\d+)$", log.split("Job stats:", 1)[1], re.M)} - {"total"}
     assert set(jobs) == planned and {"train", "ground", "compare_row"} <= planned  # every job an sbatch job
     states = accounted([job for ids in jobs.values() for job in ids])
@@ -159,7 +161,7 @@ def _rows(path: Path, fields: list[str]) -> list[tuple]:
         return [tuple(row[f] for f in fields) for row in csv.DictReader(handle)]
 
 
-def test_a_training_job_at_its_time_limit_saves_and_the_next_attempt_resumes_bitwise(flagship, capsys):
+def test_a_training_job_at_its_time_limit_saves_and_the_next_attempt_resumes_bitwise(flagship, record_property):
     """The train job asks for a minute (`resources.jobs.train.runtime`) and trains for longer: SLURM's SIGTERM at the
     limit, resume.pt written, the job TIMEOUT; the train rule's next attempt (the profile's `retries`) resumes from
     it. Its checkpoint is bitwise that of the same run uninterrupted (trained here meanwhile, without SLURM)."""
@@ -175,7 +177,7 @@ def test_a_training_job_at_its_time_limit_saves_and_the_next_attempt_resumes_bit
     assert finished(reference) and reference.returncode == 0, reference.log[-3000:]
     assert run.returncode == 0, run.log[-4000:]
     jobs = slurm_jobs(run.log)
-    say(capsys, "time limit", jobs)
+    say(record_property, "time limit", jobs)
     states = accounted(jobs["train"])
     assert [states[job][0] for job in jobs["train"]] == ["TIMEOUT", "COMPLETED"]
     result = json.loads((folder / "results_cut" / summary).read_text())
@@ -184,7 +186,7 @@ def test_a_training_job_at_its_time_limit_saves_and_the_next_attempt_resumes_bit
                       model_state(folder / "results_whole" / "models" / EXPERIMENT / "checkpoint.pt"))
 
 
-def test_a_grounding_whose_node_is_lost_continues_after_its_last_shard(flagship, smoke_run, capsys):
+def test_a_grounding_whose_node_is_lost_continues_after_its_last_shard(flagship, smoke_run, record_property):
     """RedCaps grounded through SLURM; once its first shard is written, the node it runs on goes DOWN (SLURM ends the
     job); the next job, on the other node, continues after that shard (`resumed_at_shard`), nothing before it
     computed again; the shards are byte for byte the local grounding's."""
@@ -204,7 +206,7 @@ def test_a_grounding_whose_node_is_lost_continues_after_its_last_shard(flagship,
         subprocess.run(["scontrol", "update", f"NodeName={node}", "State=RESUME"], timeout=30)
     assert run.returncode == 0, log[-4000:]
     jobs = slurm_jobs(log)
-    say(capsys, "lost node", jobs)
+    say(record_property, "lost node", jobs)
     states = accounted(jobs["ground"])
     assert [states[job][0] for job in jobs["ground"]] == ["NODE_FAIL", "COMPLETED"]
     assert states[jobs["ground"][1]][1] != node
@@ -216,7 +218,7 @@ def test_a_grounding_whose_node_is_lost_continues_after_its_last_shard(flagship,
         assert (summary.parent / name).read_bytes() == (local / name).read_bytes(), name
 
 
-def test_a_pilot_training_over_two_nodes_runs_a_torchrun_per_node_and_equals_one_nodes(tmp_path, capsys):
+def test_a_pilot_training_over_two_nodes_runs_a_torchrun_per_node_and_equals_one_nodes(tmp_path, record_property):
     """The pilot's full-size ViT-S/16 CLIP, sized by the cost model for two GPUs (a runtime estimate beyond
     `max_runtime` on one): on nodes of one GPU it is one SLURM job over both nodes, `srun` starting a torchrun on
     each (c10d rendezvous at the first node, two processes, gloo on the CPU); on a node of two GPUs, one torchrun
@@ -235,7 +237,7 @@ def test_a_pilot_training_over_two_nodes_runs_a_torchrun_per_node_and_equals_one
         run = snakemake(str(results / summary), "--configfile", *map(str, PILOT), str(config))
         assert run.returncode == 0, run.log[-4000:]
         jobs = slurm_jobs(run.log)
-        say(capsys, f"pilot training on {nodes} node(s)", jobs)
+        say(record_property, f"pilot training on {nodes} node(s)", jobs)
         [train] = jobs["train"]
         steps = subprocess.run(["sacct", "-n", "-P", "-o", "JobID,NNodes,NTasks", "-j", train], capture_output=True,
                                text=True, timeout=60).stdout
@@ -247,7 +249,7 @@ def test_a_pilot_training_over_two_nodes_runs_a_torchrun_per_node_and_equals_one
     assert same_state(found[2], found[1])
 
 
-def test_without_accounting_the_run_asks_squeue_and_a_cancelled_job_reruns(tmp_path, capsys):
+def test_without_accounting_the_run_asks_squeue_and_a_cancelled_job_reruns(tmp_path, record_property):
     """A cluster that keeps no accounting (restarted so: HYPVL_SLURM_ACCOUNTING=none): sacct exists but knows no
     job, and the plugin would ask it for ever; the workflow says so and asks squeue. A job then cancelled with
     `scancel` while it runs is submitted again (the profile's `retries`) and its output made; the cluster is
@@ -264,7 +266,7 @@ def test_without_accounting_the_run_asks_squeue_and_a_cancelled_job_reruns(tmp_p
     finally:
         restart("slurmdbd")
     assert run.returncode == 0, log[-4000:]
-    say(capsys, "without accounting", slurm_jobs(log))
+    say(record_property, "without accounting", slurm_jobs(log))
     assert "hypvl: this SLURM cluster keeps no accounting" in log and "from squeue" in log
     [first, second] = slurm_jobs(log)["synthesize_corpus"]
     assert first == job and second != job and json.loads(corpus.read_text())
