@@ -128,16 +128,18 @@ def page(schema_path: Path = SCHEMA, default_path: Path = DEFAULT, full_path: Pa
         "the key. How to pass a config: [Scales and configuration](configuration.md).",
         "",
     ]
-    current = None
-    for path, node in parameters(schema):
+    header = ["| Parameter | Type | Smoke default | full.yaml | Description |", "|---|---|---|---|---|"]
+    found = parameters(schema)
+    nested = {path.split(".")[0] for path, _ in found if "." in path}
+    sections: dict[str, list[str]] = {"Top-level settings": []}
+    for path, node in found:
         top = path.split(".")[0]
-        if top != current:
-            current = top
-            lines += ["", f"## {top}", "", "| Parameter | Type | Smoke default | full.yaml | Description |",
-                      "|---|---|---|---|---|"]
         description = " ".join(str(node.get("description", "")).split())
-        lines.append(f"| `{path}` | {_prose(type_of(node, defs))} | {_code(lookup(default, path))} | "
-                     f"{_code(lookup(full, path))} | {_prose(description)} |")
+        sections.setdefault(top if top in nested else "Top-level settings", []).append(
+            f"| `{path}` | {_prose(type_of(node, defs))} | {_code(lookup(default, path))} | "
+            f"{_code(lookup(full, path))} | {_prose(description)} |")
+    for section, rows in sections.items():
+        lines += ["", f"## {section}", "", *header, *rows]
     return "\n".join(lines) + "\n"
 
 
@@ -148,3 +150,11 @@ def on_files(files, config):
         files.remove(existing)
     files.append(File.generated(config, PAGE, content=page()))
     return files
+
+
+def on_page_content(html, page, config, files):
+    """Mark the config reference's tables, which docs/css/extra.css lays out (narrow names and values, a wide
+    description)."""
+    if page.file.src_uri == PAGE:
+        return html.replace("<table>", '<table class="config-reference">')
+    return html
