@@ -146,3 +146,12 @@ def test_a_modules_part_rules_take_its_group_rules_settings(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     block = re.search(r"^rule hypvl_evaluate_scene_part\d+:\n((?:    .*\n)+)", result.stdout, re.M)
     assert block and re.search(r"^    resources: .*\bmem_mb=4321\b", block.group(1), re.M), result.stdout[-3000:]
+
+
+def test_coverage_says_where_it_read_the_metrics(tmp_path):
+    """Results are the working directory's, not --project's: run elsewhere, coverage says where it looked."""
+    result = run("hypvl", "coverage", "--project", str(REPO), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.strip() == (f"hypvl coverage: computed cells read from {tmp_path.resolve()}/results/smoke/"
+                                     "metrics (0 metric JSONs: no such folder, so nothing is computed; run from the "
+                                     "folder holding the results or give --metrics-dir)")

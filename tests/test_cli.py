@@ -72,3 +72,19 @@ def test_version_is_the_installed_distributions(capsys):
     cited = {words(ref["title"]) for ref in citation["references"]}
     specs = {words(yaml.safe_load(path.read_text())["title"]) for path in (REPO / "replication").glob("*.yaml")}
     assert cited == specs and len(cited) == 5  # the five papers the suite replicates, each cited
+
+
+def test_evaluate_help_names_each_groups_tasks(capsys):
+    """`hypvl evaluate --help` says what each group computes, and a group's own help lists every task it writes."""
+    from hypvl.tasks import declared_tasks
+
+    with pytest.raises(SystemExit):
+        main(["evaluate", "--help"])
+    listing = " ".join(capsys.readouterr().out.split())
+    assert "scene tasks vg_attribution, vlc_attribute, vlc_object, vlc_relation" in listing
+    assert "zeroshot tasks zs_aircraft, zs_caltech101, zs_cars, ... (20 tasks)" in listing
+    with pytest.raises(SystemExit):
+        main(["evaluate", "linprobe", "--help"])
+    described = " ".join(capsys.readouterr().out.split())
+    linprobe = sorted(task.id for task in declared_tasks().values() if task.group == "linprobe")
+    assert len(linprobe) > 4 and f"tasks, written as one JSON each into --out-dir: {', '.join(linprobe)}." in described

@@ -188,3 +188,18 @@ def test_the_coverage_job_plans_with_the_workflows_whole_config(toy):
     plan = Plan(load_config([config, fetched]))
     assert plan.blocker("cov_released") is None  # obtainable now
     assert load_config(config_json=shlex.split(plan.step_config("coverage"))) == plan.config
+
+
+def test_coverage_links_the_flagship_report_where_only_it_was_made(tmp_path):
+    """HyCoCLIP's tables are also made at the top of reports/ (the flagship target, reports/table1.md): coverage
+    links that one where reports/hycoclip/table1.md was not made, and the latter where it was."""
+    from hypvl.coverage import _report_of
+
+    plan = Plan(load_config(config_json=[json.dumps({"reports_dir": str(tmp_path)})]))
+    assert _report_of(plan, "hycoclip", "table1") == tmp_path / "hycoclip" / "table1.md"  # neither made: the target
+    (tmp_path / "table1.md").write_text("# flagship")
+    assert _report_of(plan, "hycoclip", "table1") == tmp_path / "table1.md"
+    assert _report_of(plan, "meru", "table1") == tmp_path / "meru" / "table1.md"  # MERU has no flagship target
+    (tmp_path / "hycoclip").mkdir()
+    (tmp_path / "hycoclip" / "table1.md").write_text("# table")
+    assert _report_of(plan, "hycoclip", "table1") == tmp_path / "hycoclip" / "table1.md"

@@ -8,6 +8,7 @@ the specs and the metric JSONs.
 
 import json
 import os
+import sys
 from pathlib import Path
 
 from hypvl.config import add_config_arguments, config_from_args
@@ -94,7 +95,7 @@ def render_coverage(plan: Plan, frames: dict, metrics_dir, link_from: Path) -> s
     every = [kind for values in kinds.values() for kind in values]
     overview = []
     for (paper, table), values in kinds.items():
-        report = Path(os.path.relpath(plan.reports.target(paper, table), link_from)).as_posix()
+        report = Path(os.path.relpath(_report_of(plan, paper, table), link_from)).as_posix()
         overview.append([escape(paper), f"[{table}]({report})", str(len(values)),
                          *(str(values.count(kind)) for kind in COUNTED)])
     lines = [
@@ -118,6 +119,14 @@ def render_coverage(plan: Plan, frames: dict, metrics_dir, link_from: Path) -> s
     return "\n".join(lines)
 
 
+def _report_of(plan: Plan, paper: str, table: str) -> Path:
+    """A table's report to link: reports/<paper>/<table>.md, or where only the flagship target (reports/<table>.md,
+    HyCoCLIP's tables) has been made, that one."""
+    target = plan.reports.target(paper, table)
+    flagship = plan.reports.folder / f"{table}.md"
+    return flagship if paper == "hycoclip" and not target.exists() and flagship.exists() else target
+
+
 def _coverage(args) -> None:
     """Say for every printed cell whether it is computed, external or missing and why."""
     from hypvl.io import atomic_write
@@ -128,6 +137,12 @@ def _coverage(args) -> None:
                          "file, e.g. --configfile workflows/config/full.yaml)")
     plan = Plan(config)
     metrics_dir = args.metrics_dir or Path(config["results_dir"]) / "metrics"
+    found = len(list(metrics_dir.glob("*/*.json"))) if metrics_dir.is_dir() else 0
+    # results are the working directory's (the config's results_dir), not --project's: say where they were read
+    where = "" if metrics_dir.is_dir() else (": no such folder, so nothing is computed; run from the folder holding "
+                                             "the results or give --metrics-dir")
+    print(f"hypvl coverage: computed cells read from {metrics_dir.resolve()} ({found} metric JSONs{where})",
+          file=sys.stderr)
     frames = coverage_frames(plan, metrics_dir)
     if args.out is None:
         print(render_coverage(plan, frames, metrics_dir, Path.cwd()))

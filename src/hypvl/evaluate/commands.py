@@ -10,7 +10,7 @@ from hypvl.config import add_config_arguments, config_from_args, positive_int, s
 from hypvl.data.catalog import PROMPT_SETS
 from hypvl.errors import InputError
 from hypvl.models.commands import add_extra_arguments
-from hypvl.tasks import GROUP_MODULES, group_tasks
+from hypvl.tasks import GROUP_MODULES, declared_tasks, group_tasks
 
 log = logging.getLogger(__name__)
 SHOWN = 3  # metrics a task's log line shows (a job's log says each task as it is written)
@@ -145,8 +145,12 @@ def add_commands(subparsers) -> None:
     """Register `evaluate <group>` for every task group."""
     evaluate = subparsers.add_parser("evaluate", help="evaluate a checkpoint on one task group")
     groups = evaluate.add_subparsers(dest="group", required=True)
+    tasks = declared_tasks().values()
     for group in GROUP_MODULES:
-        parser = groups.add_parser(group, help=f"tasks of the {group!r} group (see hypvl.tasks)")
+        ids = sorted(task.id for task in tasks if task.group == group)
+        shown = ", ".join(ids) if len(ids) <= 4 else f"{', '.join(ids[:3])}, ... ({len(ids)} tasks)"
+        parser = groups.add_parser(group, help=f"tasks {shown}", description=f"The {group!r} group's tasks, written "
+                                   f"as one JSON each into --out-dir: {', '.join(ids)}.")
         add_config_arguments(parser)
         parser.add_argument("--experiment", help="experiment id (recorded in the JSONs; with --source: extra_<name>, "
                                                  "the only one it takes)")
