@@ -16,9 +16,9 @@ SRC = REPO / "src" / "hypvl"
 # top-level module or package -> layer; the same layer may not import each other (train and evaluate)
 # tasks: the torch-free task registry (ids, metrics, units), read by spec, evaluate and replication alike
 LAYERS = {
-    "errors": 0, "warm": 0, "yaml_text": 0, "cpu": 1, "io": 1, "config": 1, "cost": 1,
+    "errors": 0, "yaml_text": 0, "io": 1, "config": 1, "cost": 1,
     "expected": 2, "provenance": 2,
-    "devices": 4, "geometry": 4, "loader_processes": 4, "gpu_claim": 4,
+    "runtime": 4, "geometry": 4,
     "data": 5,
     "tasks": 6,
     "spec": 7, "grounding": 7,
