@@ -35,7 +35,7 @@ from hypvl.data.formats.coco_captions import read_coco_captions, write_coco_capt
 from hypvl.data.formats.common import CaptionedImage
 from hypvl.data.formats.imagefolder import load_image, write_imagefolder
 from hypvl.data.transforms import resize_center_crop, squeeze, to_tensor_batch
-from hypvl.devices import device_encoder, on_device
+from hypvl.runtime.devices import device_encoder, on_device
 from hypvl.evaluate.features import LOADER_THREADS, encode_images, set_loader_workers
 from hypvl.evaluate.retrieval import evaluate_retrieval
 from hypvl.evaluate.zeroshot import evaluate_zero_shot
@@ -190,7 +190,7 @@ def pipeline_rates(model, paths: list[Path], size: int, batch: int, workers: int
 def image_pipeline(config: dict, device: torch.device, images: int, workers: int) -> dict:
     """benchmarks/gpu's evaluation input pipeline: images/s (`pipeline_rates`: loader threads, and `workers` loader
     processes) of `images` photo-sized JPEGs with a MERU ViT-B/16 image encoder on `device`, as evaluation runs it
-    (`hypvl.devices.on_device`), at the config's eval batch; and whether its features are bitwise."""
+    (`hypvl.runtime.devices.on_device`), at the config's eval batch; and whether its features are bitwise."""
     torch.manual_seed(0)
     model = on_device(build_model("meru", "vit_b16", config["model"]).eval(), device)
     size, batch = config["model"]["image_size"], config["eval"]["batch_size"]

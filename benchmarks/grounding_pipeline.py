@@ -34,7 +34,7 @@ from detector_precision import grounded, load_detector  # noqa: E402
 from grounding_throughput import synthetic_captions  # noqa: E402
 from hypvl.data.formats.images import encode_image  # noqa: E402
 from hypvl.data.formats.redcaps import RedCapsSample, write_redcaps  # noqa: E402
-from hypvl.devices import use_threads  # noqa: E402
+from hypvl.runtime.devices import use_threads  # noqa: E402
 from hypvl.grounding.commands import ground_corpus  # noqa: E402
 from hypvl.grounding.detector import PRECISIONS  # noqa: E402
 from hypvl.grounding.filters import BoxFilter  # noqa: E402

@@ -1,4 +1,4 @@
-"""Start-up of a `hypvl` job in its own process and forked from a warm server (hypvl.warm).
+"""Start-up of a `hypvl` job in its own process and forked from a warm server (hypvl.runtime.warm).
 
 The job is `hypvl evaluate zeroshot` on a checkpoint that does not exist: it imports torch and the model code, then
 stops on the missing file, so its time is the start-up every evaluation and training job pays. Median wall time of

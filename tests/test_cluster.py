@@ -102,7 +102,7 @@ def test_a_vit_l_meru_training_job_asks_slurm_for_one_node_of_8_gpus(slurm_plan)
     for flag in ("--gpus=8", "--nodes=1", "--mem 512000", "-t 3602", "--cpus-per-task=64"):
         assert flag in command, command
     assert "--ntasks-per-gpu" not in command  # one task: torchrun starts the processes
-    assert job["shell"].startswith("python -m hypvl.gpu_claim 8 -- torchrun --standalone --nproc-per-node 8 "
+    assert job["shell"].startswith("python -m hypvl.runtime.gpu_claim 8 -- torchrun --standalone --nproc-per-node 8 "
                                    "-m hypvl.cli train --threads 8 ")
     assert "--experiment meru_meru_vitl" in job["shell"]
 
@@ -148,7 +148,7 @@ def test_a_corpus_whose_boxes_no_model_reads_is_grounded_without_a_detector_or_g
     assert yfcc["shell"].startswith(f"hypvl ground --corpus yfcc15m --no-boxes --threads {cores} --config-json ")
     assert "gpu" not in yfcc["resources"] and "--gpus" not in sbatch(yfcc, threads=8)
     assert " ".join(redcaps["shell"].split()).startswith(
-        f"python -m hypvl.gpu_claim 1 -- hypvl ground --corpus redcaps --threads {cores} --config-json ")
+        f"python -m hypvl.runtime.gpu_claim 1 -- hypvl ground --corpus redcaps --threads {cores} --config-json ")
     assert redcaps["resources"]["gpu"] == "1" and "--gpus=1" in sbatch(redcaps, threads=8)
     plan = Plan(load_config([FULL]))
     assert {corpus: plan.data.takes_boxes(corpus) for corpus in plan.config["grounding"]["raw"]} == {
@@ -178,23 +178,25 @@ def test_a_run_over_two_nodes_is_one_slurm_job_with_a_torchrun_per_node(tmp_path
     for flag in ("--nodes=2", "--ntasks=2", "--gres=gpu:4", "--cpus-per-task=32", "--mem 256000"):
         assert flag in command, command
     assert "--ntasks-per-gpu" not in command and "--gpus=" not in command
-    # no hypvl.gpu_claim over several nodes: SLURM gives each node's GPUs
+    # no hypvl.runtime.gpu_claim over several nodes: SLURM gives each node's GPUs
     assert job["shell"].startswith("srun --nodes 2 --ntasks-per-node 1 --kill-on-bad-exit=1 torchrun --nnodes 2 "
                                    "--nproc-per-node 4 --rdzv-backend c10d ")
 
 
 def test_local_profile_runs_each_gpu_job_on_gpus_of_its_own(tmp_path):
-    """On one machine each GPU job starts through hypvl.gpu_claim with the GPUs it asks Snakemake for, a profile's
-    set-resources included: torchrun on 8 for ViT-L MERU, 1 for its evaluation, 2 for grounding where set so."""
+    """On one machine each GPU job starts through hypvl.runtime.gpu_claim with the GPUs it asks Snakemake for, a
+    profile's set-resources included: torchrun on 8 for ViT-L MERU, 1 for its evaluation, 2 for grounding where set
+    so."""
     planned = jobs(dry_run(tmp_path, "{tmp}/results/rows/meru/table2/vitl_meru.csv", "--profile",
                            "workflows/profiles/local", "--set-resources", "ground:gpu=2"))
     train = job_of(planned, "train", "experiment=meru_meru_vitl")
     assert train["resources"]["gpu"] == "8"
-    assert train["shell"].startswith("python -m hypvl.gpu_claim 8 -- torchrun --standalone --nproc-per-node 8 ")
+    assert train["shell"].startswith("python -m hypvl.runtime.gpu_claim 8 -- torchrun --standalone --nproc-per-node 8 ")
     evaluation = job_of(planned, "evaluate_zeroshot", "experiment=meru_meru_vitl")
-    assert evaluation["shell"].startswith("python -m hypvl.gpu_claim 1 -- hypvl evaluate zeroshot ")
+    assert evaluation["shell"].startswith("python -m hypvl.runtime.gpu_claim 1 -- hypvl evaluate zeroshot ")
     [ground] = [job for job in planned if job["rule"] == "ground"]
-    assert ground["resources"]["gpu"] == "2" and ground["shell"].startswith("python -m hypvl.gpu_claim 2 -- hypvl ")
+    assert ground["resources"]["gpu"] == "2"
+    assert ground["shell"].startswith("python -m hypvl.runtime.gpu_claim 2 -- hypvl ")
     cpu_jobs = [job for job in planned if not job["resources"].get("gpu")]
     assert len(cpu_jobs) > 20 and all(job["shell"].startswith("hypvl ") for job in cpu_jobs)
 
@@ -241,7 +243,7 @@ def test_a_lab_with_one_node_of_4_gpus_trains_the_papers_batch_in_micro_batches(
                            "workflows/profiles/slurm", "--cores", "all", configs=[lab]))
     job = job_of(planned, "train", "experiment=meru_meru_vitl")
     assert "--gpus=4" in sbatch(job, threads=2) and "-t 4320" in sbatch(job, threads=2)
-    assert job["shell"].startswith("python -m hypvl.gpu_claim 4 -- torchrun --standalone --nproc-per-node 4 "
+    assert job["shell"].startswith("python -m hypvl.runtime.gpu_claim 4 -- torchrun --standalone --nproc-per-node 4 "
                                    "-m hypvl.cli train ")
     assert '"accum_steps": 2' in job["shell"] and '"batch_size_scale": 1.0' in job["shell"]
 

@@ -30,7 +30,7 @@ def _hypvl(args, env=None):
 
 @needs_avx2
 def test_a_hypvl_process_takes_the_configured_path_over_the_environment():
-    probe = ("import sys; from hypvl.cpu import use_code_path; use_code_path(sys.argv[1]); import torch; "
+    probe = ("import sys; from hypvl.runtime.cpu import use_code_path; use_code_path(sys.argv[1]); import torch; "
              "print(torch.backends.cpu.get_cpu_capability())")
     machine = {**os.environ, "ATEN_CPU_CAPABILITY": "default"}
     run = [subprocess.run([sys.executable, "-c", probe, path], capture_output=True, text=True, env=machine)

@@ -7,7 +7,7 @@ replica, which the model) and the end-to-end equality of a task's metrics are wh
 import pytest
 import torch
 
-from hypvl.devices import ENCODERS, OnDevice, device_encoder, on_device, select_device
+from hypvl.runtime.devices import ENCODERS, OnDevice, device_encoder, on_device, select_device
 from hypvl.evaluate import stats
 
 from test_eval_helpers import SIZE, context, tiny
@@ -56,7 +56,7 @@ def test_a_task_on_the_view_matches_the_task_on_the_model(tmp_path, method):
 def test_a_job_never_takes_more_threads_than_the_cores_it_may_run_on(monkeypatch):
     """A training job sized for a GPU node's cores (`--threads 8`) run on a 2-core machine takes 2 threads, not 8;
     a job asking fewer than the cores gets what it asks."""
-    from hypvl.devices import use_threads
+    from hypvl.runtime.devices import use_threads
 
     before = torch.get_num_threads()
     monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1})

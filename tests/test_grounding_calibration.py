@@ -207,6 +207,6 @@ def test_paper_scale_calibrates_before_grounding_the_corpora_the_detector_ground
     [calibrate_job] = [job for job in planned if job["rule"] == "calibrate_threshold"]
     assert calibrate_job["input"] == f"{tmp_path}/data/acquired/redcaps.json"
     assert calibrate_job["resources"]["gpu"] == "1"
-    assert calibrate_job["shell"].startswith("python -m hypvl.gpu_claim 1 -- hypvl calibrate --corpus redcaps ")
+    assert calibrate_job["shell"].startswith("python -m hypvl.runtime.gpu_claim 1 -- hypvl calibrate --corpus redcaps ")
     ground = job_of(planned, "ground", "grounded=train/cc3m_grounded")
     assert f"{tmp_path}/data/train/redcaps_grounded.calibration.json" in ground["input"]

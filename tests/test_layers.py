@@ -1,10 +1,11 @@
-"""Imports point down the data flow (docs/architecture.md, Layers), and planning imports no torch.
+"""Imports point down the data flow (docs/architecture.md, Layers), and planning imports no torch nor Pillow.
 
 Every `hypvl` import in `src/hypvl`, at module level or inside a function, is checked against the layer
 order below: a module may import its own package and packages of lower layers only.
 """
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,9 +17,9 @@ SRC = REPO / "src" / "hypvl"
 # top-level module or package -> layer; the same layer may not import each other (train and evaluate)
 # tasks: the torch-free task registry (ids, metrics, units), read by spec, evaluate and replication alike
 LAYERS = {
-    "errors": 0, "warm": 0, "yaml_text": 0, "cpu": 1, "io": 1, "config": 1, "cost": 1,
+    "errors": 0, "yaml_text": 0, "io": 1, "config": 1, "cost": 1,
     "expected": 2, "provenance": 2,
-    "devices": 4, "geometry": 4, "loader_processes": 4, "gpu_claim": 4,
+    "runtime": 4, "geometry": 4,
     "data": 5,
     "tasks": 6,
     "spec": 7, "grounding": 7,
@@ -99,10 +100,36 @@ def modules(package: str) -> list[str]:
 PLANNING = [*modules("workflow"), "hypvl.tasks", "hypvl.config", *modules("spec")]
 
 
+# what planning must not load: every `snakemake` call plans (scipy.ndimage alone took 0.47 s of 1.06 s)
+HEAVY = ("torch", "torchvision", "timm", "open_clip", "transformers", "numpy", "scipy", "PIL")
+# a hypvl import statement of the Snakefile or a rule file, at its top or inside a function
+WORKFLOW_IMPORT = re.compile(r"^[ \t]*(from[ \t]+hypvl[\w.]*[ \t]+import[ \t]+(?:\([^)]*\)|[^\n#]+)"
+                             r"|import[ \t]+hypvl[^\n#]*)", re.MULTILINE)
+
+
+def heavy_after(code: str) -> str:
+    """The HEAVY modules loaded once `code` has run in a fresh interpreter, as a printed list."""
+    probe = f"import sys\n{code}\nprint(sorted(m for m in {HEAVY!r} if m in sys.modules))"
+    return subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def workflow_imports() -> list[str]:
+    """Every hypvl import statement of the Snakefile and workflows/*.smk, as written."""
+    files = [REPO / "Snakefile", *sorted((REPO / "workflows").glob("*.smk"))]
+    texts = [path.read_text(encoding="utf-8") for path in files]
+    return sorted({" ".join(found.split()) for text in texts for found in WORKFLOW_IMPORT.findall(text)})
+
+
 @pytest.mark.parametrize("module", PLANNING)
 def test_planning_imports_no_torch(module):
-    """Nor the numerical stack (every `snakemake` call plans: scipy.ndimage alone took 0.47 s of 1.06 s)."""
-    heavy = ('torch', 'timm', 'open_clip', 'numpy', 'scipy')
-    code = f"import sys, {module}; print(sorted(m for m in {heavy!r} if m in sys.modules))"
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert run.stdout.strip() == "[]"
+    """Nor the numerical stack, torchvision, transformers or Pillow."""
+    assert heavy_after(f"import {module}") == "[]"
+
+
+def test_the_snakefile_plans_without_torch_or_pillow():
+    """What the Snakefile and its rule files import, all in one process, loads none of HEAVY (Pillow came in through
+    models.sources -> data.acquire -> data.formats.common)."""
+    statements = workflow_imports()
+    assert any("hypvl.workflow import Plan" in s for s in statements) and any("hypvl.config" in s for s in statements)
+    assert heavy_after("\n".join(statements)) == "[]"
+    assert heavy_after("import PIL.Image") == "['PIL']"  # the probe itself sees a heavy import

@@ -14,7 +14,7 @@ import torch
 
 import yaml
 
-from hypvl import loader_processes
+from hypvl.runtime import loader_processes
 from hypvl.cli import main
 from hypvl.data.formats.imagefolder import load_image
 from hypvl.data.transforms import to_uint8_batch

@@ -115,8 +115,8 @@ def test_paper_scale_fetches_every_model_of_hierarcaps_table1_unless_held_locall
                          cwd=REPO, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
     shells = [line.removeprefix("Shell command: ") for line in run.stdout.splitlines() if line.startswith("Shell")]
-    claimed = {c.removeprefix("python -m hypvl.gpu_claim 1 -- ") for c in shells if "gpu_claim" in c}
-    commands = [c.removeprefix("python -m hypvl.gpu_claim 1 -- ") for c in shells]
+    claimed = {c.removeprefix("python -m hypvl.runtime.gpu_claim 1 -- ") for c in shells if "gpu_claim" in c}
+    commands = [c.removeprefix("python -m hypvl.runtime.gpu_claim 1 -- ") for c in shells]
     fetched = sorted(c.split()[2] for c in commands if c.startswith("hypvl acquire ") and "weights.yaml" in c)
     assert fetched == ["open_clip:laion/CLIP-ViT-B-32-laion2B-s34B-b79K",
                        "open_clip:laion/CLIP-ViT-H-14-laion2B-s32B-b79K",

@@ -121,7 +121,7 @@ def warm_server():
     def start(serve_as: str):
         folder = Path(tempfile.mkdtemp(prefix="hypvl-test-"))
         socket_path, log = folder / "s", folder / "log"
-        patch = "import os\nfrom hypvl import warm\nwarm.REQUEST_TIMEOUT = 1.0\n"
+        patch = "import os\nfrom hypvl.runtime import warm\nwarm.REQUEST_TIMEOUT = 1.0\n"
         if serve_as == "other":  # the server's user is not the caller's
             patch += "_uid = os.getuid()\nos.getuid = lambda: _uid + 1\n"
         with open(log, "w") as handle:

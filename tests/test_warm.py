@@ -1,4 +1,4 @@
-"""Warm start (hypvl.warm): a command sent to the warm server runs in a child that has the caller's arguments,
+"""Warm start (hypvl.runtime.warm): a command sent to the warm server runs in a child that has the caller's arguments,
 directory, environment and streams, and the caller exits with its status; signals reach the child, a child whose
 caller was killed outright ends, and with no server the command runs in its own process. The real `hypvl serve`
 runs `hypvl` commands, keeps the CPU code path it loaded torch under, and a workflow run serves its jobs from one."""
@@ -22,7 +22,7 @@ HYPVL = str(Path(sys.executable).parent / "hypvl")
 FAKE_RUN = """
 import os, sys, time
 from pathlib import Path
-from hypvl import warm
+from hypvl.runtime import warm
 
 def run(argv):
     Path("pid.tmp").write_text(str(os.getpid()))
@@ -60,7 +60,7 @@ def server():
 
 def client(socket_path, cwd, *argv, **popen):
     env = {**os.environ, "HYPVL_WARM_SOCKET": str(socket_path), "PROBE": "from the caller"}
-    code = "import sys; from hypvl.warm import run_warm; sys.exit(run_warm(sys.argv[1:]))"
+    code = "import sys; from hypvl.runtime.warm import run_warm; sys.exit(run_warm(sys.argv[1:]))"
     return subprocess.Popen([sys.executable, "-c", code, *argv], cwd=cwd, env=env, **popen)
 
 

@@ -16,7 +16,7 @@ import yaml
 
 from conftest import REPO
 
-from hypvl.gpu_claim import try_claim
+from hypvl.runtime.gpu_claim import try_claim
 
 TINY = {
     "smoke_world": {"seed": 0, "image_size": 32, "grit_samples": 48, "redcaps_samples": 48, "cc3m_samples": 8,
@@ -65,7 +65,8 @@ def test_dry_run_plans_the_flagship_table(tmp_path):
     assert run.returncode == 0, run.stderr[-2000:]
     counts = dict(re.findall(r"^(\w+)\s+(\d+)$", run.stdout, flags=re.M))
     shells = re.findall(r"^Shell command: (.*)$", run.stdout + run.stderr, flags=re.M)
-    assert len(shells) > 20 and all(shell.startswith("hypvl ") for shell in shells)  # no GPU: no hypvl.gpu_claim
+    # no GPU: no hypvl.runtime.gpu_claim
+    assert len(shells) > 20 and all(shell.startswith("hypvl ") for shell in shells)
     # zero-shot classification runs inside each training job (config evaluate_with_training); the six released
     # checkpoints beside their rows are stood in for by six of those models, each written, imported and evaluated
     # by one job
@@ -110,7 +111,7 @@ def test_config_paths_reach_shell_commands_quoted(tmp_path):
 def test_gpu_jobs_run_through_their_claim_on_a_machine_of_two_gpus(tmp_path):
     """Grounding asking for a GPU (resources.jobs.ground.gpu: 1), run by Snakemake on this machine as if it had GPUs
     0 and 1 (CUDA_VISIBLE_DEVICES, two jobs at once), GPU 0 held by another job: each job's command starts through
-    hypvl.gpu_claim, whose line opens its log naming GPU 1 (the second waiting for it where they overlap), and
+    hypvl.runtime.gpu_claim, whose line opens its log naming GPU 1 (the second waiting for it where they overlap), and
     grounds its corpus."""
     gpu = tmp_path / "gpu.yaml"
     gpu.write_text(yaml.safe_dump({"resources": {"jobs": {"ground": {"gpu": 1, "mem_mb": 2000, "runtime": 30}}}}))

@@ -26,11 +26,11 @@ def run_settings(wildcards, threads):
 
 
 def gpu_claim(wildcards, resources):
-    """The start of a job's command that gives it GPUs of its own on a machine (hypvl.gpu_claim): as many as the job
-    asks for (its `gpu` resource, a profile's set-resources included); none for a CPU job or a job over several nodes
-    (SLURM gives each node's). A function of the job's resources, so that Snakemake reruns no job for it."""
+    """The start of a job's command that gives it GPUs of its own on a machine (hypvl.runtime.gpu_claim): as many as
+    the job asks for (its `gpu` resource, a profile's set-resources included); none for a CPU job or a job over several
+    nodes (SLURM gives each node's). A function of the job's resources, so that Snakemake reruns no job for it."""
     gpus = resources.get("gpu")
-    return f"python -m hypvl.gpu_claim {int(gpus)} -- " if gpus else ""
+    return f"python -m hypvl.runtime.gpu_claim {int(gpus)} -- " if gpus else ""
 
 
 def inherit_rule_settings(part, group_rule):
@@ -87,9 +87,9 @@ def data_ready(wildcards):
     return PLAN.data.inputs(wildcards.get("experiment"))
 
 
-# Warm start (config `warm_start`, hypvl.warm): a run that executes jobs on this machine starts one `hypvl serve` that
-# imports torch and the model code once; every `hypvl` job is forked from it (each finds it through
-# $HYPVL_WARM_SOCKET) instead of paying that start-up itself. <results>/logs/warm_server.log lists the jobs it
+# Warm start (config `warm_start`, hypvl.runtime.warm): a run that executes jobs on this machine starts one
+# `hypvl serve` that imports torch and the model code once; every `hypvl` job is forked from it (each finds it
+# through $HYPVL_WARM_SOCKET) instead of paying that start-up itself. <results>/logs/warm_server.log lists the jobs it
 # served. It ends with the run (and on its own once Snakemake has gone). Jobs in a conda environment, in a container
 # (`--sdm apptainer`) or on other machines start as before.
 WARM_SERVERS = []
@@ -98,7 +98,7 @@ WARM_SERVERS = []
 def start_warm_server():
     from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
-    from hypvl.warm import SOCKET_ENV
+    from hypvl.runtime.warm import SOCKET_ENV
 
     # a job in a conda environment or a container runs other software than this process: never forked from it
     isolated = {DeploymentMethod.CONDA, DeploymentMethod.APPTAINER} & set(workflow.deployment_settings.deployment_method)

@@ -12,7 +12,7 @@ import logging
 import os
 import sys
 
-from hypvl.warm import run_warm, serve
+from hypvl.runtime.warm import run_warm, serve
 
 SEPARATOR = "::"
 
@@ -41,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True)
     for module in command_modules():
         module.add_commands(subparsers)
-    warm = subparsers.add_parser("serve", help="start a warm server that jobs are forked from (hypvl.warm)")
+    warm = subparsers.add_parser("serve", help="start a warm server that jobs are forked from (hypvl.runtime.warm)")
     warm.add_argument("--socket", required=True, help="the Unix socket to listen on")
     warm.add_argument("--code-path", required=True, help="the config's cpu_code_path, selected before torch loads")
     warm.set_defaults(func=_serve)
@@ -60,7 +60,7 @@ def _version() -> str:
 
 def _serve(args) -> None:
     """`hypvl serve`: select the CPU code path, then preload and serve until the workflow ends."""
-    from hypvl.cpu import ENVIRONMENT, use_code_path
+    from hypvl.runtime.cpu import ENVIRONMENT, use_code_path
 
     use_code_path(args.code_path)
     serve(args.socket, run, ENVIRONMENT[args.code_path])
@@ -87,7 +87,7 @@ def main(argv=None) -> int:
 def run(argv: list[str]) -> int:
     """Run the `::`-separated commands of `argv` in this process."""
     from hypvl.config import config_from_args
-    from hypvl.cpu import use_code_path
+    from hypvl.runtime.cpu import use_code_path
     from hypvl.errors import InputError, Stopped
     from hypvl.io import os_error_line
 

@@ -21,10 +21,10 @@ from PIL import Image
 from torch.utils.data import DataLoader, Dataset
 
 from hypvl.data.transforms import to_uint8_batch, to_unit_float
-from hypvl.devices import device_encoder
+from hypvl.runtime.devices import device_encoder
 from hypvl.errors import InputError
 from hypvl.evaluate.metrics.checks import check_finite
-from hypvl.loader_processes import check_shared_memory, worker_deaths
+from hypvl.runtime.loader_processes import check_shared_memory, worker_deaths
 
 
 LOADER_THREADS = min(4, os.cpu_count() or 1)
@@ -115,7 +115,7 @@ def encode_images(encode: Callable[[torch.Tensor], torch.Tensor], load: Callable
                   view: Callable[[Image.Image], Image.Image], batch_size: int, name: str,
                   device: torch.device = torch.device("cpu")) -> torch.Tensor:
     """(count, D) float32 on the CPU = encode(batch of `view(load(i))`), i < count, where `encode` takes and returns
-    tensors on `device` (`hypvl.devices.device_encoder`); a NaN/Inf is an error naming `name`."""
+    tensors on `device` (`hypvl.runtime.devices.device_encoder`); a NaN/Inf is an error naming `name`."""
 
     def batch(start: int) -> torch.Tensor:
         return to_uint8_batch([view(load(i)) for i in range(start, min(count, start + batch_size))])

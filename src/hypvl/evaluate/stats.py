@@ -10,7 +10,7 @@ deviation of each population.
 import torch
 
 from hypvl.data.formats.imagefolder import load_image
-from hypvl.devices import device_encoder
+from hypvl.runtime.devices import device_encoder
 from hypvl.evaluate.context import EvalContext, TaskResult
 from hypvl.evaluate.features import encode_images, text_features
 from hypvl.evaluate.metrics.checks import check_finite

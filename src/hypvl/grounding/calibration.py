@@ -133,7 +133,7 @@ def table(result: dict) -> str:
 
 
 def _calibrate(args) -> None:
-    from hypvl.devices import select_device, use_threads
+    from hypvl.runtime.devices import select_device, use_threads
     from hypvl.grounding.phrases import PhraseExtractor
 
     config = config_from_args(args)

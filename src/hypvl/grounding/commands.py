@@ -105,7 +105,7 @@ def _check_apart(raw: Path, out: Path, corpus: str) -> None:
 
 
 def _ground(args) -> None:
-    from hypvl.devices import select_device, use_threads
+    from hypvl.runtime.devices import select_device, use_threads
     from hypvl.grounding.phrases import PhraseExtractor
 
     config = config_from_args(args)

@@ -11,8 +11,6 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-
-from hypvl.data.acquire import RECORDS
 from hypvl.data.manifest import load_sources
 from hypvl.errors import InputError
 from hypvl.yaml_text import safe_load
@@ -50,6 +48,8 @@ class OutsideWeights:
 
     def unrecognised(self, folder: Path) -> list[str]:
         """The files under `folder` (hidden ones and the records of its fetch aside) the entry does not list."""
+        from hypvl.data.acquire import RECORDS  # only here: planning reads this module and needs no download code
+
         found = [path.relative_to(folder).as_posix() for path in Path(folder).rglob("*")
                  if path.is_file() and not any(part.startswith(".") for part in path.relative_to(folder).parts)]
         return sorted(name for name in found if name not in RECORDS

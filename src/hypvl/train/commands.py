@@ -80,7 +80,7 @@ def _standin_builder(architecture: str, config: dict, backbone: str, shards: lis
 
 
 def _train(args) -> None:
-    from hypvl.devices import use_threads
+    from hypvl.runtime.devices import use_threads
     from hypvl.models.checkpoints import check_identity, read_checkpoint
 
     from .recipe import resolve_schedule, train_section_for
@@ -114,7 +114,7 @@ def _train(args) -> None:
 
 
 def _finetune(args) -> None:
-    from hypvl.devices import use_threads
+    from hypvl.runtime.devices import use_threads
 
     from .radial import finetune
     from .radial_recipe import radial_recipe

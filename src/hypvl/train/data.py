@@ -41,7 +41,7 @@ from hypvl.data.formats.images import CorruptImage, border_stored
 from hypvl.data.formats.shards import shard_paths
 from hypvl.data.transforms import to_uint8_batch
 from hypvl.errors import InputError
-from hypvl.loader_processes import check_shared_memory
+from hypvl.runtime.loader_processes import check_shared_memory
 
 from .records import LazyImage, Sample, ShardSamples, check_parsed
 from .stopping import ignore_in_loader

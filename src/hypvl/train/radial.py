@@ -25,7 +25,7 @@ import torch
 from hypvl.data.formats.hierarcaps import read_hierarcaps_train, train_images
 from hypvl.data.formats.images import decode_image
 from hypvl.data.transforms import to_tensor_batch
-from hypvl.devices import select_device
+from hypvl.runtime.devices import select_device
 from hypvl.errors import InputError
 from hypvl.io import write_json
 from hypvl.losses.contrastive import symmetric_contrastive

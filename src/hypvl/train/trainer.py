@@ -18,10 +18,10 @@ from pathlib import Path
 
 import torch
 
-from hypvl.devices import select_device
+from hypvl.runtime.devices import select_device
 from hypvl.errors import InputError, Stopped
 from hypvl.io import write_json
-from hypvl.loader_processes import worker_deaths
+from hypvl.runtime.loader_processes import worker_deaths
 from hypvl.models.build import build_model
 from hypvl.models.checkpoints import load_state, read_checkpoint, save_checkpoint
 

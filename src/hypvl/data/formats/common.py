@@ -9,12 +9,8 @@ import posixpath
 from dataclasses import dataclass
 from pathlib import Path
 
-from PIL import Image
-
 from hypvl.errors import InputError
 from hypvl.io import write_json as strict_json
-
-from .images import oversized
 
 _KIND_NAMES = {str: "a string", int: "an integer", float: "a number", list: "a list", dict: "an object"}
 
@@ -176,6 +172,10 @@ class CaptionedImage:
 
 def image_size(path: Path) -> tuple[int, int]:
     """(width, height) of an image file, read from its header."""
+    from PIL import Image  # only here: planning reads this module (data.manifest) and needs no Pillow
+
+    from .images import oversized
+
     try:
         with Image.open(path) as image:
             return image.size

@@ -129,8 +129,8 @@ def _receive(connection: socket.socket) -> tuple[dict, list[int]]:
 def serve(path: str, run, keep: dict[str, str]) -> None:
     """Preload, listen on `path` and fork a child per request that runs `run(argv)` (hypvl.cli.run) in the client's
     environment plus `keep` (the CPU code path's variables, which torch's kernels read at their first call, not at
-    import: hypvl.cpu); returns when the process that started the server has gone (a workflow killed outright leaves
-    no server behind) or on SIGTERM."""
+    import: hypvl.runtime.cpu); returns when the process that started the server has gone (a workflow killed outright
+    leaves no server behind) or on SIGTERM."""
     for module in PRELOAD:
         __import__(module)
     parent = os.getppid()

@@ -4,7 +4,7 @@ Snakemake counts the GPUs of jobs it runs side by side against `--resources gpu=
 no job which devices are its (snakemake/snakemake#281), so every job would compute on the first ones. The workflow
 therefore starts each GPU job of one node through this module:
 
-    python -m hypvl.gpu_claim 2 -- torchrun --standalone --nproc-per-node 2 -m hypvl.cli train ...
+    python -m hypvl.runtime.gpu_claim 2 -- torchrun --standalone --nproc-per-node 2 -m hypvl.cli train ...
 
 It locks `count` of the machine's GPUs (an exclusive `flock` on a file per device, in a folder of the temporary
 directory per user and SLURM allocation), sets CUDA_VISIBLE_DEVICES to them and becomes the command (`exec`). The
@@ -80,22 +80,23 @@ def claim(count: int, gpus: list[str], folder: Path, say=_say, wait=time.sleep) 
     waited = False
     while (held := try_claim(count, gpus, folder)) is None:
         if not waited:
-            say(f"hypvl.gpu_claim: waiting for {count} of GPUs {','.join(gpus)}: other jobs hold them (locks in "
-                f"{folder})")
+            say(f"hypvl.runtime.gpu_claim: waiting for {count} of GPUs {','.join(gpus)}: other jobs hold them "
+                f"(locks in {folder})")
             waited = True
         wait(POLL_S)
     return held
 
 
 def main(argv: list[str]) -> int:
-    """`python -m hypvl.gpu_claim COUNT -- COMMAND...`: COMMAND on COUNT GPUs of its own; returns only on failure."""
+    """`python -m hypvl.runtime.gpu_claim COUNT -- COMMAND...`: COMMAND on COUNT GPUs of its own; returns only on
+    failure."""
     if len(argv) < 3 or argv[1] != "--" or not argv[0].isdigit() or int(argv[0]) < 1:
-        print("usage: python -m hypvl.gpu_claim COUNT -- COMMAND [ARG...] (COUNT: the GPUs the command uses)",
+        print("usage: python -m hypvl.runtime.gpu_claim COUNT -- COMMAND [ARG...] (COUNT: the GPUs the command uses)",
               file=sys.stderr)
         return 2
     count, command = int(argv[0]), argv[2:]
     if shutil.which(command[0]) is None:  # before waiting for GPUs it could not use
-        print(f"hypvl.gpu_claim: {command[0]}: no such command", file=sys.stderr)
+        print(f"hypvl.runtime.gpu_claim: {command[0]}: no such command", file=sys.stderr)
         return 127
     environment = dict(os.environ)
     try:
@@ -105,17 +106,17 @@ def main(argv: list[str]) -> int:
             for descriptor in held.values():
                 os.set_inheritable(descriptor, True)  # held on by the command exec'd below
             environment[VISIBLE] = ",".join(held)
-            _say(f"hypvl.gpu_claim: GPUs {environment[VISIBLE]} of {','.join(gpus)}")
+            _say(f"hypvl.runtime.gpu_claim: GPUs {environment[VISIBLE]} of {','.join(gpus)}")
     except InputError as exc:
-        print(f"hypvl.gpu_claim: {exc}", file=sys.stderr)
+        print(f"hypvl.runtime.gpu_claim: {exc}", file=sys.stderr)
         return 1
     except OSError as exc:  # the lock folder or a lock file
-        print(f"hypvl.gpu_claim: {exc.filename}: {exc.strerror}", file=sys.stderr)
+        print(f"hypvl.runtime.gpu_claim: {exc.filename}: {exc.strerror}", file=sys.stderr)
         return 1
     try:
         os.execvpe(command[0], command, environment)
     except OSError as exc:
-        print(f"hypvl.gpu_claim: {command[0]}: {exc.strerror}", file=sys.stderr)
+        print(f"hypvl.runtime.gpu_claim: {command[0]}: {exc.strerror}", file=sys.stderr)
         return 126
 
 

@@ -1,0 +1,1 @@
+"""Running on the machine: devices, CPU code paths, loader processes, GPU claims, the warm start."""
