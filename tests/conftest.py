@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(autouse=True)
@@ -28,7 +27,7 @@ def rng():
 @pytest.fixture
 def workspace(tmp_path):
     """A copy of the replication fixture (a tiny spec and its printed table) in tmp_path."""
-    from replication_fixture import FIXTURE
+    from helpers.replication_fixture import FIXTURE
 
     shutil.copytree(FIXTURE, tmp_path, dirs_exist_ok=True)
     return tmp_path
@@ -37,7 +36,7 @@ def workspace(tmp_path):
 @pytest.fixture
 def toy_plan(tmp_path):
     """(the plan of a toy spec, tmp_path): plan_fixture.TOY_SPEC with its results and reports in tmp_path."""
-    from plan_fixture import toy_plan_in
+    from helpers.plan_fixture import toy_plan_in
 
     return toy_plan_in(tmp_path)
 
@@ -54,7 +53,7 @@ def smoke_run(tmp_path_factory):
     run the same jobs elsewhere (through SLURM) and compare."""
     import json
 
-    from test_workflow import snakemake
+    from helpers.workflow import snakemake
 
     from hypvl.config import load_config
     from hypvl.tasks import group_tasks

@@ -17,16 +17,15 @@ import torch
 import torch.multiprocessing as mp
 from torch import nn
 
+from helpers.distributed import _collate, _free_port, join_gloo
+from helpers.models import TINY, _model
+from helpers.training import TRAIN_CFG, _shards
 from hypvl.errors import InputError
 from hypvl.models.standins import standin_model
 from hypvl.train import distributed
 from hypvl.train.step import Precision, TrainStep
 from hypvl.train.syntax import syntax_targets
 from hypvl.train.trainer import train
-
-from test_models import TINY, _model
-from test_train_distributed import _collate, _free_port, join_gloo
-from test_training import TRAIN_CFG, _shards
 
 METHODS = ("clip", "meru", "hycoclip", "poinclip", "syntax_meru")
 BATCH, PARTS, WORLD, CONTEXT = 16, 4, 2, 12

@@ -5,8 +5,8 @@ import re
 
 import pytest
 import yaml
-from test_acquire import CATALOG, FIXTURES
 
+from helpers.acquire import CATALOG, FIXTURES
 from hypvl.data import manifest
 from hypvl.data.acquire import fetch
 from hypvl.data.manifest import load_sources

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO
 
+from helpers import REPO
 from hypvl.config import PROJECT_ENV, find_project, load_config
 from hypvl.errors import InputError
 

@@ -5,8 +5,9 @@ workflow, and its verdicts are the ones compare gives. The document's last secti
 import re
 from pathlib import Path
 
-from conftest import REPO
 from test_layers import LAYERS, SRC
+
+from helpers import REPO
 
 DOC = REPO / "docs" / "architecture.md"
 CODE = re.compile(r"`([^`]+)`")

@@ -9,7 +9,8 @@ expression for the problem, the outputs that must not exist). The fixtures come 
 
 import pytest
 import torch
-from bad_input_builders import (
+
+from helpers.bad_input_builders import (
     checkpoint_case,
     compare,
     config_case,
@@ -33,7 +34,7 @@ from bad_input_builders import (
     zero_sample_corpus,
     zero_shot_on_neither_layout,
 )
-from fixture_edits import edit_json, truncate
+from helpers.fixture_edits import edit_json, truncate
 
 CASES = {
     # config files

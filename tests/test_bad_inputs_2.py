@@ -19,9 +19,8 @@ import zlib
 import pytest
 import torch
 import yaml
-from PIL import Image
-from format_fixtures import BUILDERS
-from bad_input_builders import (
+
+from helpers.bad_input_builders import (
     checkpoint_case,
     compare,
     config_case,
@@ -32,10 +31,10 @@ from bad_input_builders import (
     tiny_checkpoint,
     write,
 )
-from replication_fixture import OURS
-from test_unpack_faults import empty_files
-
-from hypvl.data.formats.images import encode_image
+from helpers.format_fixtures import BUILDERS
+from helpers.replication_fixture import OURS
+from helpers.trust import ground_into_the_raw_folder, probe_into_a_folder_it_did_not_write
+from helpers.unpack import empty_files
 from hypvl.provenance import file_digest
 
 # --------------------------------------------------------------------------- inputs
@@ -164,32 +163,6 @@ def seed_case(seed):
     return build
 
 
-def probe_into_a_folder_it_did_not_write(tmp_path):
-    """`hypvl probe-splits sst2 --dest <the linear-probe folder>` (the set's name forgotten): the folder holds
-    other sets and a note of the user's."""
-    source = tmp_path / "source"
-    for split in ("train", "val"):
-        for label in ("negative", "positive"):
-            (source / split / label).mkdir(parents=True)
-            (source / split / label / "0.png").write_bytes(BUILDERS_PNG)
-    dest = tmp_path / "linear_probe"
-    write(dest / "cifar10" / "train" / "0000" / "000000.png", "another set")
-    write(dest / "notes.txt", "mine")
-    argv = ["probe-splits", "sst2", "--source", str(source), "--dest", str(dest)]
-    return argv, dest, r"holds files this step did not write \(cifar10/train/0000/000000\.png, notes\.txt\); not " \
-                       r"replaced", [dest / "train", dest / "val"]
-
-
-def ground_into_the_raw_folder(tmp_path):
-    """`hypvl ground` with the grounded folder configured as the raw one (`corpora: {grit: train/grit}`)."""
-    path, _, _ = BUILDERS["grit"](tmp_path / "data" / "train")
-    config = write(tmp_path / "config.yaml", yaml.safe_dump({"data_dir": str(tmp_path / "data"),
-                                                             "corpora": {"grit": "train/grit"}}))
-    argv = ["ground", "--corpus", "grit", "--configfile", str(config)]
-    return argv, "corpora.grit", "must be separate folders: grounding writes its folder whole", \
-        [path.parent / "grounding.json"]
-
-
 def acquire_case(archive: bytes, problem: str, member: str, limit: int | None = None, published: bool = True):
     """`hypvl acquire x --mirror M` of one archive (its sha256 published, or not) that the mirror serves; `member`: a
     file that must not be left (one it would unpack, or the archive itself)."""
@@ -230,7 +203,6 @@ def corrupted(archive: bytes) -> bytes:
     return archive[:middle] + bytes(b ^ 0xFF for b in archive[middle:middle + 16]) + archive[middle + 16:]
 
 
-BUILDERS_PNG = encode_image(Image.new("RGB", (4, 4)), "PNG")
 BOMB = zipped("zeros.bin", bytes(32 << 20))  # 32 MiB of zeros in about 32 kB
 
 # --------------------------------------------------------------------------- the corpus

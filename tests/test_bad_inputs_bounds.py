@@ -14,7 +14,9 @@ import numpy as np
 import pytest
 import yaml
 from PIL import Image
-from bad_input_builders import (
+
+from helpers import REPO
+from helpers.bad_input_builders import (
     config_case,
     finetune_case,
     format_case,
@@ -24,8 +26,7 @@ from bad_input_builders import (
     spec_text_case,
     write,
 )
-from conftest import REPO
-from format_fixtures import BUILDERS
+from helpers.format_fixtures import BUILDERS
 
 # --------------------------------------------------------------------------- inputs
 

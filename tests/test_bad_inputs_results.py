@@ -12,7 +12,8 @@ the problem, the outputs that must not exist).
 import json
 
 import pytest
-from bad_input_builders import (
+
+from helpers.bad_input_builders import (
     compare,
     expected_case,
     metrics_case,
@@ -21,7 +22,6 @@ from bad_input_builders import (
     spec_case,
     write,
 )
-
 from hypvl.cli import main
 
 HUGE = "1" + "0" * 400  # a 401-digit number: float() of it is inf, json and YAML read it as an exact integer
@@ -68,7 +68,7 @@ def first_number(text: str) -> str:
 def custom_code_folder(tmp_path):
     """`hypvl evaluate --source transformers:<folder>` of a save_pretrained folder whose config maps AutoModel to a
     module of its own (`modeling_mine.py`), which would leave a file behind if it ran."""
-    from test_library import transformers_folder
+    from helpers.library import transformers_folder
 
     *_, folder = transformers_folder(tmp_path, "clip")
     ran = tmp_path / "the folder's code ran"

@@ -13,7 +13,7 @@ import pytest
 from hypvl.config import load_config
 from hypvl.cost import Run, model_towers
 
-from conftest import REPO
+from helpers import REPO
 
 SCRIPT = REPO / "benchmarks" / "gpu"
 sys.path.insert(0, str(REPO / "benchmarks"))

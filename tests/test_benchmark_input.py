@@ -13,7 +13,7 @@ from PIL import Image
 from hypvl.data.formats.grounded import iter_grounded
 from hypvl.data.formats.shards import shard_paths
 
-from conftest import REPO
+from helpers import REPO
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from train_input import box_crops_per_s, stand_in_shards  # noqa: E402

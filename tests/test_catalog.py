@@ -13,12 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hypvl.data.catalog import (
-    CATALOG_DIR,
-    dataset_names,
-    load_dataset_info,
-    prompts_for,
-)
+from hypvl.data.catalog import CATALOG_DIR, dataset_names, load_dataset_info, prompts_for
 from hypvl.errors import InputError
 
 TABLE2_HEADER = '\t\tImageNet\tFood-101\tCIFAR-10\tCIFAR-100\tCUB\tSUN397\tCars\tAircraft\tDTD\tPets\tCaltech-101\tFlowers\tSTL-10\tEuroSAT\tRESISC45\tCountry211\tMNIST\tCLEVR\tPCAM\tSST2'

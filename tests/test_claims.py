@@ -7,14 +7,13 @@ import pandas as pd
 import pytest
 import yaml
 
+from helpers import REPO
 from hypvl.errors import InputError
 from hypvl.replication.claims.evaluator import Cells, audit_paper, evaluate, paper_cells
 from hypvl.replication.claims.language import load_claims
 from hypvl.replication.claims.render import category, render_claims, write_claims_report
 from hypvl.replication.compare import COLUMNS, write_compare_csv
 from hypvl.spec.load import load_all_specs, load_spec
-
-from conftest import REPO
 
 DATA = REPO / "tests" / "data" / "claims"
 TOY = DATA / "replication" / "toy.yaml"

@@ -6,10 +6,10 @@ image that does not decode are one clear error."""
 import numpy as np
 import pytest
 import torch
-from fixture_edits import assign, edit_shard
 from PIL import Image
-from test_eval_helpers import random_image
 
+from helpers.evaluation import random_image
+from helpers.fixture_edits import assign, edit_shard
 from hypvl.data.formats.classification_split import read_classification_split
 from hypvl.data.formats.clip_benchmark_wds import ClipBenchmarkDataset, LabelledImage, write_clip_benchmark_wds
 from hypvl.data.formats.imagefolder import write_imagefolder

@@ -57,7 +57,7 @@ def test_version_is_the_installed_distributions(capsys):
 
     import yaml
 
-    from conftest import REPO
+    from helpers import REPO
 
     with pytest.raises(SystemExit) as done:
         main(["--version"])

@@ -4,10 +4,9 @@ import json
 
 import pytest
 
+from helpers import REPO
 from hypvl.config import deep_merge, load_config
 from hypvl.errors import InputError
-
-from conftest import REPO
 
 FULL = REPO / "workflows" / "config" / "full.yaml"
 

@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+
+from helpers import REPO
 
 BIN = Path(sys.executable).parent
 STAND_IN = """#!/bin/sh

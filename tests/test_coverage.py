@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO
 
+from helpers import REPO
 from hypvl.cli import main
 from hypvl.config import load_config
 from hypvl.coverage import cell_kind, coverage_frames
 from hypvl.errors import InputError
-from hypvl.replication.coverage import NEEDS_DATA, NEEDS_WEIGHTS, NOT_BUILT, NOT_RUN, Blockers
+from hypvl.replication.coverage import Blockers, NEEDS_DATA, NEEDS_WEIGHTS, NOT_BUILT, NOT_RUN
 from hypvl.workflow import Plan
 
 EXPECTED = REPO / "tests" / "data" / "coverage" / "expected"  # cov/table1.csv: a row per reason, columns a-d

@@ -12,12 +12,11 @@ import torch
 import yaml
 from PIL import Image
 
+from helpers import REPO
+from helpers.models import TINY
 from hypvl.data.formats.grounded import GroundedRecord, write_grounded_shards
 from hypvl.data.formats.images import encode_image
 from hypvl.workflow.steps import STEP_SECTIONS
-
-from conftest import REPO
-from test_models import TINY
 
 AVX2 = torch.backends.cpu.get_cpu_capability() in ("AVX2", "AVX512")
 needs_avx2 = pytest.mark.skipif(not AVX2, reason="the CPU has no AVX2")

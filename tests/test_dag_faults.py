@@ -9,41 +9,15 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-import yaml
 
-from conftest import REPO
-from test_workflow import TINY
+from helpers.dag import TARGET, command, run, workdir
 
-TARGET = "results/models/meru_clip_vits/checkpoint.pt"  # synthesize, ground, train: 4 jobs, ~20 s on one core
 # the last output each upstream job writes (atomically): it exists only once the job has finished
 FINISHED = ("data/train/redcaps/corpus.json", "data/manifest.json", "data/train/redcaps_grounded/grounding.json")
-
-
-def workdir(tmp_path: Path, name: str) -> Path:
-    """A Snakemake working folder (its own .snakemake, so locks stay out of the repository) with the tiny config."""
-    folder = tmp_path / name
-    folder.mkdir()
-    config = {**TINY, "data_dir": str(folder / "data"), "results_dir": str(folder / "results"),
-              "reports_dir": str(folder / "reports"), **{f"{key}_dir": str(REPO / key)
-                                                         for key in ("replication", "expected", "baselines")}}
-    (folder / "config.yaml").write_text(yaml.safe_dump(config))
-    return folder
-
-
-def command(folder: Path, *extra: str) -> list[str]:
-    return [str(Path(sys.executable).parent / "snakemake"), "-s", str(REPO / "Snakefile"), "--directory",
-            str(folder), str(folder / TARGET), "--cores", "1", "--configfile", str(folder / "config.yaml"), *extra]
-
-
-def run(folder: Path, *extra: str) -> subprocess.CompletedProcess:
-    done = subprocess.run(command(folder, *extra), capture_output=True, text=True, timeout=600, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done
 
 
 def digest(path: Path) -> str:

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pandas as pd
 import yaml
-from conftest import REPO
-from test_workflow import TINY
+
+from helpers import REPO
+from helpers.workflow import TINY
 
 TABLE = "reports/poinclip/table3.md"  # two small models, COCO retrieval: 9 jobs from an empty folder
 ROW = ("results/rows/poinclip/table3/vits_poincare.csv", "vits_poincare")

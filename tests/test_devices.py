@@ -7,11 +7,10 @@ replica, which the model) and the end-to-end equality of a task's metrics are wh
 import pytest
 import torch
 
-from hypvl.runtime.devices import ENCODERS, OnDevice, device_encoder, on_device, select_device
+from helpers.eval_sets import DATASETS, _coco
+from helpers.evaluation import SIZE, context, tiny
 from hypvl.evaluate import stats
-
-from test_eval_helpers import SIZE, context, tiny
-from test_eval_stats import DATASETS, _coco
+from hypvl.runtime.devices import ENCODERS, OnDevice, device_encoder, on_device, select_device
 
 
 def test_cpu_evaluation_uses_the_model_itself():

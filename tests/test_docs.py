@@ -12,7 +12,7 @@ import sys
 import pytest
 import yaml
 
-from conftest import REPO
+from helpers import REPO
 
 README = REPO / "README.md"
 MKDOCS = REPO / "mkdocs.yml"

@@ -9,38 +9,15 @@ import torch
 from pycocotools.coco import COCO
 from pycocotools.cocoeval import COCOeval
 
-from hypvl.data.formats.coco_instances import (BANSAL_BASE_CATEGORIES, BANSAL_NOVEL_CATEGORIES, COCO_CATEGORY_IDS,
-                                               Box, Category, CocoInstances, DetectionImage, write_coco_instances)
+from helpers.eval_sets import NAMES, _instances
+from helpers.evaluation import SIZE, context, embed_one_by_one, nan_images
+from hypvl.data.formats.coco_instances import BANSAL_NOVEL_CATEGORIES, COCO_CATEGORY_IDS
 from hypvl.data.formats.imagefolder import load_image
 from hypvl.data.transforms import squeeze
 from hypvl.evaluate import detection
 from hypvl.evaluate.metrics.checks import NonFiniteEmbeddingError
 
-from test_eval_helpers import SIZE, context, embed_one_by_one, nan_images, random_image
-
 TEMPLATES = ["a photo of a {}.", "itap of a {}."]
-NAMES = BANSAL_BASE_CATEGORIES + BANSAL_NOVEL_CATEGORIES
-
-
-def _instances(tmp_path):
-    g = torch.Generator().manual_seed(5)
-    (tmp_path / "coco" / "val2017").mkdir(parents=True)
-    categories = tuple(Category(COCO_CATEGORY_IDS[n], n, "thing") for n in sorted(NAMES, key=COCO_CATEGORY_IDS.get))
-    picks = ["dog", "cat", "person", "cake", "bus", "car", "dog", "sink", "knife", "cat", "bowl", "cake"]
-    images = []
-    for i in range(4):
-        path = tmp_path / "coco" / "val2017" / f"{i:012d}.jpg"
-        boxes = tuple(Box(COCO_CATEGORY_IDS[picks[3 * i + j]], (2.0 + 9 * j, 1.5 + 6 * j, 12.0 + j, 10.5), False)
-                      for j in range(3))
-        picture = random_image(g, 40, 32)
-        for j, box in enumerate(boxes):  # a distinct colour per box, so that crops embed apart
-            x, y, w, h = (int(v) for v in box.bbox)
-            picture.paste(tuple(int(c) for c in torch.randint(0, 256, (3,), generator=g)), (x, y, x + w, y + h))
-        picture.save(path)
-        images.append(DetectionImage(i + 1, path, 40, 32, boxes + (Box(COCO_CATEGORY_IDS["dog"], (0, 0, 5, 5), True),)))
-    path = tmp_path / "coco" / "annotations" / "instances_val2017.json"
-    write_coco_instances(path, CocoInstances(categories, tuple(images)))
-    return path, images
 
 
 @pytest.mark.parametrize("method", ["clip", "meru"])

@@ -7,37 +7,12 @@ import pytest
 import torch
 from scipy.stats import kendalltau
 
-from hypvl.data.formats.hierarcaps import HierarCapsItem, write_hierarcaps_test
+from helpers.eval_sets import _write
+from helpers.evaluation import SIZE, context, embed_one_by_one, embed_texts_one_by_one, nan_images
 from hypvl.data.formats.imagefolder import load_image
 from hypvl.data.transforms import resize_center_crop
 from hypvl.evaluate import hierarcaps
 from hypvl.evaluate.metrics.checks import NonFiniteEmbeddingError
-
-from test_eval_helpers import SIZE, context, embed_one_by_one, embed_texts_one_by_one, nan_images, random_image
-
-CHAINS = [("animal", "dog", "a dog on grass", "a brown dog running on the grass"),
-          ("animal", "cat", "a cat on a sofa", "a grey cat sleeping on a red sofa"),
-          ("vehicle", "bus", "a bus in a street", "a yellow bus waiting in a busy street"),
-          ("vehicle", "car", "a car on a road", "a small car parked by the road at night"),
-          ("plant", "tree", "a tree in a field", "a tall tree alone in a green field")]
-# more COCO captions of images 0 and 2, as rows of their own (the test CSV may repeat an image)
-SHARING = [(0, ("animal", "puppy", "a puppy in a park", "a small puppy playing in a sunny park")),
-           (2, ("vehicle", "bus", "a bus at a stop", "a red bus stopped at a crowded stop"))]
-
-
-def _write(tmp_path, shared: bool = False):
-    g = torch.Generator().manual_seed(4)
-    images = tmp_path / "hc" / "assets" / "test_imgs"
-    images.mkdir(parents=True)
-    items = []
-    for i, chain in enumerate(CHAINS):
-        name = f"COCO_val2014_{i:012d}.jpg"
-        random_image(g, 22, 18 + i).save(images / name)
-        items.append(HierarCapsItem(i, chain, f"http://images.cocodataset.org/val2014/{name}", images / name))
-    for image, chain in SHARING if shared else ():
-        items.insert(image + 1, HierarCapsItem(len(items), chain, items[image].image_url, items[image].image))
-    write_hierarcaps_test(tmp_path / "hc" / "data" / "hierarcaps_test.csv", items)
-    return items
 
 
 def _oracle(ctx, items, steps=50) -> dict[str, float]:

@@ -5,14 +5,13 @@ import networkx as nx
 import pytest
 import torch
 
+from helpers.evaluation import SIZE, context, embed_one_by_one, nan_images, random_image
 from hypvl.data.formats.imagefolder import load_image, write_imagefolder
 from hypvl.data.formats.wordnet_isa import IsaEdge, write_wordnet_isa
 from hypvl.data.transforms import resize_center_crop
 from hypvl.errors import InputError
 from hypvl.evaluate import hierarchical
 from hypvl.evaluate.metrics.checks import NonFiniteEmbeddingError
-
-from test_eval_helpers import SIZE, context, embed_one_by_one, nan_images, random_image
 
 CLASSES = ["beagle", "tabby", "sedan", "bus", "tulip"]
 WNID = {name: f"n{i:08d}" for i, name in enumerate(["entity", "animal", "vehicle", "plant", "pet", *CLASSES])}

@@ -4,8 +4,8 @@ the same numbers."""
 
 import pytest
 import torch
-from test_eval_helpers import random_image, run_group
 
+from helpers.evaluation import random_image, run_group
 from hypvl.data.formats.clip_benchmark_wds import ClipBenchmarkDataset, LabelledImage, write_clip_benchmark_wds
 from hypvl.data.formats.imagefolder import write_imagefolder
 from hypvl.data.formats.images import encode_image

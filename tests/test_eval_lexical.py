@@ -6,15 +6,13 @@ import pytest
 import torch
 from scipy.stats import spearmanr
 
-from hypvl.data.formats.breeds import BreedsClass, BreedsHierarchy, BreedsSuperclass, write_breeds_hierarchy, write_breeds_split
+from helpers.eval_sets import LEAVES, SUPER, _breeds
+from helpers.evaluation import SIZE, context, embed_one_by_one, embed_texts_one_by_one, nan_images
 from hypvl.data.formats.hyperlex import HyperLexPair, write_hyperlex
-from hypvl.data.formats.imagefolder import load_image, read_imagefolder, write_imagefolder
-from hypvl.data.formats.wordnet_isa import IsaEdge
+from hypvl.data.formats.imagefolder import load_image, read_imagefolder
 from hypvl.data.transforms import resize_center_crop
 from hypvl.evaluate import lexical
 from hypvl.evaluate.metrics.checks import NonFiniteEmbeddingError
-
-from test_eval_helpers import SIZE, context, embed_one_by_one, embed_texts_one_by_one, nan_images, random_image
 
 PAIRS = [("dog", "animal", "N", 5.8), ("cat", "animal", "N", 5.5), ("car", "vehicle", "N", 5.9), ("animal", "dog", "N", 1.2),
          ("run", "move", "V", 4.7), ("tree", "plant", "N", 5.1), ("car", "animal", "N", 0.2), ("walk", "move", "V", 4.0),
@@ -55,28 +53,6 @@ def test_hyperlex_rho_matches_scipy(tmp_path, method):
     assert result.n_samples == len(PAIRS)
     assert result.metrics["rho_all"] == pytest.approx(spearmanr(-angles, scores).statistic, abs=1e-6)
     assert result.metrics["rho_n"] == pytest.approx(spearmanr(-angles[nouns], np.array(scores)[nouns]).statistic, abs=1e-6)
-
-
-LEAVES = ["beagle", "tabby", "sedan", "bus", "tulip", "rose"]
-SUPER = {"animal": [0, 1], "vehicle": [2, 3], "plant": [4, 5]}
-
-
-def _breeds(tmp_path):
-    g = torch.Generator().manual_seed(6)
-    items = []
-    for i in range(18):
-        image = random_image(g)
-        image.paste((40 * (i % 6), 250 - 40 * (i % 6), 30 * (i % 4)), (0, 0, 6 + i % 6 * 3, 12))
-        items.append((i % 6, image))
-    write_imagefolder(tmp_path / "classification" / "imagenet", "test", LEAVES, items)
-    wnid = {n: f"n{i:08d}" for i, n in enumerate([*LEAVES, *SUPER])}
-    classes = tuple(BreedsClass(i, wnid[n], n) for i, n in enumerate(LEAVES))
-    edges = tuple(IsaEdge(wnid[s], wnid[LEAVES[c]]) for s, cs in SUPER.items() for c in cs)
-    write_breeds_hierarchy(tmp_path / "breeds", BreedsHierarchy(classes, edges, {w: n for n, w in wnid.items()}))
-    write_breeds_split(tmp_path / "breeds" / "all3.json", [BreedsSuperclass(i, wnid[s], s, (cs[0],), (cs[1],))
-                                                          for i, (s, cs) in enumerate(SUPER.items())])
-    write_breeds_split(tmp_path / "breeds" / "two.json", [BreedsSuperclass(i, wnid[s], s, tuple(SUPER[s]), ())
-                                                         for i, s in enumerate(["animal", "vehicle"])])
 
 
 def _breeds_oracle(ctx, tmp_path, supers: list[str], prompts, sign: float = -1.0) -> dict[int, float]:

@@ -9,34 +9,20 @@ import torch
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import balanced_accuracy_score
 
-from hypvl.data.formats.imagefolder import load_image, read_imagefolder, write_imagefolder
-from hypvl.data.transforms import resize_center_crop, to_tensor_batch
-from hypvl.evaluate import linprobe
-from hypvl.evaluate.metrics.checks import NonFiniteEmbeddingError
-
-from test_eval_helpers import SIZE, context, random_image, run_group
-
-from hypvl.data.probe_splits import build_probe_splits
+from helpers.eval_sets import ROOTS, _folder
+from helpers.evaluation import SIZE, context, random_image, run_group
 from hypvl.data.catalog import load_dataset_info
 from hypvl.data.formats.classification_split import read_classification_split
+from hypvl.data.formats.imagefolder import load_image, read_imagefolder, write_imagefolder
+from hypvl.data.probe_splits import build_probe_splits
 from hypvl.data.synthetic.classification import write_classification_set
 from hypvl.data.synthetic.classification_sets import ALL_CLASSIFICATION_SETS
 from hypvl.data.synthetic.probe_sources import write_probe_sources
 from hypvl.data.synthetic.settings import WorldSettings
+from hypvl.data.transforms import resize_center_crop, to_tensor_batch
 from hypvl.errors import InputError
-
-ROOTS = {"train": "linear_probe", "val": "linear_probe", "test": "classification"}  # folders under the data dir
-
-
-def _folder(tmp_path):
-    g = torch.Generator().manual_seed(8)
-    for split, count in (("train", 12), ("val", 6), ("test", 9)):
-        items = []
-        for i in range(count):
-            image = random_image(g)
-            image.paste(((90 * (i % 3)) % 256, 60, 255 - 90 * (i % 3)), (2, 2, 18, 16))  # learnable per class
-            items.append((i % 3, image))
-        write_imagefolder(tmp_path / ROOTS[split] / "cifar10", split, ["a", "b", "c"], items)
+from hypvl.evaluate import linprobe
+from hypvl.evaluate.metrics.checks import NonFiniteEmbeddingError
 
 
 def _features(model, tmp_path, split):

@@ -2,37 +2,16 @@
 
 import pytest
 import torch
-from test_eval_helpers import (
-    SIZE,
-    context,
-    embed_one_by_one,
-    embed_texts_one_by_one,
-    nan_images,
-    random_image,
-    run_group,
-)
 
+from helpers.eval_sets import _items
+from helpers.evaluation import SIZE, context, embed_one_by_one, embed_texts_one_by_one, nan_images, run_group
 from hypvl.data.formats.coco_captions import write_coco_captions
-from hypvl.data.formats.common import CaptionedImage
 from hypvl.data.formats.flickr30k import write_flickr30k
 from hypvl.data.formats.imagefolder import load_image
 from hypvl.data.transforms import squeeze
 from hypvl.evaluate import retrieval
 from hypvl.evaluate.metrics.checks import NonFiniteEmbeddingError
 from hypvl.tasks import all_tasks
-
-WORDS = ["dog", "cat", "red car", "tree", "boat", "sky", "two birds", "a lamp", "bread", "snow", "a hat", "rain"]
-
-
-def _items(root, count=13):
-    g = torch.Generator().manual_seed(3)
-    items = []
-    for i in range(count):
-        path = root / f"{i:03d}.jpg"
-        random_image(g, 20 + i % 5, 16 + i % 3).save(path)
-        captions = tuple(f"{WORDS[(i + j) % len(WORDS)]} number {i} {j}" for j in range(1 + i % 3))
-        items.append(CaptionedImage(path, captions))
-    return items
 
 
 def _brute_force(model, tokenizer, items) -> dict[str, float]:
@@ -77,7 +56,7 @@ def test_flickr_through_the_command_writes_each_json(tmp_path):
     records = run_group(tmp_path, "clip", "retrieval", {"flickr30k": "flickr/dataset_flickr30k.json",
                                                          "coco_captions": "annotations/captions_val2017.json"},
                         tmp_path)
-    from test_eval_helpers import tiny
+    from helpers.evaluation import tiny
 
     model, tokenizer = tiny("clip")
     assert records["ret_flickr30k"]["n_samples"] == 5  # the test split only

@@ -7,19 +7,16 @@ from pathlib import Path
 import pytest
 import torch
 
+from helpers.eval_sets import NOUNS, _attribution
+from helpers.evaluation import SIZE, context, embed_one_by_one, embed_texts_one_by_one, nan_images, random_image
 from hypvl.data.formats.imagefolder import load_image
-from hypvl.data.formats.vg_attribution import AttributionItem, write_vg_attribution
 from hypvl.data.formats.vlchecklist import CheckListItem, write_corpus, write_vlchecklist
-from hypvl.data.synthetic.vlchecklist_sets import write_vlchecklist_sets
 from hypvl.data.synthetic.settings import WorldSettings
+from hypvl.data.synthetic.vlchecklist_sets import write_vlchecklist_sets
 from hypvl.data.transforms import resize_center_crop
 from hypvl.errors import InputError
 from hypvl.evaluate import scene
 from hypvl.evaluate.metrics.checks import NonFiniteEmbeddingError
-
-from test_eval_helpers import SIZE, context, embed_one_by_one, embed_texts_one_by_one, nan_images, random_image
-
-NOUNS = ["dog", "cat", "car", "tree", "boat", "lamp", "hat", "cup"]
 
 
 def _correct(model, tokenizer, images, positives, negatives) -> list[bool]:
@@ -150,22 +147,6 @@ def test_smoke_world_checklist_has_the_syntax_vse_table3_groups(tmp_path):
         result = scene.run(ctx, task)
         assert set(result.metrics) == {"accuracy"} | groups and result.n_samples == 2 * len(groups)
         assert result.metrics["accuracy"] == pytest.approx(sum(result.metrics[g] for g in groups) / len(groups))
-
-
-def _attribution(tmp_path, g):
-    root = tmp_path / "aro" / "images"
-    root.mkdir(parents=True)
-    items = []
-    for i in range(14):
-        path = root / f"{i % 5}.jpg"
-        if not path.exists():
-            random_image(g, 30, 26).save(path)
-        pair = [("red", "wooden"), ("small", "white"), ("old", "blue")][i % 3]
-        box = (float(i % 4), 2.5, 11.0 + i % 6, 9.0 + i % 5)
-        items.append(AttributionItem(path, box, f"the {pair[0]} {NOUNS[i % 8]} and the {pair[1]} cup",
-                                     f"the {pair[1]} {NOUNS[i % 8]} and the {pair[0]} cup", pair))
-    write_vg_attribution(tmp_path / "aro" / "visual_genome_attribution.json", items)
-    return items
 
 
 @pytest.mark.parametrize("method", ["clip", "meru"])

@@ -4,35 +4,12 @@ geometry (geodesic distance to the origin; CLIP: projected-feature norm); NaN re
 import pytest
 import torch
 
-from hypvl.data.formats.coco_captions import write_coco_captions
-from hypvl.data.formats.coco_instances import Box, Category, CocoInstances, DetectionImage, write_coco_instances
-from hypvl.data.formats.common import CaptionedImage
+from helpers.eval_sets import DATASETS, _coco
+from helpers.evaluation import SIZE, context, nan_images
 from hypvl.data.formats.imagefolder import load_image
 from hypvl.data.transforms import squeeze, to_tensor_batch
 from hypvl.evaluate import stats
 from hypvl.evaluate.metrics.checks import NonFiniteEmbeddingError
-
-from test_eval_helpers import SIZE, context, nan_images, random_image
-
-DATASETS = {"coco_captions": "coco/annotations/captions_val2017.json",
-            "coco_instances": "coco/annotations/instances_val2017.json"}
-
-
-def _coco(tmp_path):
-    g = torch.Generator().manual_seed(9)
-    root = tmp_path / "coco" / "val2017"
-    root.mkdir(parents=True)
-    items, images = [], []
-    for i in range(5):
-        path = root / f"{i:012d}.jpg"
-        random_image(g, 30, 24).save(path)
-        items.append(CaptionedImage(path, tuple(f"photo {i} caption {j}" for j in range(2))))
-        images.append(DetectionImage(i + 1, path, 30, 24, (Box(1, (1.0, 2.0, 10.0 + i, 8.0), False),
-                                                           Box(1, (0.0, 0.0, 4.0, 4.0), True))))
-    write_coco_captions(tmp_path / DATASETS["coco_captions"], items)
-    write_coco_instances(tmp_path / DATASETS["coco_instances"], CocoInstances((Category(1, "person", "person"),),
-                                                                              tuple(images)))
-    return items, images
 
 
 @pytest.mark.parametrize("method", ["clip", "meru"])

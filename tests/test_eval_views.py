@@ -10,6 +10,19 @@ import open_clip
 import pytest
 import torch
 
+from helpers import REPO
+from helpers.eval_sets import (
+    DATASETS as COCO_DATASETS,
+    _attribution,
+    _breeds,
+    _coco,
+    _folder as _probe_folders,
+    _instances,
+    _items as _captioned,
+    _write as _hierarcaps_rows,
+)
+from helpers.evaluation import SIZE, context, random_image
+from helpers.library import OPEN_CLIP_CFG, open_clip_folder, transformers_folder
 from hypvl.data.formats.classification_split import read_classification_split
 from hypvl.data.formats.coco_captions import write_coco_captions
 from hypvl.data.formats.imagefolder import load_image, write_imagefolder
@@ -18,17 +31,6 @@ from hypvl.evaluate import detection, features, hierarcaps, lexical, linprobe, r
 from hypvl.evaluate.context import EvalContext
 from hypvl.evaluate.scene import crop_box
 from hypvl.models.library_import import import_library_model
-
-from conftest import REPO
-from test_eval_detection import _instances
-from test_eval_helpers import SIZE, context, random_image
-from test_eval_hierarcaps import _write as _hierarcaps_rows
-from test_eval_lexical import _breeds
-from test_eval_linprobe import _folder as _probe_folders
-from test_eval_retrieval import _items as _captioned
-from test_eval_scene import _attribution
-from test_eval_stats import DATASETS as COCO_DATASETS, _coco
-from test_library import OPEN_CLIP_CFG, open_clip_folder, transformers_folder
 
 
 def _split_images(root, split):

@@ -4,14 +4,14 @@ their numbers and no verdict."""
 import json
 
 import pytest
-from conftest import REPO
-from replication_fixture import write_metrics
 
+from helpers import REPO
+from helpers.replication_fixture import write_metrics
 from hypvl.config import load_config
 from hypvl.errors import InputError
 from hypvl.extras import entry_problem, extra_models, parse_extra
 from hypvl.replication.compare import compare_table, read_compare_csv, write_compare_csv
-from hypvl.replication.coverage import NOT_RUN, Blockers
+from hypvl.replication.coverage import Blockers, NOT_RUN
 from hypvl.replication.report import report_markdown
 from hypvl.spec.load import load_spec
 

@@ -11,8 +11,8 @@ import sys
 import pytest
 import torch
 import yaml
-from test_workflow import TINY, snakemake
 
+from helpers.workflow import TINY, snakemake
 from hypvl.models.build import build_model
 from hypvl.models.checkpoints import save_checkpoint
 from hypvl.models.standins import standin_model, write_open_clip

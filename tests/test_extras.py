@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import REPO
 from PIL import Image
-from bad_input_builders import tiny_checkpoint
 
+from helpers import REPO
+from helpers.bad_input_builders import tiny_checkpoint
 from hypvl.data.formats.imagefolder import write_imagefolder
 from hypvl.errors import InputError, require
 

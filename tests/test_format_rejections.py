@@ -11,17 +11,19 @@ from pathlib import Path
 
 import pytest
 
-from hypvl.data import check as data_check
-from hypvl.data.formats import (
-    breeds,
-    vg_attribution,
-    yfcc,
+from helpers.fixture_edits import assign, delete, edit_json, edit_shard, edit_shard_json, truncate
+from helpers.format_fixtures import (
+    BUILDERS,
+    build_grit,
+    build_hyperlex,
+    build_vg_attribution,
+    check_options,
+    records_of,
 )
+from hypvl.data import check as data_check
+from hypvl.data.formats import breeds, vg_attribution, yfcc
 from hypvl.data.formats.shards import iter_tar_samples
 from hypvl.errors import InputError
-
-from fixture_edits import assign, delete, edit_json, edit_shard, edit_shard_json, truncate
-from format_fixtures import BUILDERS, build_grit, build_hyperlex, build_vg_attribution, check_options, records_of
 
 
 # A locator maps (fixture path, expected records) to the file to corrupt.

@@ -7,18 +7,8 @@ import pytest
 import webdataset
 from pycocotools.coco import COCO
 
-from hypvl.data import check as data_check
-from hypvl.data.formats import (
-    breeds,
-    coco_instances,
-    flickr30k,
-    hierarcaps,
-    hyperlex,
-)
-from hypvl.errors import InputError
-
-from fixture_edits import assign, edit_json, edit_shard, edit_shard_json
-from format_fixtures import (
+from helpers.fixture_edits import assign, edit_json, edit_shard, edit_shard_json
+from helpers.format_fixtures import (
     BREEDS_HIERARCHY,
     BUILDERS,
     build_breeds_split,
@@ -32,6 +22,9 @@ from format_fixtures import (
     check_options,
     records_of,
 )
+from hypvl.data import check as data_check
+from hypvl.data.formats import breeds, coco_instances, flickr30k, hierarcaps, hyperlex
+from hypvl.errors import InputError
 
 
 def test_every_registered_format_has_a_fixture():

@@ -20,9 +20,8 @@ import numpy as np
 import pytest
 import torch
 
+from helpers.geometry import CURVS, _grads, points
 from hypvl.geometry import lorentz, poincare
-
-CURVS = [1.0, 0.3, 2.5]
 
 
 def lift(x: np.ndarray, c: float) -> np.ndarray:
@@ -50,10 +49,6 @@ def full_exp0(u: np.ndarray, c: float) -> np.ndarray:
     return np.cosh(np.sqrt(c) * norm_l) * origin + np.sinh(np.sqrt(c) * norm_l) / (
         np.sqrt(c) * norm_l
     ) * v
-
-
-def points(n: int, d: int, seed: int, scale: float = 1.0) -> torch.Tensor:
-    return torch.randn(n, d, generator=torch.Generator().manual_seed(seed), dtype=torch.float64) * scale
 
 
 # --------------------------------------------------------------------------- Lorentz
@@ -200,12 +195,6 @@ def test_float32_under_bfloat16_autocast():
         torch.testing.assert_close(outputs["pairwise_dist"].double(), reference, rtol=1e-5, atol=1e-5)
     for name, value in outputs.items():
         assert value.dtype == torch.float32, name
-
-
-def _grads(fn, x):
-    x = x.clone().requires_grad_(True)
-    fn(x).sum().backward()
-    return x.grad
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])

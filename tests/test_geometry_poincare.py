@@ -11,9 +11,8 @@ import mpmath
 import pytest
 import torch
 
+from helpers.geometry import CURVS, _grads, points
 from hypvl.geometry import lorentz, poincare
-
-from test_geometry import CURVS, _grads, points
 
 # --------------------------------------------------------------------------- Poincaré
 

@@ -7,8 +7,8 @@ import pytest
 from PIL import Image
 
 from hypvl.data.formats.grounded import GroundedRecord, iter_grounded, write_grounded_shards
-from hypvl.data.formats.images import CorruptImage, border_resize, decode_image, encode_image
 from hypvl.data.formats.imagefolder import load_image, read_imagefolder, write_imagefolder
+from hypvl.data.formats.images import CorruptImage, border_resize, decode_image, encode_image
 from hypvl.errors import InputError
 
 

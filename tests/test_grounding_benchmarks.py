@@ -11,8 +11,8 @@ from hypvl.grounding.filters import BoxFilter
 from hypvl.grounding.phrases import PhraseExtractor
 from hypvl.grounding.raw import raw_records
 
-from conftest import REPO
-from test_grounding_step import SMOKE, write_raw_corpora
+from helpers import REPO
+from helpers.grounding import SMOKE, write_raw_corpora
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from detector_precision import agreement, main  # noqa: E402

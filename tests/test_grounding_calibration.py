@@ -9,6 +9,7 @@ import random
 
 import pytest
 
+from helpers.grounding import SMOKE, _killed_after, write_raw_corpora
 from hypvl.config import load_config
 from hypvl.errors import InputError
 from hypvl.grounding import calibration, commands, resume
@@ -16,9 +17,6 @@ from hypvl.grounding.calibration import KeptCurve, calibrate, choose, inside
 from hypvl.grounding.detector import PhraseGroundingDetector, random_owlv2_detector
 from hypvl.grounding.filters import BoxFilter
 from hypvl.grounding.threshold import box_threshold
-
-from test_grounding_resume import _killed_after
-from test_grounding_step import SMOKE, write_raw_corpora
 
 
 def _box(phrase, score, side=20):
@@ -194,7 +192,7 @@ def test_a_typo_in_the_threshold_settings_is_one_line(grounding, key):
 def test_paper_scale_calibrates_before_grounding_the_corpora_the_detector_grounds(tmp_path):
     """full.yaml: `calibrated`; the calibration job (the detector on a GPU) waits for RedCaps' acquisition, and the
     RedCaps and CC3M groundings wait for it; GRIT (its own spans) and YFCC15M (no boxes) read none."""
-    from test_cluster import FULL, dry_run, job_of, jobs
+    from helpers.cluster import FULL, dry_run, job_of, jobs
 
     from hypvl.workflow import Plan
 

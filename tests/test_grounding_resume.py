@@ -12,6 +12,7 @@ from dataclasses import replace
 
 import pytest
 
+from helpers.grounding import CROP, FILTER, SMOKE, _killed_after, write_raw_corpora
 from hypvl.data.formats.grounded import iter_grounded
 from hypvl.data.formats.oracle_regions import ORACLE_REGIONS
 from hypvl.data.formats.redcaps import read_redcaps, write_redcaps
@@ -21,8 +22,6 @@ from hypvl.grounding import commands, resume
 from hypvl.grounding.detector import PhraseGroundingDetector, random_owlv2_detector
 from hypvl.grounding.phrases import PhraseExtractor
 from hypvl.grounding.pipeline import OracleBoxes
-
-from test_grounding_step import CROP, FILTER, SMOKE, write_raw_corpora
 
 SHARD = 5
 
@@ -113,23 +112,6 @@ def _cli(raw, tmp_path, folder: str, shard_size: int = SHARD, **grounding):
     args = parser.parse_args(["ground", "--corpus", "redcaps", "--configfile", str(config), "--shard-size",
                               str(shard_size)])
     return lambda: args.func(args)
-
-
-def _killed_after(shards: int, monkeypatch, ground) -> None:
-    """Run `ground`, killed (KeyboardInterrupt) right after its progress of shard `shards` was saved."""
-    done = resume.Progress.shard_done
-    calls = []
-
-    def shard_done(self, state):
-        done(self, state)
-        calls.append(1)
-        if len(calls) == shards:
-            raise KeyboardInterrupt
-
-    with monkeypatch.context() as patch:
-        patch.setattr(resume.Progress, "shard_done", shard_done)
-        with pytest.raises(KeyboardInterrupt):
-            ground()
 
 
 def _summary(folder):

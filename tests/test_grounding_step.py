@@ -13,33 +13,20 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from hypvl.data.formats.grounded import iter_grounded  # noqa: E402
-from hypvl.data.formats.images import decode_image  # noqa: E402
-from hypvl.data.formats.redcaps import iter_redcaps  # noqa: E402
-from hypvl.data.synthetic.corpora import write_corpus  # noqa: E402
-from hypvl.data.synthetic.settings import WorldSettings  # noqa: E402
-from hypvl.errors import InputError  # noqa: E402
-from hypvl.io import OUTPUTS  # noqa: E402
-from hypvl.grounding import commands  # noqa: E402
-from hypvl.grounding.detector import random_owlv2_detector  # noqa: E402
-from hypvl.grounding.filters import BoxFilter  # noqa: E402
-from hypvl.data.formats.parses import validate_parse  # noqa: E402
-from hypvl.grounding.phrases import ABSTRACT_NOUNS, PhraseExtractor, load_spacy  # noqa: E402
-from hypvl.data.formats.oracle_regions import ORACLE_REGIONS, read_oracle_regions  # noqa: E402
-from hypvl.grounding.pipeline import OracleBoxes, SpanBoxes, ground, thread_pool  # noqa: E402
-from hypvl.grounding.raw import raw_records  # noqa: E402
-
-SMOKE = WorldSettings(seed=5, grit_samples=60, redcaps_samples=40, cc3m_samples=20, yfcc15m_samples=24, shard_size=25)
-FILTER = BoxFilter(min_side=9, threshold=0.65)
-CROP = 32
-
-
-def write_raw_corpora(root: Path) -> Path:
-    """The SMOKE world's four raw corpora under `root`."""
-    for corpus, count in (("grit", SMOKE.grit_samples), ("redcaps", SMOKE.redcaps_samples),
-                          ("cc3m", SMOKE.cc3m_samples), ("yfcc15m", SMOKE.yfcc15m_samples)):
-        write_corpus(SMOKE, corpus, root / corpus, count)
-    return root
+from hypvl.data.formats.grounded import iter_grounded
+from hypvl.data.formats.images import decode_image
+from hypvl.data.formats.redcaps import iter_redcaps
+from hypvl.errors import InputError
+from hypvl.io import OUTPUTS
+from hypvl.grounding import commands
+from hypvl.grounding.detector import random_owlv2_detector
+from hypvl.grounding.filters import BoxFilter
+from hypvl.data.formats.parses import validate_parse
+from hypvl.grounding.phrases import ABSTRACT_NOUNS, PhraseExtractor, load_spacy
+from hypvl.data.formats.oracle_regions import ORACLE_REGIONS, read_oracle_regions
+from hypvl.grounding.pipeline import OracleBoxes, SpanBoxes, ground, thread_pool
+from hypvl.grounding.raw import raw_records
+from helpers.grounding import CROP, FILTER, SMOKE, write_raw_corpora
 
 
 @pytest.fixture(scope="module")
@@ -337,8 +324,8 @@ def test_a_grounding_that_keeps_nothing_stops_with_its_counts(raw, tmp_path):
 def test_each_training_mode_reads_its_papers_share_of_the_corpus(raw, extractor, tmp_path, method, boxes, share):
     """HyCoCLIP Table 1: CLIP and MERU train on every RedCaps pair (11.4M), "w/ boxes" adding every box (6.3M), and
     HyCoCLIP on the pairs grounding kept a box for (5.8M). The training summary says what one pass read."""
-    from test_models import TINY
-    from test_training import TRAIN_CFG
+    from helpers.models import TINY
+    from helpers.training import TRAIN_CFG
 
     from hypvl.train.trainer import train
 

@@ -4,8 +4,8 @@ projection and the text-side learned scale where it has one."""
 
 import pytest
 import torch
-from test_models import TINY, _model
 
+from helpers.models import TINY, _model
 from hypvl.models.methods import METHOD_NAMES
 
 

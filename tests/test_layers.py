@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+
+from helpers import REPO
 
 SRC = REPO / "src" / "hypvl"
 # top-level module or package -> layer; the same layer may not import each other (train and evaluate)

@@ -11,24 +11,22 @@ import types
 
 import pytest
 import torch
-
 import yaml
 
-from hypvl.runtime import loader_processes
+from helpers import REPO
+from helpers.evaluation import SIZE, random_image, tiny
+from helpers.models import TINY
+from helpers.train_stream import _shards, _stream, _take
+from helpers.training import TRAIN_CFG
+from helpers.trust import evaluate_argv, one_line
 from hypvl.cli import main
 from hypvl.data.formats.imagefolder import load_image
 from hypvl.data.transforms import to_uint8_batch
 from hypvl.errors import InputError
 from hypvl.evaluate.features import check_loader_memory, image_embeddings, set_loader_workers
+from hypvl.runtime import loader_processes
 from hypvl.train import data
 from hypvl.train.trainer import train
-
-from conftest import REPO
-from test_eval_helpers import SIZE, random_image, tiny
-from test_models import TINY
-from test_train_stream import _shards, _stream, _take
-from test_training import TRAIN_CFG
-from test_trust_faults import evaluate_argv, one_line
 
 PARENT = os.getpid()
 

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from hypvl.data.acquire import CHECKSUM_RECORD, HUB_RECORD, ChecksumMismatch, fetch, read_checksum_record
+from hypvl.data.acquire import CHECKSUM_RECORD, ChecksumMismatch, HUB_RECORD, fetch, read_checksum_record
 from hypvl.data.mirror import Mirror
 from hypvl.errors import InputError
 

@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 import torch
 import yaml
-from conftest import REPO
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from helpers import REPO
+from helpers.models import TINY, _batch, _model
 from hypvl.config import DEFAULT_CONFIG
 from hypvl.errors import InputError
 from hypvl.geometry import lorentz
@@ -18,25 +19,6 @@ from hypvl.losses.entailment import HCE_TERMS
 from hypvl.models.build import build_model
 from hypvl.models.checkpoints import load_checkpoint, save_checkpoint
 from hypvl.models.encoders import longest_text, sincos_2d_position_embedding
-
-TINY = {"image_size": 16, "embed_dim": 8, "text": {"context_length": 12, "width": 16, "layers": 1, "heads": 2},
-        "backbones": {"vit_s16": {"patch": 8, "width": 16, "depth": 1, "heads": 2}}}
-
-
-def _batch(n=4, boxes=False):
-    g = torch.Generator().manual_seed(0)
-    batch = {"images": torch.rand(n, 3, 16, 16, generator=g),
-             "tokens": torch.randint(1, 400, (n, 12), generator=g)}
-    batch["tokens"][:, -1] = 49407  # EOT, the largest id, where features are taken
-    if boxes:
-        batch["box_images"] = torch.rand(n, 3, 16, 16, generator=g)
-        batch["box_tokens"] = batch["tokens"].flip(0)
-    return batch
-
-
-def _model(method, **overrides):
-    torch.manual_seed(0)
-    return build_model(method, "vit_s16", TINY, overrides)
 
 
 def test_clip_loss_is_symmetric_infonce_on_cosine_logits():

@@ -13,9 +13,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from conftest import REPO
-from test_workflow import snakemake
 
+from helpers import REPO
+from helpers.workflow import snakemake
 from hypvl.config import load_config
 from hypvl.data.catalog import dataset_names, load_dataset_info
 from hypvl.spec.load import load_all_specs

@@ -9,23 +9,23 @@ import yaml
 
 from hypvl.config import load_config
 from hypvl.data.acquire import fetch
-from hypvl.data.manifest import SOURCES_PATH, load_sources
 from hypvl.data.catalog import dataset_names, load_dataset_info
 from hypvl.data.formats.breeds import read_breeds_hierarchy, read_breeds_split
 from hypvl.data.formats.cc3m import iter_cc3m
+from hypvl.data.formats.classification_split import read_classification_split
+from hypvl.data.formats.clip_benchmark_wds import read_classnames
 from hypvl.data.formats.coco_captions import read_coco_captions
 from hypvl.data.formats.coco_instances import read_coco_instances, zero_shot_split
 from hypvl.data.formats.flickr30k import read_flickr30k
+from hypvl.data.formats.grit import iter_grit
 from hypvl.data.formats.hierarcaps import read_hierarcaps_test, read_hierarcaps_train
 from hypvl.data.formats.hyperlex import read_hyperlex
-from hypvl.data.formats.wordnet_isa import read_wordnet_isa
-from hypvl.data.formats.classification_split import read_classification_split
-from hypvl.data.formats.clip_benchmark_wds import read_classnames
-from hypvl.data.formats.grit import iter_grit
 from hypvl.data.formats.redcaps import iter_redcaps
 from hypvl.data.formats.vg_attribution import read_vg_attribution
 from hypvl.data.formats.vlchecklist import read_vlchecklist_corpus
+from hypvl.data.formats.wordnet_isa import read_wordnet_isa
 from hypvl.data.formats.yfcc import read_yfcc
+from hypvl.data.manifest import SOURCES_PATH, load_sources
 from hypvl.data.mirror import Mirror
 from hypvl.data.pilot.commands import write_pilot_world
 from hypvl.data.pilot.evalsets import WRITERS

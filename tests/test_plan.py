@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO
 
+from helpers import REPO
 from hypvl.config import DEFAULT_CONFIG, load_config
 from hypvl.data.synthetic.probe_sources import probe_source_sets
 from hypvl.errors import InputError

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO
 
+from helpers import REPO
 from hypvl.config import load_config
 from hypvl.errors import InputError
 from hypvl.workflow import Plan

@@ -8,8 +8,8 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from conftest import REPO
 
+from helpers import REPO
 from hypvl.config import load_config
 from hypvl.workflow import Plan
 from hypvl.workflow.patterns import ANY_ID, excluding

@@ -6,8 +6,8 @@ import re
 import shlex
 
 import pytest
-from conftest import REPO
 
+from helpers import REPO
 from hypvl.config import deep_merge, load_config
 from hypvl.spec.load import load_all_specs
 from hypvl.train.recipe import resolve_schedule, steps_for, train_section_for

@@ -22,6 +22,9 @@ import scipy.special
 import scipy.stats
 import torch
 
+from helpers import REPO
+from helpers.models import TINY, _batch, _model
+from helpers.training import TRAIN_CFG, _shards
 from hypvl.config import load_config
 from hypvl.errors import InputError
 from hypvl.evaluate.radial import entailment_root, exterior_angles, radii
@@ -41,10 +44,6 @@ from hypvl.spec.load import load_all_specs, load_spec
 from hypvl.spec.terms import Mean, Measure
 from hypvl.train.trainer import train
 from hypvl.workflow import Plan
-
-from conftest import REPO
-from test_models import _batch, _model
-from test_training import TRAIN_CFG, TINY, _shards
 
 X = torch.tensor([[0.5, 0.0]], dtype=torch.float64)
 Y = torch.tensor([[0.5, 0.5]], dtype=torch.float64)

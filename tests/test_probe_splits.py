@@ -7,13 +7,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from helpers.probe_splits import pixel_bytes
 from hypvl.cli import main
 from hypvl.data.catalog import load_dataset_info
-from hypvl.data.formats.clip_benchmark_wds import (
-    ClipBenchmarkDataset,
-    LabelledImage,
-    write_clip_benchmark_wds,
-)
+from hypvl.data.formats.clip_benchmark_wds import ClipBenchmarkDataset, LabelledImage, write_clip_benchmark_wds
 from hypvl.data.formats.imagefolder import load_image, read_imagefolder, write_imagefolder
 from hypvl.data.formats.images import encode_image
 from hypvl.data.probe_splits import build_probe_splits
@@ -88,10 +85,6 @@ def test_a_scaled_down_split_takes_record_counts_as_fractions_of_what_the_slices
 
 def _picture(i: int) -> Image.Image:
     return Image.new("RGB", (8, 8), (17 * i % 256, 5 * i % 256, 200))
-
-
-def pixel_bytes(image) -> bytes:
-    return np.asarray(image).tobytes()
 
 
 def test_builds_merus_mnist_splits_from_a_clip_benchmark_webdataset(tmp_path):

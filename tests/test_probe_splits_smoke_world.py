@@ -11,6 +11,7 @@ import pytest
 import yaml
 from PIL import Image
 
+from helpers.probe_splits import pixel_bytes
 from hypvl.cli import main
 from hypvl.config import load_config
 from hypvl.data.catalog import CATALOG_DIR, load_dataset_info
@@ -20,8 +21,6 @@ from hypvl.data.synthetic.settings import WorldSettings
 from hypvl.io import OUTPUTS
 from hypvl.tasks import linear_probe_datasets
 from hypvl.workflow import Plan
-
-from test_probe_splits import pixel_bytes
 
 SMOKE = WorldSettings(probe_train_per_class=2, probe_val_per_class=1, image_size=16, shard_size=40)
 SLICE = re.compile(r"(\w+)(?:\[(\d*%?):(\d*%?)\])?")
@@ -147,7 +146,7 @@ def test_a_missing_source_split_is_one_line_naming_it(smoke_sources, tmp_path, c
 def test_after_the_dag_step_every_probe_set_holds_exactly_the_sliced_records(tmp_path):
     """The workflow's own jobs on a tiny world: synthesize_evaluation writes the sources, one probe_splits job per
     set cuts them; a second call finds nothing to do."""
-    from test_workflow import snakemake, tiny_config
+    from helpers.workflow import snakemake, tiny_config
 
     config = tiny_config(tmp_path)
     data = tmp_path / "data" / "eval"

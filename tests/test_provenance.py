@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from conftest import REPO
 
+from helpers import REPO
+from hypvl import provenance as provenance_module
 from hypvl.cli import main
 from hypvl.config import DEFAULT_CONFIG
 from hypvl.data.fingerprint import data_manifest_hash
@@ -20,7 +21,6 @@ from hypvl.data.synthetic.settings import WorldSettings
 from hypvl.errors import InputError
 from hypvl.models.build import build_model
 from hypvl.models.checkpoints import save_checkpoint
-from hypvl import provenance as provenance_module
 from hypvl.provenance import checkpoint_record, config_differences, config_hash, git_state
 from hypvl.spec.load import load_spec
 from hypvl.train.commands import experiment_from_spec

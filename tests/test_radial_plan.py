@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO
-from plan_fixture import EXPECTED, TOY_SPEC
 
+from helpers import REPO
+from helpers.plan_fixture import EXPECTED, TOY_SPEC
 from hypvl.config import load_config
 from hypvl.errors import InputError
 from hypvl.spec.load import load_spec

@@ -5,17 +5,10 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO
 
+from helpers import REPO
 from hypvl.errors import InputError
-from hypvl.replication.regression import (
-    check,
-    failures,
-    load_policy,
-    measured_values,
-    read_baseline,
-    update_baseline,
-)
+from hypvl.replication.regression import check, failures, load_policy, measured_values, read_baseline, update_baseline
 from hypvl.tasks import GROUP_MODULES
 
 POLICY = """

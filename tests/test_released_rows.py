@@ -5,8 +5,8 @@ extra compare lines (`<row>__released`, against the row's printed numbers), and 
 import json
 
 import pytest
-from replication_fixture import OURS, PAPER, edit_spec, write_metrics
 
+from helpers.replication_fixture import OURS, PAPER, edit_spec, write_metrics
 from hypvl.errors import InputError
 from hypvl.replication.compare import compare_table
 from hypvl.replication.report import outside_mark, report_markdown

@@ -12,21 +12,11 @@ import numpy
 import pandas as pd
 import pytest
 
+from helpers.replication_fixture import HASHES, PAPER, PRINTED, RUN_CONFIG, edit_spec, our_value, stamp, write_metrics
 from hypvl.errors import InputError
 from hypvl.provenance import config_hash, provenance
 from hypvl.replication.compare import compare_table, read_compare_csv, write_compare_csv
 from hypvl.spec.load import load_spec
-
-from replication_fixture import (
-    HASHES,
-    PAPER,
-    PRINTED,
-    RUN_CONFIG,
-    edit_spec,
-    our_value,
-    stamp,
-    write_metrics,
-)
 
 
 # --- compare ------------------------------------------------------------------------------------

@@ -11,9 +11,10 @@ from pathlib import Path
 import numpy
 import pandas as pd
 import pytest
-from conftest import REPO
 from PIL import Image
 
+from helpers import REPO
+from helpers.replication_fixture import HASHES, OURS, PRINTED, RUN_CONFIG, stamp, write_metrics
 from hypvl.errors import InputError
 from hypvl.provenance import config_hash
 from hypvl.replication.commands import add_commands
@@ -21,8 +22,6 @@ from hypvl.replication.compare import compare_table, read_compare_csv, write_com
 from hypvl.replication.coverage import Blockers
 from hypvl.replication.report import PILOT_BANNER, SMOKE_BANNER, write_report
 from hypvl.spec.load import load_spec
-
-from replication_fixture import HASHES, OURS, PRINTED, RUN_CONFIG, stamp, write_metrics
 
 
 # --- report -------------------------------------------------------------------------------------

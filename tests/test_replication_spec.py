@@ -6,13 +6,12 @@ import shutil
 
 import pytest
 
+from helpers.replication_fixture import OURS, edit_spec, our_value, write_metrics
 from hypvl.errors import InputError
 from hypvl.replication.compare import compare_table
 from hypvl.spec.load import load_all_specs, load_spec
 from hypvl.spec.paper import table_needs
 from hypvl.spec.tables import External
-
-from replication_fixture import OURS, edit_spec, our_value, write_metrics
 
 
 def test_spec_loads_in_printed_order_with_externals_and_needs(workspace):

@@ -6,9 +6,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import REPO
 from matplotlib.colors import to_rgb
 
+from helpers import REPO
 from hypvl.errors import InputError
 from hypvl.expected import load_expected
 from hypvl.replication import plots

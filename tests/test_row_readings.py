@@ -3,8 +3,8 @@
 that the report marks `(reading <name>)`."""
 
 import pytest
-from replication_fixture import OURS, PAPER, edit_spec, write_metrics
 
+from helpers.replication_fixture import OURS, PAPER, edit_spec, write_metrics
 from hypvl.errors import InputError
 from hypvl.replication.compare import compare_table
 from hypvl.replication.report import report_markdown

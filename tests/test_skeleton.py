@@ -4,9 +4,9 @@ loaded one computes, bit for bit."""
 
 import pytest
 import torch
-from test_library import images, open_clip_folder, transformers_folder
-from test_models import TINY, _batch
 
+from helpers.library import images, open_clip_folder, transformers_folder
+from helpers.models import TINY, _batch
 from hypvl.models import checkpoints
 from hypvl.models.build import METHODS, build_model
 from hypvl.models.checkpoints import load_checkpoint, load_state, save_checkpoint

@@ -23,7 +23,8 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from conftest import REPO
+
+from helpers import REPO
 
 PROFILE = REPO / "workflows" / "profiles" / "slurm"
 PILOT = [REPO / "workflows" / "config" / "full.yaml", REPO / "workflows" / "config" / "pilot.yaml"]

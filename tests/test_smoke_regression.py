@@ -19,18 +19,12 @@ import sys
 
 import pandas as pd
 import pytest
-from conftest import REPO
-from test_workflow import snakemake
 
+from helpers import REPO
+from helpers.workflow import snakemake
 from hypvl.data.synthetic.build import CLASSIFICATION_SETS
 from hypvl.expected import load_expected
-from hypvl.replication.regression import (
-    check,
-    failures,
-    load_policy,
-    measured_values,
-    read_baseline,
-)
+from hypvl.replication.regression import check, failures, load_policy, measured_values, read_baseline
 from hypvl.tasks import GROUP_MODULES, zero_shot_datasets
 
 def outside(experiment: str) -> bool:

@@ -2,8 +2,8 @@
 smeared along x, a carried object straddling its carrier's top edge."""
 
 import numpy as np
-from test_smoke_world_v2 import TINY
 
+from helpers.smoke_world import TINY
 from hypvl.data.synthetic import render, vlchecklist_sets
 
 

@@ -8,38 +8,41 @@ from pathlib import Path
 
 import networkx as nx
 import pytest
-from conftest import REPO
 from pycocotools.coco import COCO
 
+from helpers import REPO
+from helpers.smoke_world import TINY
 from hypvl.config import load_config
 from hypvl.data.catalog import load_dataset_info
 from hypvl.data.formats.breeds import read_breeds_hierarchy, read_breeds_split
 from hypvl.data.formats.cc3m import read_cc3m
+from hypvl.data.formats.classification_split import read_classification_split
 from hypvl.data.formats.coco_captions import read_coco_captions
-from hypvl.data.formats.coco_instances import (BANSAL_BASE_CATEGORIES, BANSAL_NOVEL_CATEGORIES, COCO_CATEGORY_IDS,
-                                               read_coco_instances, zero_shot_split)
+from hypvl.data.formats.coco_instances import (
+    BANSAL_BASE_CATEGORIES,
+    BANSAL_NOVEL_CATEGORIES,
+    COCO_CATEGORY_IDS,
+    read_coco_instances,
+    zero_shot_split,
+)
 from hypvl.data.formats.flickr30k import read_flickr30k
 from hypvl.data.formats.grit import read_grit
 from hypvl.data.formats.hierarcaps import read_hierarcaps_test, read_hierarcaps_train, train_images
 from hypvl.data.formats.hyperlex import read_hyperlex
-from hypvl.data.formats.classification_split import read_classification_split
 from hypvl.data.formats.images import decode_image
+from hypvl.data.formats.oracle_regions import ORACLE_REGIONS
 from hypvl.data.formats.redcaps import read_redcaps
-from hypvl.data.formats.yfcc import read_yfcc
 from hypvl.data.formats.vg_attribution import read_vg_attribution
 from hypvl.data.formats.vlchecklist import read_vlchecklist_corpus
 from hypvl.data.formats.wordnet_isa import read_wordnet_isa
+from hypvl.data.formats.yfcc import read_yfcc
 from hypvl.data.synthetic import world
 from hypvl.data.synthetic.build import build_world
 from hypvl.data.synthetic.captions import SUBREDDITS
 from hypvl.data.synthetic.classification_sets import ALL_CLASSIFICATION_SETS, CLASSIFICATION_SETS, MERU_EXTRA_SETS
 from hypvl.data.synthetic.settings import WorldSettings
-from hypvl.data.formats.oracle_regions import ORACLE_REGIONS
 from hypvl.io import OUTPUTS
 
-TINY = WorldSettings(seed=3, grit_samples=24, redcaps_samples=20, cc3m_samples=12, yfcc15m_samples=10, per_class=2,
-                     probe_train_per_class=2, probe_val_per_class=1, retrieval_images=12, vlchecklist_per_group=3,
-                     vg_attribution_per_pair=2, hierarcaps_test=5, hierarcaps_train=8, shard_size=10)
 CONFIG = load_config()
 DATASETS = CONFIG["eval"]["datasets"]
 RAW = {corpus: entry["path"] for corpus, entry in CONFIG["grounding"]["raw"].items()}

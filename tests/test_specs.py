@@ -2,14 +2,13 @@
 
 import pytest
 
+from helpers import REPO
+from hypvl.expected import load_expected
 from hypvl.losses.contrastive import HCC_TERMS
 from hypvl.losses.entailment import HCE_TERMS
-from hypvl.expected import load_expected
 from hypvl.spec.load import load_all_specs
 from hypvl.spec.tables import External
 from hypvl.spec.terms import Column, measures
-
-from conftest import REPO
 
 PREFIX = {"hycoclip": "hyco_", "meru": "meru_", "hierarcaps": "hcaps_", "syntax_vse": "syn_", "poinclip": "poin_"}
 

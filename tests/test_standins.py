@@ -5,9 +5,9 @@ MERU/HyCoCLIP layout, 1e-6 through open_clip's differently ordered arithmetic)."
 import pytest
 import torch
 from open_clip.tokenizer import SimpleTokenizer
-from test_models import TINY, _model
-from test_released import REFERENCE_TEXT, reference_state as independent_reference_state
 
+from helpers.models import TINY, _model
+from helpers.released import REFERENCE_TEXT, reference_state as independent_reference_state
 from hypvl.errors import InputError
 from hypvl.io import OUTPUTS
 from hypvl.models.checkpoints import load_checkpoint, save_checkpoint

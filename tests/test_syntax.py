@@ -9,6 +9,8 @@ import pytest
 import torch
 from PIL import Image
 
+from helpers.models import TINY, _batch, _model
+from helpers.training import TRAIN_CFG
 from hypvl.data.formats.grounded import GroundedRecord, write_grounded_shards
 from hypvl.data.formats.images import encode_image
 from hypvl.errors import InputError
@@ -18,9 +20,6 @@ from hypvl.models.encoders import Tokenizer
 from hypvl.train.data import TrainingStream
 from hypvl.train.syntax import collate_syntax, syntax_targets
 from hypvl.train.trainer import train
-
-from test_models import TINY, _batch, _model
-from test_training import TRAIN_CFG
 
 # "Two cats chase a dog." parsed by hand (spaCy's conventions: the root is its own head)
 PARSE = {"tokens": ["Two", "cats", "chase", "a", "dog", "."], "idx": [0, 4, 9, 15, 17, 20],

@@ -16,18 +16,24 @@ import torch
 import yaml
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+from helpers import REPO
+from helpers.models import TINY
+from helpers.radial import align, base_checkpoint
+from helpers.training import TRAIN_CFG, _shards
 from hypvl.errors import InputError
-from hypvl.train import trainer
+from hypvl.train import telemetry as telemetry_module, trainer
 from hypvl.train.resume import RESUME
-from hypvl.train import telemetry as telemetry_module
-from hypvl.train.telemetry import (GPU_MEMORY, IMAGES_PER_S, INPUT_WAIT, LOG_NAME, TAGS, TENSORBOARD_DIR, Telemetry,
-                                   check_telemetry)
+from hypvl.train.telemetry import (
+    GPU_MEMORY,
+    IMAGES_PER_S,
+    INPUT_WAIT,
+    LOG_NAME,
+    TAGS,
+    Telemetry,
+    TENSORBOARD_DIR,
+    check_telemetry,
+)
 from hypvl.train.trainer import train
-
-from conftest import REPO
-from test_models import TINY
-from test_radial_finetune import align, base_checkpoint
-from test_training import TRAIN_CFG, _shards
 
 EXP = {"id": "t", "method": "meru", "backbone": "vit_s16", "seed": 0}
 OFF = TRAIN_CFG["telemetry"]

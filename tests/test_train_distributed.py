@@ -4,8 +4,6 @@ activation checkpointing (in float64, so that the comparison sees the algorithm,
 this tiny model's gradients reach a few hundred); and `hypvl train` runs unchanged under torchrun."""
 
 import json
-import os
-import socket
 import subprocess
 import sys
 
@@ -14,23 +12,16 @@ import torch
 import torch.multiprocessing as mp
 import yaml
 
+from helpers import REPO
+from helpers.distributed import GLOBAL_BATCH, WORLD, _collate, _free_port, join_gloo
+from helpers.models import TINY, _model
+from helpers.train_stream import _shards
 from hypvl.errors import InputError
 from hypvl.provenance import file_digest
 from hypvl.train import distributed
-from hypvl.train.syntax import collate_syntax, syntax_targets
-
-from conftest import REPO
-from test_models import TINY, _model
-from test_train_stream import _shards
+from hypvl.train.syntax import syntax_targets
 
 METHODS = ("clip", "meru", "hycoclip", "poinclip", "syntax_meru")
-GLOBAL_BATCH, WORLD = 8, 2
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _samples(method: str) -> list[dict]:
@@ -51,27 +42,11 @@ def _samples(method: str) -> list[dict]:
     return samples
 
 
-def _collate(samples: list[dict]) -> dict:
-    batch = {key: torch.stack([s[key] for s in samples]) for key in samples[0] if key != "syntax"}
-    if "syntax" in samples[0]:
-        batch.update(collate_syntax([s["syntax"] for s in samples]))
-    return batch
-
-
 def _step(model, batch) -> tuple[float, dict]:
     model.zero_grad(set_to_none=True)
     terms = model(batch)
     terms["loss"].backward()
     return terms["loss"].detach(), terms
-
-
-def join_gloo(rank: int, port: int, world: int) -> tuple[distributed.Ranks, torch.device]:
-    """This spawned process as rank `rank` of `world` CPU processes meeting at `port`, as torchrun would start it."""
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world),
-                      LOCAL_RANK=str(rank))
-    torch.set_num_threads(1)
-    ranks = distributed.from_environment()
-    return ranks, distributed.start(ranks, torch.device("cpu"))
 
 
 def _rank(rank: int, port: int, out: str) -> None:

@@ -14,14 +14,13 @@ import pytest
 import torch
 import yaml
 
+from helpers import REPO
+from helpers.models import TINY
+from helpers.train_stream import _shards
+from helpers.training import TRAIN_CFG
 from hypvl.errors import InputError
 from hypvl.train.resume import RESUME, fingerprint, run_recipe, save_resume
 from hypvl.train.trainer import train
-
-from conftest import REPO
-from test_models import TINY
-from test_train_stream import _shards
-from test_training import TRAIN_CFG
 
 STEPS = 30
 

@@ -8,13 +8,12 @@ import torch
 from torch import nn
 from torch.profiler import profile
 
+from helpers.models import TINY, _batch, _model
+from helpers.training import TRAIN_CFG, _shards
 from hypvl.errors import InputError
 from hypvl.train.optim import build_optimizer
 from hypvl.train.step import Precision, TrainStep, batch_on_device, compile_encoders, precision_on
 from hypvl.train.trainer import train
-
-from test_models import TINY, _batch, _model
-from test_training import TRAIN_CFG, _shards
 
 CPU = torch.device("cpu")
 

@@ -15,15 +15,14 @@ import torch
 import torch.multiprocessing as mp
 import yaml
 
+from helpers import REPO
+from helpers.distributed import WORLD, _free_port, join_gloo
+from helpers.models import TINY
+from helpers.train_stream import _shards
 from hypvl.train import distributed
 from hypvl.train.resume import RESUME
 from hypvl.train.stopping import StopSignals, ignore_in_loader
 from hypvl.train.trainer import _averaged_terms
-
-from conftest import REPO
-from test_models import TINY
-from test_train_distributed import WORLD, _free_port, join_gloo
-from test_train_stream import _shards
 
 STEPS = 40
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2"]

@@ -8,9 +8,9 @@ import errno
 import http.server
 import os
 import re
+import shutil
 import socket
 import struct
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -20,11 +20,11 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import REPO
-from format_fixtures import BUILDERS
-from bad_input_builders import tiny_checkpoint
-from test_warm import FAKE_RUN, client, wait_for
 
+from helpers import REPO
+from helpers.format_fixtures import BUILDERS
+from helpers.trust import evaluate_argv, one_line
+from helpers.warm import FAKE_RUN, client, wait_for
 from hypvl.cli import main
 from hypvl.data.download import SameSchemeRedirects, fetch_file, url_opener
 from hypvl.data.formats.clip_benchmark_wds import index_clip_benchmark_split
@@ -212,18 +212,6 @@ def test_malformed_requests_and_silent_connections_end_their_child_in_one_line(w
 # --------------------------------------------------------------------------- disks and deleted inputs
 
 
-def evaluate_argv(tmp_path, out):
-    tiny_checkpoint(tmp_path / "checkpoint.pt")
-    return ["evaluate", "zeroshot", "--experiment", "e", "--checkpoint", str(tmp_path / "checkpoint.pt"),
-            "--out-dir", str(out), "--tasks", "zs_cifar10"]
-
-
-def one_line(capsys) -> str:
-    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
-    assert len(lines) == 1 and "Traceback" not in lines[0], lines
-    return lines[0]
-
-
 def test_a_full_disk_is_said_in_one_line_before_the_evaluation(tmp_path, capsys, monkeypatch):
     """The results disk takes no more: the evaluation refuses before it loads a model, in one line."""
     import hypvl.io
@@ -278,5 +266,3 @@ def test_an_input_deleted_while_a_step_runs_is_one_line(tmp_path, capsys, monkey
     assert main(["probe-splits", "cifar10", "--source", str(tmp_path), "--dest", str(tmp_path / "d")]) == 1
     assert one_line(capsys) == f"hypvl probe-splits: {tmp_path / 'source' / '0.png'}: no such file (deleted while " \
                                "the step ran?)"
-
-

@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from conftest import REPO
 from PIL import Image
-from test_workflow import tiny_config
 
+from helpers import REPO
+from helpers.workflow import tiny_config
 from hypvl.config import load_config, validate_config
 from hypvl.data.formats.classification_split import read_classification_split
 from hypvl.data.formats.clip_benchmark_wds import ClipBenchmarkDataset, LabelledImage, write_clip_benchmark_wds

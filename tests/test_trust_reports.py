@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO
-from replication_fixture import FIXTURE, OURS, edit_spec, write_metrics
 
+from helpers import REPO
+from helpers.replication_fixture import FIXTURE, OURS, edit_spec, write_metrics
 from hypvl.cli import main
 from hypvl.errors import InputError
 from hypvl.replication.html import to_html

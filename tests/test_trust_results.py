@@ -15,16 +15,15 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from conftest import REPO
-from fixture_edits import truncate
-from format_fixtures import BUILDERS
 from safetensors.torch import load_file, save_file
-from bad_input_builders import tiny_checkpoint
-from test_bad_inputs_2 import ground_into_the_raw_folder, probe_into_a_folder_it_did_not_write
-from test_library import open_clip_folder, transformers_folder
-from replication_fixture import FIXTURE, OURS, write_metrics
-from test_trust_faults import one_line
 
+from helpers import REPO
+from helpers.bad_input_builders import tiny_checkpoint
+from helpers.fixture_edits import truncate
+from helpers.format_fixtures import BUILDERS
+from helpers.library import open_clip_folder, transformers_folder
+from helpers.replication_fixture import FIXTURE, OURS, write_metrics
+from helpers.trust import ground_into_the_raw_folder, one_line, probe_into_a_folder_it_did_not_write
 from hypvl.cli import main
 from hypvl.data.synthetic.build import write_raw_corpus
 from hypvl.data.synthetic.settings import WorldSettings
@@ -257,7 +256,8 @@ def test_a_training_that_diverges_stops_and_writes_no_checkpoint(tmp_path):
     """A learning rate of 1e30 (what the config's own check lets through nowhere: it stands for any divergence):
     the step whose loss is not finite stops the run, and no checkpoint or summary holding NaN is written; the log
     (written as the run goes) ends at that step."""
-    from test_training import TINY, TRAIN_CFG, _shards
+    from helpers.models import TINY
+    from helpers.training import TRAIN_CFG, _shards
 
     from hypvl.train.trainer import train
 
@@ -275,7 +275,8 @@ def test_a_training_that_diverges_stops_and_writes_no_checkpoint(tmp_path):
 
 def test_a_clip_trainings_summary_is_strict_json(tmp_path):
     """A CLIP has no curvature: its log and summary say none (null), not NaN, and the summary is strict JSON."""
-    from test_training import TINY, TRAIN_CFG, _shards
+    from helpers.models import TINY
+    from helpers.training import TRAIN_CFG, _shards
 
     from hypvl.train.trainer import train
 

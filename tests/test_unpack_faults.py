@@ -2,17 +2,16 @@
 files passes any byte limit and would exhaust the inodes). The bad-input corpus holds the acquisition's refusal
 (tests/test_bad_inputs_2.py: acquire_tar_of_many_empty_files)."""
 
-import io
 import logging
 import os
 import subprocess
 import sys
-import tarfile
 import types
 import zipfile
 
 import pytest
 
+from helpers.unpack import empty_files
 from hypvl.data import unpack as unpacking
 from hypvl.data.manifest import load_sources
 from hypvl.data.unpack import unpack
@@ -33,15 +32,6 @@ def archive(path, members):
         for name, data in members.items():
             handle.writestr(name, data)
     return path
-
-
-def empty_files(count: int) -> bytes:
-    """A tar.gz of `count` empty files (a few kB)."""
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as handle:
-        for index in range(count):
-            handle.addfile(tarfile.TarInfo(f"e/{index}"))
-    return buffer.getvalue()
 
 
 def staging_folders(target):

@@ -10,38 +10,13 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from helpers.warm import FAKE_RUN, client, wait_for
 
 HYPVL = str(Path(sys.executable).parent / "hypvl")
-# a stand-in for hypvl.cli.run: reports what it was given; `sleep` waits to be signalled
-FAKE_RUN = """
-import os, sys, time
-from pathlib import Path
-from hypvl.runtime import warm
-
-def run(argv):
-    Path("pid.tmp").write_text(str(os.getpid()))
-    os.replace("pid.tmp", "pid")  # whole, for the test polling for it
-    if argv[0] == "sleep":
-        time.sleep(60)
-    print("out", argv, Path.cwd().name, os.environ.get("PROBE"), os.environ.get("ATEN_CPU_CAPABILITY"))
-    print("err", file=sys.stderr)
-    return int(argv[1])
-
-warm.serve(sys.argv[1], run, {"ATEN_CPU_CAPABILITY": "avx2"})
-"""
-
-
-def wait_for(condition, seconds=60.0):
-    end = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < end, "timed out"
-        time.sleep(0.05)
 
 
 @pytest.fixture
@@ -56,12 +31,6 @@ def server():
     process.terminate()
     process.wait(timeout=10)
     assert not socket_path.exists()  # the server removes its socket
-
-
-def client(socket_path, cwd, *argv, **popen):
-    env = {**os.environ, "HYPVL_WARM_SOCKET": str(socket_path), "PROBE": "from the caller"}
-    code = "import sys; from hypvl.runtime.warm import run_warm; sys.exit(run_warm(sys.argv[1:]))"
-    return subprocess.Popen([sys.executable, "-c", code, *argv], cwd=cwd, env=env, **popen)
 
 
 def alive(pid: int) -> bool:
@@ -138,7 +107,7 @@ def test_hypvl_serve_runs_hypvl_commands_and_keeps_its_cpu_code_path(tmp_path):
 def test_a_workflow_run_serves_its_jobs_from_one_warm_server(tmp_path):
     """HyCoCLIP's CLIP on the tiny world: the training job (with its zero-shot evaluation) is forked from the run's
     server, whose log names it, and the server is gone when the run ends."""
-    from test_dag_faults import TARGET, run, workdir
+    from helpers.dag import TARGET, run, workdir
 
     folder = workdir(tmp_path, "warm")
     run(folder)

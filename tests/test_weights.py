@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from conftest import REPO
-from test_acquire import FixtureOpener
-from test_library import open_clip_folder, transformers_folder
-from test_models import TINY
 
+from helpers import REPO
+from helpers.acquire import FixtureOpener
+from helpers.library import open_clip_folder, transformers_folder
+from helpers.models import TINY
 from hypvl.cli import main
 from hypvl.data.acquire import ChecksumMismatch, fetch
 from hypvl.data.manifest import load_sources
@@ -227,4 +227,3 @@ def test_a_model_the_installed_open_clip_does_not_know_is_refused_naming_the_sou
     code = import_weights("hcaps_openclip_b", folder, out, tiny_config, spec="hierarcaps")
     refused(capsys, code, "pretrained:laion/CLIP-ViT-B-32-laion2B-s34B-b79K", "does not load.*vit_no_such_model",
             out)
-

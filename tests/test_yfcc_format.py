@@ -7,15 +7,7 @@ import re
 import pytest
 from PIL import Image
 
-from hypvl.data.formats.yfcc import (
-    METADATA,
-    SUBSET,
-    YFCCSample,
-    image_path,
-    iter_yfcc,
-    read_yfcc,
-    write_yfcc,
-)
+from hypvl.data.formats.yfcc import METADATA, SUBSET, YFCCSample, image_path, iter_yfcc, read_yfcc, write_yfcc
 from hypvl.errors import InputError
 
 # YFCC100M metadata rows as distributed: 25 tab-separated fields, title and description URL-encoded ('+' = space).

@@ -7,8 +7,8 @@ import pytest
 import torch
 from PIL import Image
 from sklearn.metrics import balanced_accuracy_score
-from test_models import _model
 
+from helpers.models import _model
 from hypvl.data.formats.imagefolder import write_imagefolder
 from hypvl.data.transforms import resize_center_crop, to_tensor_batch
 from hypvl.errors import InputError

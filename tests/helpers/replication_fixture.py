@@ -6,7 +6,9 @@ from pathlib import Path
 
 import yaml
 
-FIXTURE = Path(__file__).parent / "data" / "replication"  # copied into tmp_path by the `workspace` fixture (conftest)
+from helpers import REPO
+
+FIXTURE = REPO / "tests" / "data" / "replication"  # copied into tmp_path by the `workspace` fixture (conftest)
 
 # The fixture's printed numbers, read by hand from tests/data/replication/expected/tiny/table1.csv.
 PAPER = {

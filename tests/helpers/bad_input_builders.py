@@ -10,12 +10,12 @@ from pathlib import Path
 
 import torch
 import yaml
-from conftest import REPO
-from fixture_edits import edit_shard, truncate
-from format_fixtures import BUILDERS
 from PIL import Image
-from replication_fixture import FIXTURE, write_metrics
 
+from helpers import REPO
+from helpers.fixture_edits import edit_shard, truncate
+from helpers.format_fixtures import BUILDERS
+from helpers.replication_fixture import FIXTURE, write_metrics
 from hypvl.cli import main
 from hypvl.config import DEFAULT_CONFIG
 from hypvl.data.formats.shards import iter_tar_samples

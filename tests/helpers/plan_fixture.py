@@ -1,8 +1,8 @@
 """A toy replication spec and the plan of it (conftest's `toy_plan` fixture), shared by the planning tests."""
 
 import yaml
-from conftest import REPO
 
+from helpers import REPO
 from hypvl.config import load_config
 from hypvl.workflow import Plan
 
