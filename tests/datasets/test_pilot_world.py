@@ -36,7 +36,7 @@ from hypvl.tasks import IMAGE_FOLDERS, NAMED_IMAGE_FOLDERS
 from hypvl.train.recipe import resolve_schedule, train_section_for
 from hypvl.workflow import Plan
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CONFIG = [ROOT / "workflows/config/full.yaml", ROOT / "workflows/config/pilot.yaml"]
 CORPORA = ("grit", "redcaps", "cc3m", "yfcc15m")
 EVALUATION = tuple(WRITERS)  # coco_val2017, flickr30k, hierarcaps, wordnet_isa, hyperlex, breeds

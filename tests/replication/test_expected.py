@@ -12,12 +12,12 @@ import pytest
 from hypvl.errors import InputError
 from hypvl.expected import load_expected, parse_cell
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 EXPECTED = REPO_ROOT / "expected"
 # the paper texts are not distributed with the repository: they sit beside a checkout, or where HYPVL_PAPERS says
 PAPERS = Path(os.environ.get("HYPVL_PAPERS", REPO_ROOT.parent / "shared" / "papers"))
-FIXTURES = Path(__file__).parent / "data" / "expected"
-NUMBERS = Path(__file__).parent / "data" / "paper_numbers"
+FIXTURES = REPO_ROOT / "tests" / "data" / "expected"
+NUMBERS = REPO_ROOT / "tests" / "data" / "paper_numbers"
 EXPECTED_CSVS = sorted(EXPECTED.glob("*/*.csv"))
 PAPER_NAMES = ["hycoclip", "meru", "hierarcaps", "syntax_vse", "poinclip"]
 
