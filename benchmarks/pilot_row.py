@@ -1,4 +1,4 @@
-"""The pilot row target (tests/test_pilot.py's HyCoCLIP Table 1 row, the ViT-S GRIT HyCoCLIP) from nothing, timed
+"""The pilot row target (tests/workflow/test_pilot.py's HyCoCLIP Table 1 row, the ViT-S GRIT HyCoCLIP) from nothing, timed
 per job: what benchmarks/gpu runs on a GPU (`--pilot-row`), and a CPU can run too.
 
 Everything (the pilot world, its mirror, results) lives in a fresh temporary folder; the workflow runs with

@@ -35,7 +35,7 @@ def workspace(tmp_path):
 
 @pytest.fixture
 def toy_plan(tmp_path):
-    """(the plan of a toy spec, tmp_path): plan_fixture.TOY_SPEC with its results and reports in tmp_path."""
+    """(the plan of a toy spec, tmp_path): helpers.plan_fixture.TOY_SPEC with its results and reports in tmp_path."""
     from helpers.plan_fixture import toy_plan_in
 
     return toy_plan_in(tmp_path)
@@ -100,7 +100,7 @@ def pytest_collection_modifyitems(items):
 
 
 def pytest_terminal_summary(terminalreporter):
-    """The SLURM job ids each test of tests/test_slurm.py recorded (`slurm_jobs`), in the test log."""
+    """The SLURM job ids each test of tests/workflow/test_slurm.py recorded (`slurm_jobs`), in the test log."""
     lines = [value for report in terminalreporter.getreports("passed") + terminalreporter.getreports("failed")
              for name, value in getattr(report, "user_properties", ()) if name == "slurm_jobs"]
     if lines:

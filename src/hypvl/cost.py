@@ -22,7 +22,7 @@ Pure arithmetic on the model config and the schedule (no torch), so the workflow
   the rank decodes between steps: both add up).
 The GPU model and the utilisation assumed for the runtime come from the config (`resources.gpu`). Calibrated on
 MERU App. (CLIP ViT-S/16, 120k steps at batch 2048 in ~14 h on 8 V100), the runtime estimate brackets HyCoCLIP's
-Sec. 4 figures (ViT-B/16 on 4 A100: CLIP 45 h, MERU 46 h, HyCoCLIP 73 h); tests/test_cost.py checks both.
+Sec. 4 figures (ViT-B/16 on 4 A100: CLIP 45 h, MERU 46 h, HyCoCLIP 73 h); tests/workflow/test_cost.py checks both.
 """
 
 import math

@@ -1,5 +1,5 @@
 """Readers and writers of the real on-disk formats: round trips against the writers and independent parsers
-(webdataset, CLIP_benchmark, pycocotools), and each format's own consistency checks. Fixtures: format_fixtures."""
+(webdataset, CLIP_benchmark, pycocotools), and each format's own consistency checks. Fixtures: helpers.format_fixtures."""
 
 import json
 

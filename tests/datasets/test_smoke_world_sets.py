@@ -119,7 +119,7 @@ def test_raw_corpora_read_back_with_world_boxes(tiny):
 @pytest.mark.parametrize("name", sorted(ALL_CLASSIFICATION_SETS))
 def test_classification_sets_have_a_test_split_and_probe_sources(tiny, name):
     """The test split in the set's catalog layout, class by class; the linear-probe sources beside it
-    (tests/test_probe_splits.py)."""
+    (tests/datasets/test_probe_splits.py)."""
     root = tiny / CONFIG["eval"]["classification_dir"] / name
     classes = ALL_CLASSIFICATION_SETS[name].classes
     info = load_dataset_info(name)

@@ -1,5 +1,5 @@
-"""docs/architecture.md stays true to the code: its layer table is `LAYERS` (tests/test_layers.py), its layout names
-every package and top-level module of src/hypvl and nothing that is not there, its flow names every rule of the
+"""docs/architecture.md stays true to the code: its layer table is `LAYERS` (tests/deploy/test_layers.py), its layout
+names every package and top-level module of src/hypvl and nothing that is not there, its flow names every rule of the
 workflow, and its verdicts are the ones compare gives. The document's last section says what each check reads."""
 
 import re

@@ -1,4 +1,4 @@
-"""The evaluation interface on our own models (the wrapped library models: tests/test_library.py): each offers
+"""The evaluation interface on our own models (the wrapped library models: tests/training/test_library.py): each offers
 its tokenizer at its context length, its input size, and as text parameters exactly its text tower, the text
 projection and the text-side learned scale where it has one."""
 

@@ -1,6 +1,6 @@
-"""What the bad-input corpus (tests/test_bad_inputs.py) builds its cases from: the commands it runs, and each kind of
-case (a spec, a printed table, metrics, a config, a data file, a checkpoint, a fine-tuning, a manifest, a probe
-source) made bad in one named way under `tmp_path`."""
+"""What the bad-input corpus (tests/trust/test_bad_inputs_malformed.py) builds its cases from: the commands it runs, and
+each kind of case (a spec, a printed table, metrics, a config, a data file, a checkpoint, a fine-tuning, a manifest, a
+probe source) made bad in one named way under `tmp_path`."""
 
 import json
 import re

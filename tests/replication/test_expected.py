@@ -116,7 +116,7 @@ def test_each_number_index_is_read_from_its_papers_text(paper):
                     "is not re-read from it here; point HYPVL_PAPERS at the texts to run this check")
     digest, tokens = number_index(paper)
     assert (digest, tokens) == (hashlib.sha256(text.read_bytes()).hexdigest(), number_tokens(text.read_text(
-        encoding="utf-8"))), f"rewrite it: python tests/test_expected.py (with {PAPERS} holding the texts)"
+        encoding="utf-8"))), f"rewrite it: python tests/replication/test_expected.py (with {PAPERS} holding the texts)"
 
 
 def test_number_tokens_are_whole_numbers():

@@ -1,4 +1,4 @@
-"""Lorentz-model geometry against independent oracles (the Poincaré ball: tests/test_geometry_poincare.py).
+"""Lorentz-model geometry against independent oracles (the Poincaré ball: tests/training/test_geometry_poincare.py).
 
 Oracles: full-coordinate formulas written out here in numpy float64 (Minkowski inner
 product, acosh distance, HyCoCLIP Eq. 4 exp map at the origin, hyperbolic law of cosines),

@@ -1,6 +1,6 @@
 """Poincaré-ball geometry (PoinCLIP) against independent oracles: geoopt's `PoincareBall` (the same c as ours:
 curvature -c, ball of radius 1/sqrt(c)), PoinCLIP Eq. 2/5 in 50-digit mpmath (a dependency of torch, via sympy), the Lorentz model it is isometric to,
-and cases worked by hand (tests/test_geometry.py: the Lorentz model and the oracles' conventions)."""
+and cases worked by hand (tests/training/test_geometry.py: the Lorentz model and the oracles' conventions)."""
 
 from __future__ import annotations
 

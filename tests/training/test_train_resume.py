@@ -105,8 +105,8 @@ def test_a_resume_checkpoint_of_another_recipe_is_kept_aside_and_another_layout_
 
 def test_a_run_resumes_across_settings_that_move_its_numbers_by_rounding_only(tmp_path):
     """Micro-batches, compiled encoders and another attention kernel compute the same step up to float rounding
-    (tests/test_accumulation.py, test_train_step.py): a run started with or without them resumes under the others;
-    the precision or the learning rate make another recipe."""
+    (tests/training/test_accumulation.py, test_train_step.py): a run started with or without them resumes under the
+    others; the precision or the learning rate make another recipe."""
     shards = _shards(tmp_path, n=4)
     exp = {"id": "t", "method": "meru", "backbone": "vit_s16", "seed": 0}
     ours = fingerprint(run_recipe(exp, TINY, TRAIN_CFG, shards))

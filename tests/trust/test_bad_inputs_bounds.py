@@ -1,8 +1,9 @@
-"""The bad-input corpus, round three (issue 44), bounds: what an attacker who controls a config, a spec, a manifest
-or a data file tried, each refused as tests/test_bad_inputs.py's are (the real `hypvl` command run in-process: a
-non-zero exit, exactly one line on stderr naming the file and the problem, no traceback, no output file). Before the
-fixes each was a silent wrong result, a hang or data lost: the pilot world written over a paper-scale data_dir, a batch
-scale of 10^300, an alias bomb walked for minutes, 10^11 shard paths built, a float TIFF read all black.
+"""The bad-input corpus, round three (issue 44), bounds: what an attacker who controls a config, a spec, a manifest or a
+data file tried, each refused as tests/trust/test_bad_inputs_malformed.py's are (the real `hypvl` command run
+in-process: a non-zero exit, exactly one line on stderr naming the file and the problem, no traceback, no output file).
+Before the fixes each was a silent wrong result, a hang or data lost: the pilot world written over a paper-scale
+data_dir, a batch scale of 10^300, an alias bomb walked for minutes, 10^11 shard paths built, a float TIFF read all
+black.
 
 Each case builds its input under `tmp_path` and returns (argv, the file the line must name, a regular expression for
 the problem, the outputs that must not exist).

@@ -1,7 +1,7 @@
 """The bad-input corpus, round two (issue 23): inputs tried as a new user and as an attacker would, each refused as
-tests/test_bad_inputs.py's are (the real `hypvl` command run in-process: a non-zero exit, exactly one line on stderr
-naming the file and the problem, no traceback, no output file). What the refusals must also leave in place (a folder
-the suite did not write, the raw corpus) is asserted in tests/test_trust_faults.py.
+tests/trust/test_bad_inputs_malformed.py's are (the real `hypvl` command run in-process: a non-zero exit, exactly one
+line on stderr naming the file and the problem, no traceback, no output file). What the refusals must also leave in
+place (a folder the suite did not write, the raw corpus) is asserted in tests/trust/test_trust_faults.py.
 
 Each case builds its input under `tmp_path` and returns (argv, the file the line must name, a regular expression for
 the problem, the outputs that must not exist).

@@ -4,7 +4,7 @@ traceback), and no output file.
 
 Each case builds its input under `tmp_path` and returns (argv, the file the line must name, a regular
 expression for the problem, the outputs that must not exist). The fixtures come from the format writers
-(tests/format_fixtures.py) and the replication fixture (tests/data/replication).
+(tests/helpers/format_fixtures.py) and the replication fixture (tests/data/replication).
 """
 
 import pytest

@@ -1,9 +1,9 @@
 """The bad-input corpus, round three (issue 44), the results and reports cases: an outside model's metrics given an
 experiment of the papers, numbers too large to be read, markup in a spec's name or a config's paths, a model folder
-bringing code of its own. Each is refused
-as tests/test_bad_inputs.py's are (the real `hypvl` command run in-process: a non-zero exit, exactly one line on
-stderr naming the file and the problem, no traceback, no output file). What the pages do with hostile text that is no
-refusal is asserted in a browser (tests/test_trust_reports.py).
+bringing code of its own. Each is refused as tests/trust/test_bad_inputs_malformed.py's are (the real `hypvl` command
+run in-process: a non-zero exit, exactly one line on stderr naming the file and the problem, no traceback, no output
+file). What the pages do with hostile text that is no refusal is asserted in a browser
+(tests/trust/test_trust_reports.py).
 
 Each case builds its input under `tmp_path` and returns (argv, the file the line must name, a regular expression for
 the problem, the outputs that must not exist).

@@ -1,6 +1,6 @@
 """Symlinks in a mirror (issue 44): followed from their own folder and within the mirror only; a copy across file
 systems keeps the mirror file's permissions. What a refusal prints is in the bad-input corpus
-(tests/test_bad_inputs_2.py: acquire_mirror_symlink_*)."""
+(tests/trust/test_bad_inputs_hostile.py: acquire_mirror_symlink_*)."""
 
 import errno
 import hashlib

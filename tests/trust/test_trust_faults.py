@@ -114,7 +114,7 @@ def test_only_https_is_fetched_and_file_urls_only_from_a_mirror(tmp_path):
 
 @pytest.fixture
 def warm_server():
-    """start(serve_as) -> (socket, log) of a warm server running tests/test_warm.py's FAKE_RUN that waits 1 s for a
+    """start(serve_as) -> (socket, log) of a warm server running tests/helpers/warm.py's FAKE_RUN that waits 1 s for a
     request, and believes it runs as another user than the tests' where `serve_as` is 'other' ('self': as theirs)."""
     started = []
 

@@ -1,7 +1,7 @@
-"""Trust, round three (issue 44), beyond the one-line refusals of tests/test_bad_inputs_3.py: pilot jobs refused at
-planning at another scale, the pilot world never written over a file the suite did not write, a dry run that changes
-no file's date, images deeper than 8 bits read by their own range, every number of the config schema bounded, and
-YAML aliases bounded wherever YAML is read."""
+"""Trust, round three (issue 44), beyond the one-line refusals of tests/trust/test_bad_inputs_bounds.py and
+tests/trust/test_bad_inputs_results.py: pilot jobs refused at planning at another scale, the pilot world never
+written over a file the suite did not write, a dry run that changes no file's date, images deeper than 8 bits read by
+their own range, every number of the config schema bounded, and YAML aliases bounded wherever YAML is read."""
 
 import io
 import os

@@ -3,7 +3,7 @@ page built on its captions and categories, from metric JSONs, a spec and a print
 headless Chromium. No injected script runs (it would retitle the page and add an element), the hostile text shows
 escaped, and a page embeds no file but the picture its step wrote; a workflow never starts on a file dated in the
 future. The refusals in one line (a spec's name, a config's path holding markup) are in
-tests/test_bad_inputs_results.py."""
+tests/trust/test_bad_inputs_results.py."""
 
 import base64
 import json

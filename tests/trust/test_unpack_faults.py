@@ -1,6 +1,6 @@
 """Faults of issue 44 met while unpacking: an unpacking killed midway, and archives of many members (a tar of empty
 files passes any byte limit and would exhaust the inodes). The bad-input corpus holds the acquisition's refusal
-(tests/test_bad_inputs_2.py: acquire_tar_of_many_empty_files)."""
+(tests/trust/test_bad_inputs_hostile.py: acquire_tar_of_many_empty_files)."""
 
 import logging
 import os

@@ -53,7 +53,7 @@ def test_slurm_profile_plans_every_table_at_paper_scale(slurm_plan):
 
 
 def test_a_vit_l_meru_training_job_asks_slurm_for_one_node_of_8_gpus(slurm_plan):
-    """What tests/test_cost.py derives by hand reaches SLURM: 8 GPUs on 1 node, 64 cores, 512 GB, 3602 minutes,
+    """What tests/workflow/test_cost.py derives by hand reaches SLURM: 8 GPUs on 1 node, 64 cores, 512 GB, 3602 minutes,
     and the job runs torchrun with 8 processes of 8 threads."""
     _, planned = slurm_plan
     job = job_of(planned, "train", "experiment=meru_meru_vitl")
@@ -194,7 +194,7 @@ def test_gpu_training_evaluates_in_its_own_jobs():
 
 
 def test_a_lab_with_one_node_of_4_gpus_trains_the_papers_batch_in_micro_batches(tmp_path):
-    """What tests/test_cost.py derives by hand for MERU ViT-L/16 on 4 A100s reaches the job: torchrun with 4
+    """What tests/workflow/test_cost.py derives by hand for MERU ViT-L/16 on 4 A100s reaches the job: torchrun with 4
     processes, and the config it trains with splits each process's 512 samples into 2 micro-batches."""
     lab = tmp_path / "lab.yaml"
     lab.write_text(yaml.safe_dump({"resources": {"gpu": {"per_node": 4, "max_nodes": 1}}}))

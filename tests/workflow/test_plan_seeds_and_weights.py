@@ -132,7 +132,7 @@ def test_paper_scale_fetches_every_model_of_hierarcaps_table1_unless_held_locall
     # 5 models, their FTs and CLIP^B_FT with the paper's L_reg (row clip_b_ft__reg_paper) x 4 groups
     assert len(evaluated) == 44 and all('"scale": "full"' in c for c in evaluated)
     finetuned = [c for c in commands if c.startswith("hypvl finetune")]
-    assert len(finetuned) == 6  # tests/test_radial_plan.py: their settings
+    assert len(finetuned) == 6  # tests/workflow/test_radial_plan.py: their settings
     assert claimed == set(evaluated + finetuned)  # each on a GPU of its own (full.yaml's resources.jobs)
 
 

@@ -1,5 +1,5 @@
 """The Snakemake DAG at a tiny setting: config checks and the planning of targets (the end-to-end run of the
-real default config is tests/test_smoke_regression.py).
+real default config is tests/replication/test_smoke_regression.py).
 
 Targets come before `--configfile`, whose argument list would otherwise swallow them.
 """
