@@ -19,13 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hypvl.errors import InputError
+from hypvl.methods import METHODS, names
 from hypvl.spec.paper import Experiment
 from hypvl.spec.tables import TableSpec
 from hypvl.spec.terms import Column
 
 KINDS = ("open_clip", "transformers", "hypvl", "released-format")
 GEOMETRIES = ("euclidean", "lorentz", "poincare")
-RELEASED_METHODS = {"clip": "euclidean", "meru": "lorentz", "hycoclip": "lorentz"}  # what the release format holds
 EXTRA_EXPERIMENT = "extra_"  # an extra model's experiment id (its metric JSONs' folder): extra_<name>
 EXTRA_ROW = "extra__"  # its row in a compare table: extra__<name>
 NAME = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
@@ -88,11 +88,11 @@ def parse_extra(name: str, entry, where: str = "config: extra_models") -> ExtraM
     if kind in ("open_clip", "transformers") and geometry != "euclidean":
         raise InputError(f"{where}.geometry: a {kind} model is euclidean, not {geometry}")
     if kind == "released-format":
-        if extra.method not in RELEASED_METHODS or not extra.backbone:
-            raise InputError(f"{where}: a released-format file needs `method` ({', '.join(RELEASED_METHODS)}) and "
+        if extra.method not in names(released=True) or not extra.backbone:
+            raise InputError(f"{where}: a released-format file needs `method` ({', '.join(names(released=True))}) and "
                              "`backbone` (a key of the config's model.backbones)")
-        if RELEASED_METHODS[extra.method] != geometry:
-            raise InputError(f"{where}.geometry: a {extra.method} model is {RELEASED_METHODS[extra.method]}, "
+        if METHODS[extra.method].geometry != geometry:
+            raise InputError(f"{where}.geometry: a {extra.method} model is {METHODS[extra.method].geometry}, "
                              f"not {geometry}")
     elif extra.method is not None or extra.backbone is not None:
         raise InputError(f"{where}: `method` and `backbone` describe a released-format file only")

@@ -20,6 +20,7 @@ SRC = REPO / "src" / "hypvl"
 LAYERS = {
     "errors": 0, "yaml_text": 0, "io": 1, "config": 1, "cost": 1,
     "expected": 2, "provenance": 2,
+    "methods": 3,
     "runtime": 4, "geometry": 4,
     "data": 5,
     "tasks": 6,

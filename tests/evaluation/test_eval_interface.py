@@ -6,10 +6,10 @@ import pytest
 import torch
 
 from helpers.models import TINY, _model
-from hypvl.models.methods import METHOD_NAMES
+from hypvl.methods import built
 
 
-@pytest.mark.parametrize("method", METHOD_NAMES)
+@pytest.mark.parametrize("method", built())
 def test_our_models_offer_their_tokenizer_input_size_and_text_parameters(method):
     model = _model(method)
     tokens = model.tokenizer(["a photo of a cat", ""])

@@ -7,8 +7,9 @@ import torch
 
 from helpers.library import images, open_clip_folder, transformers_folder
 from helpers.models import TINY, _batch
+from hypvl.methods import built
 from hypvl.models import checkpoints
-from hypvl.models.build import METHODS, build_model
+from hypvl.models.build import build_model
 from hypvl.models.checkpoints import load_checkpoint, load_state, save_checkpoint
 from hypvl.models.library_import import import_library_model
 from hypvl.models.skeleton import parameters_on_meta, skeleton
@@ -35,7 +36,7 @@ def _builds(monkeypatch):
     return calls
 
 
-@pytest.mark.parametrize("method", sorted(METHODS))
+@pytest.mark.parametrize("method", sorted(built()))
 def test_our_models_load_into_a_skeleton_and_compute_what_a_copied_load_computes(tmp_path, monkeypatch, method):
     torch.manual_seed(0)
     model = build_model(method, "vit_s16", TINY)

@@ -15,13 +15,13 @@ from hypvl.data.formats.hierarcaps import write_hierarcaps_train
 from hypvl.data.formats.images import encode_image
 from hypvl.errors import InputError
 from hypvl.evaluate.radial import entailment_root
+from hypvl.methods import METHODS, RADIAL_METHOD
 from hypvl.models.build import build_model
 from hypvl.models.checkpoints import load_checkpoint, save_checkpoint
 from hypvl.models.standins import standin_model
 from hypvl.train import radial
 from hypvl.train.radial import Root, batch_losses, embed, finetune
 from hypvl.train.radial_recipe import RadialRecipe, radial_recipe, radial_schedule
-from hypvl.train.recipe import RADIAL_OVERRIDES
 from hypvl.train.trainer import train
 
 
@@ -198,7 +198,7 @@ def test_hypvl_train_sends_an_alignment_to_hypvl_finetune(tmp_path):
 
 
 def test_planning_knows_every_override_the_fine_tuner_reads():
-    assert set(RADIAL_OVERRIDES) == {field.name for field in fields(RadialRecipe)}
+    assert set(METHODS[RADIAL_METHOD].overrides) == {field.name for field in fields(RadialRecipe)}
 
 
 def test_the_paper_schedule_and_its_smoke_mapping():

@@ -17,7 +17,7 @@ from helpers import REPO
 from hypvl.config import DEFAULT_CONFIG, load_config
 from hypvl.data.synthetic.probe_sources import probe_source_sets
 from hypvl.errors import InputError
-from hypvl.models.methods import METHOD_NAMES, MODEL_OVERRIDES
+from hypvl.methods import METHODS, built
 from hypvl.spec.load import load_all_specs
 from hypvl.spec.terms import Column
 from hypvl.tasks import task_group
@@ -83,9 +83,9 @@ def runnable_pairs(specs, needs) -> set[tuple[str, str]]:
             return e.source == "train" and e.data in datasets and runnable(experiments[base])
         known = {"steps", "batch_size", "lr", "embed_dim", "pos_embed", "init_from", "freeze_encoders", "eval_prompts",
                  "no_weight_decay",
-                 *MODEL_OVERRIDES.get(e.method, ())}
+                 *(METHODS[e.method].overrides if e.method in built() else ())}
         start = e.overrides.get("init_from")
-        return (e.source == "train" and e.method in METHOD_NAMES and e.data in corpora and set(e.overrides) <= known
+        return (e.source == "train" and e.method in built() and e.data in corpora and set(e.overrides) <= known
                 and (start is None or trained(experiments[start])))
 
     return {(exp, task) for spec in specs.values() for exp, task in needs(spec)

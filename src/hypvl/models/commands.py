@@ -97,13 +97,14 @@ def extra_from_args(args):
 
 def add_extra_arguments(parser, required: bool = True) -> None:
     """The options declaring an extra model on a command line (as config `extra_models` does)."""
-    from hypvl.extras import GEOMETRIES, RELEASED_METHODS
+    from hypvl.extras import GEOMETRIES
+    from hypvl.methods import names
 
     parser.add_argument("--name", required=required, help="its name (rows extra__<name>, metrics extra_<name>)")
     parser.add_argument("--source", required=required, help="open_clip:<folder | architecture/pretrained> | "
                         "transformers:<folder | hub id> | hypvl:<checkpoint.pt> | released-format:<file.pth>")
     parser.add_argument("--geometry", required=required, choices=GEOMETRIES, help="where its embeddings live")
-    parser.add_argument("--method", choices=list(RELEASED_METHODS), help="released-format: what the file holds")
+    parser.add_argument("--method", choices=list(names(released=True)), help="released-format: what the file holds")
     parser.add_argument("--backbone", help="released-format: a key of the config's model.backbones")
 
 

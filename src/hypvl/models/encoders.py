@@ -15,8 +15,7 @@ from timm.models.vision_transformer import VisionTransformer
 from torch import nn
 
 from hypvl.errors import InputError
-
-from .methods import POS_EMBEDS
+from hypvl.methods import POS_EMBEDS
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,9 @@ from hypvl.losses.contrastive import (
     global_contrastive,
 )
 from hypvl.losses.entailment import entailment_loss
+from hypvl.methods import CONTRASTIVE_SIMILARITIES
 
 from .clip import CLIP
-from .methods import CONTRASTIVE_SIMILARITIES
 
 # contrastive_similarity -> logits(images, texts, curv, logit_scale)
 CONTRASTIVE_LOGITS = {"neg_distance": lorentz_logits, "lorentz_inner": lorentz_inner_logits}

@@ -30,10 +30,10 @@ from hypvl.errors import InputError
 from hypvl.io import write_json
 from hypvl.losses.contrastive import symmetric_contrastive
 from hypvl.losses.radial import ec_terms, mined_loss, re_terms, regulariser
+from hypvl.methods import RADIAL_METHOD
 from hypvl.models.checkpoints import build_from_recipe, load_checkpoint, save_checkpoint
 
 from .radial_recipe import RadialRecipe, radial_recipe, radial_schedule
-from .recipe import RADIAL_METHOD
 from .telemetry import Telemetry
 
 EMBED_BATCH = 256  # texts or images per forward pass when embedding the whole train set

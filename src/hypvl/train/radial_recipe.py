@@ -8,8 +8,9 @@ from dataclasses import dataclass, fields
 from hypvl.data.formats.hierarcaps import LEVELS
 from hypvl.errors import InputError
 from hypvl.losses.radial import EC_MARGINS, REGULARISERS
+from hypvl.methods import RADIAL_METHOD
 
-from .recipe import RADIAL_METHOD, check_recipe
+from .recipe import check_recipe
 
 # Table 3: where the root is (learned: e_empty of the current text tower; fixed at the train texts' normalised mean
 # e-bar, at the origin, or at the pretrained e_empty); which loss replaces L_RE (Table 5: entailment cones; Table 3:

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from hypvl.config import steps_for
 from hypvl.errors import InputError
-from hypvl.models.methods import ARCHITECTURE_OVERRIDES, EVAL_OVERRIDES, METHOD_NAMES, MODEL_OVERRIDES, PARSE_METHODS
+from hypvl.methods import ARCHITECTURE_OVERRIDES, EVAL_OVERRIDES, METHODS, names
 
 # experiment overrides the trainer itself reads (the schedule, MERU Table 3's frozen-encoder runs, which parameters
 # escape weight decay)
@@ -26,28 +26,24 @@ IMAGE_VIEWS = ("original", "border")
 # the corpora HyCoCLIP's code prepares into its own shards, which every model trained on them reads (its CLIP and MERU
 # baselines, syntax-preserving MERU's GRIT rows)
 HYCOCLIP_CORPORA = ("grit", "cc3m")
-# HierarCaps' text-only Radial Embedding alignment of the model of another experiment (`base`: its id or its
-# source), by `hypvl finetune` (hypvl.train.radial reads and checks these; the paper's values are the defaults)
-RADIAL_METHOD = "radial_ft"
-RADIAL_OVERRIDES = ("base", "epochs", "batch_size", "lr", "lambda_re", "lambda_reg", "regulariser", "objective",
-                    "negatives", "drop_tiers", "root", "train_only_root", "eval_root", "init", "ec_alpha",
-                    "ec_epsilon", "ec_margin")
 
 
 def supported_overrides(method: str) -> set[str]:
-    """The experiment overrides something reads when training or evaluating `method` (a known method)."""
-    if method == RADIAL_METHOD:
-        return {*RADIAL_OVERRIDES, *EVAL_OVERRIDES}
-    return {*TRAINER_OVERRIDES, *ARCHITECTURE_OVERRIDES, *MODEL_OVERRIDES[method], *EVAL_OVERRIDES}
+    """The experiment overrides something reads when training or evaluating `method` (a registered method,
+    hypvl.methods): its own, the evaluation's, and, for a method that trains a model, the trainer's and the
+    architecture's."""
+    declared = METHODS[method]
+    if declared.aligns:
+        return {*declared.overrides, *EVAL_OVERRIDES}
+    return {*TRAINER_OVERRIDES, *ARCHITECTURE_OVERRIDES, *declared.overrides, *EVAL_OVERRIDES}
 
 
 def check_recipe(experiment: dict) -> None:
     """InputError naming the experiment when its method is not built or an override would be ignored."""
     method = experiment["method"]
-    if method not in (*METHOD_NAMES, RADIAL_METHOD):
-        raise InputError(f"experiment {experiment['id']!r}: unknown method {method!r} "
-                         f"(built: {[*METHOD_NAMES, RADIAL_METHOD]})")
-    if method in PARSE_METHODS and experiment.get("boxes", False):
+    if method not in METHODS:
+        raise InputError(f"experiment {experiment['id']!r}: unknown method {method!r} (built: {list(METHODS)})")
+    if method in names(parses=True) and experiment.get("boxes", False):
         raise InputError(f"experiment {experiment['id']!r}: {method} trains on whole image-caption pairs with their "
                          "parses; it takes no boxes (set boxes: false)")
     overrides = experiment.get("overrides") or {}
@@ -58,10 +54,11 @@ def check_recipe(experiment: dict) -> None:
         raise InputError(f"experiment {experiment['id']!r}: image_view {overrides['image_view']!r} is not one of "
                          f"{', '.join(IMAGE_VIEWS)}")
     prefix = overrides.get("subreddit_prefix", 0.0)
-    if not (isinstance(prefix, (int, float)) and 0 <= prefix <= 1) or (prefix and method in PARSE_METHODS):
+    if not (isinstance(prefix, (int, float)) and 0 <= prefix <= 1) or (prefix and method in names(parses=True)):
         raise InputError(f"experiment {experiment['id']!r}: subreddit_prefix {prefix!r} must be a probability in "
-                         f"[0, 1], and 0 for {', '.join(PARSE_METHODS)} (a prefix would misalign the caption's parse)")
-    for key, kind, low, high in SCHEDULE_OVERRIDES if method != RADIAL_METHOD else ():  # radial_recipe checks its own
+                         f"[0, 1], and 0 for {', '.join(names(parses=True))} (a prefix would misalign the caption's "
+                         "parse)")
+    for key, kind, low, high in SCHEDULE_OVERRIDES if not METHODS[method].aligns else ():  # radial_recipe: its own
         value = overrides.get(key, low)
         if not (isinstance(value, kind) and not isinstance(value, bool) and low <= value <= high):
             raise InputError(f"experiment {experiment['id']!r}: override {key} {value!r} must be a number in "
@@ -142,7 +139,7 @@ def subreddit_prefix(experiment: dict) -> float:
     if "subreddit_prefix" in overrides:
         return float(overrides["subreddit_prefix"])
     raw_pairs = stream_mode(experiment["method"], experiment.get("boxes", False)) != "compositional"
-    redcaps_pairs = experiment.get("data") == "redcaps" and raw_pairs and experiment["method"] not in PARSE_METHODS
+    redcaps_pairs = experiment.get("data") == "redcaps" and raw_pairs and experiment["method"] not in names(parses=True)
     return MERU_SUBREDDIT_PREFIX if redcaps_pairs else 0.0
 
 
@@ -153,7 +150,7 @@ def image_view(experiment: dict) -> str:
     overrides = experiment.get("overrides") or {}
     if "image_view" in overrides:
         return overrides["image_view"]
-    hycoclip = experiment["method"] == "hycoclip" or experiment.get("data") in HYCOCLIP_CORPORA
+    hycoclip = experiment["method"] in names(border_view=True) or experiment.get("data") in HYCOCLIP_CORPORA
     return "border" if hycoclip else "original"
 
 
@@ -161,12 +158,12 @@ def stream_settings(experiment: dict) -> dict:
     """How the experiment's training stream reads its grounded corpus (`hypvl.train.data.TrainingStream`'s mode,
     syntax, subreddit_prefix and image_view)."""
     return {"mode": stream_mode(experiment["method"], experiment.get("boxes", False)),
-            "syntax": experiment["method"] in PARSE_METHODS, "subreddit_prefix": subreddit_prefix(experiment),
+            "syntax": experiment["method"] in names(parses=True), "subreddit_prefix": subreddit_prefix(experiment),
             "image_view": image_view(experiment)}
 
 
 def stream_mode(method: str, boxes: bool) -> str:
     """How a method reads a grounded corpus (see hypvl.train.data)."""
-    if method == "hycoclip":
+    if method in names(compositional=True):
         return "compositional"
     return "boxes_as_pairs" if boxes else "pairs"

@@ -22,14 +22,14 @@ from hypvl.runtime.devices import select_device
 from hypvl.errors import InputError, Stopped
 from hypvl.io import write_json
 from hypvl.runtime.loader_processes import worker_deaths
+from hypvl.methods import METHODS
 from hypvl.models.build import build_model
 from hypvl.models.checkpoints import load_state, read_checkpoint, save_checkpoint
 
 from . import distributed
 from .data import ReaderState, TrainingStream
 from .optim import build_optimizer, build_scheduler
-from .recipe import (RADIAL_METHOD, check_recipe, recorded_train_section, resolve_schedule, stream_settings,
-                     train_section_for)
+from .recipe import check_recipe, recorded_train_section, resolve_schedule, stream_settings, train_section_for
 from .resume import RESUME, fingerprint, load_resume, run_recipe, save_resume, set_rng_states
 from .step import TrainStep, compile_encoders, precision_on
 from .stopping import StopSignals
@@ -59,9 +59,9 @@ def train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path]
     (`hypvl.models.standins`), whose checkpoint recipe is its own. Under torchrun every process calls it."""
     check_recipe(experiment)
     check_telemetry(train_cfg["telemetry"])
-    if experiment["method"] == RADIAL_METHOD:
-        raise InputError(f"experiment {experiment['id']!r} aligns another experiment's model ({RADIAL_METHOD}): "
-                         "run `hypvl finetune`")
+    if METHODS[experiment["method"]].aligns:  # check_recipe: a registered method
+        raise InputError(f"experiment {experiment['id']!r} aligns another experiment's model "
+                         f"({experiment['method']}): run `hypvl finetune`")
     ranks = distributed.from_environment()
     device = distributed.start(ranks, select_device(train_cfg["device"]))
     try:

@@ -14,13 +14,13 @@ from pathlib import Path
 
 from hypvl.errors import InputError
 from hypvl.extras import ExtraModel, extra_models
-from hypvl.models.methods import EVAL_OVERRIDES, METHOD_NAMES
+from hypvl.methods import EVAL_OVERRIDES, METHODS, names
 from hypvl.models.sources import OutsideWeights, outside_weights
 from hypvl.replication.coverage import NEEDS_DATA, NEEDS_WEIGHTS, NOT_BUILT
 from hypvl.spec.load import load_all_specs
 from hypvl.spec.paper import SEED_MARK, Experiment, seed_variant
 from hypvl.tasks import group_tasks
-from hypvl.train.recipe import RADIAL_METHOD, supported_overrides, train_section_for
+from hypvl.train.recipe import supported_overrides, train_section_for
 from hypvl.workflow import patterns
 from hypvl.workflow.steps import step_resources, step_sections
 
@@ -158,10 +158,10 @@ class Core:
         declared = self.experiment(experiment)
         if declared.source != "train":
             return self.obtainable(experiment)
-        if declared.method not in (*METHOD_NAMES, RADIAL_METHOD):
+        if declared.method not in METHODS:
             return False
         supported = set(declared.overrides) <= supported_overrides(declared.method)
-        if declared.method == RADIAL_METHOD:
+        if declared.method in names(aligns=True):
             return (supported and declared.data in self.config["eval"]["datasets"]
                     and self.runnable(self.base_of(experiment)))
         start = declared.overrides.get("init_from")
@@ -169,7 +169,7 @@ class Core:
 
     def fine_tuned(self, experiment: str) -> bool:
         """True for an experiment that aligns another experiment's model (method radial_ft, `hypvl finetune`)."""
-        return self.experiment(experiment).method == RADIAL_METHOD
+        return self.experiment(experiment).method in names(aligns=True)
 
     def base_of(self, experiment: str) -> str:
         """The experiment whose model radial_ft experiment `experiment` aligns: its `base` override names it, or
@@ -244,10 +244,10 @@ class Core:
         declared = self.experiment(experiment)
         if declared.source != "train":
             return NEEDS_WEIGHTS
-        if (declared.method not in (*METHOD_NAMES, RADIAL_METHOD)
+        if (declared.method not in METHODS
                 or not set(declared.overrides) <= supported_overrides(declared.method)):
             return NOT_BUILT
-        if declared.method == RADIAL_METHOD:  # an alignment: its training set, then the model it aligns
+        if declared.method in names(aligns=True):  # an alignment: its training set, then the model it aligns
             if declared.data not in self.config["eval"]["datasets"]:
                 return NEEDS_DATA
             return self.blocker(self.base_of(experiment)) or NOT_BUILT
@@ -270,7 +270,7 @@ class Core:
                 overrides = {k: v for k, v in declared.overrides.items() if k not in EVAL_OVERRIDES}
                 if "init_from" in overrides:
                     overrides["init_from"] = self.model_of(overrides["init_from"])
-                if declared.method == RADIAL_METHOD:
+                if declared.method in names(aligns=True):
                     overrides["base"] = self.model_of(self.base_of(experiment))
                 steps = train_section_for(experiment, self.config["train"]).get("steps")  # steps_for: per id
                 recipe = json.dumps([declared.method, declared.backbone, declared.data, declared.boxes,

@@ -1,0 +1,102 @@
+"""The method registry (hypvl.methods) is each method's one declaration: every registered method builds (its class
+imported only then) in the geometry its entry declares, the registry loads no torch, and a method a plug-in registers
+(here `unbuilt`, the method of the toy spec's unbuilt experiment) is accepted by recipe checking, planning, model
+building and the release format without touching another module."""
+
+import ast
+import subprocess
+import sys
+
+import pytest
+
+from helpers import REPO
+from helpers.plan_fixture import toy_plan_in
+from helpers.models import TINY
+from hypvl import extras
+from hypvl.errors import InputError
+from hypvl.methods import METHODS, RADIAL_METHOD, Method, built, names, register_method
+from hypvl.models.build import build_model, model_class
+from hypvl.models.clip import CLIP
+from hypvl.train.recipe import check_recipe, stream_settings, supported_overrides
+
+
+@pytest.mark.parametrize("method", built())
+def test_every_built_method_builds_in_the_geometry_its_entry_declares(method):
+    model = build_model(method, "vit_s16", TINY)
+    assert type(model) is model_class(method) and model.geometry == METHODS[method].geometry
+
+
+def test_the_registry_is_what_it_replaced():
+    """The five places a method was named before (models.methods, models.build.METHODS, train.recipe.RADIAL_METHOD,
+    extras.RELEASED_METHODS, the plug-in registry of model classes) read as they did."""
+    assert built() == ("clip", "meru", "hycoclip", "poinclip", "syntax_meru")
+    assert list(METHODS) == [*built(), RADIAL_METHOD] == [*built(), "radial_ft"]
+    assert names(aligns=True) == ("radial_ft",)
+    assert {name: METHODS[name].geometry for name in names(released=True)} == {
+        "clip": "euclidean", "meru": "lorentz", "hycoclip": "lorentz"}
+    assert names(parses=True) == ("syntax_meru",)
+    assert names(compositional=True) == names(border_view=True) == ("hycoclip",)
+
+
+def test_the_registry_loads_no_torch():
+    probe = "import sys, hypvl.methods, hypvl.train.recipe, hypvl.extras; print('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout == "False\n"
+
+
+def test_only_the_registry_lists_methods():
+    """No other module of src/hypvl holds a collection of method names (a tuple, list, set or dict keys of three or
+    more; two may be something else of the same names, e.g. data.catalog's prompt sets `meru` and `clip`)."""
+    listing = []
+    for path in sorted((REPO / "src" / "hypvl").rglob("*.py")):
+        if path == REPO / "src" / "hypvl" / "methods.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            items = node.keys if isinstance(node, ast.Dict) else getattr(node, "elts", None)
+            if isinstance(node, (ast.Tuple, ast.List, ast.Set, ast.Dict)) and sum(
+                    isinstance(item, ast.Constant) and item.value in METHODS for item in items) >= 3:
+                listing.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    assert listing == []
+
+
+class Plugged(CLIP):
+    """A plug-in's model class: CLIP with a constructor argument of its own."""
+
+    def __init__(self, visual, textual, embed_dim, temperature=0.07, wobble=0.0):
+        super().__init__(visual, textual, embed_dim, temperature=temperature)
+        self.wobble = wobble
+
+
+@pytest.fixture
+def plugged():
+    """A method a plug-in registers, for this test only."""
+    yield register_method(Method("unbuilt", f"{__name__}:Plugged", "euclidean", ("temperature", "wobble"),
+                                 released=True, parses=True))
+    del METHODS["unbuilt"]
+
+
+def test_a_plugin_method_is_accepted_everywhere_by_its_registration(plugged, tmp_path):
+    experiment = {"id": "mine", "method": "unbuilt", "overrides": {"wobble": 0.5, "steps": 3}}
+    check_recipe(experiment)
+    assert {"wobble", "steps", "embed_dim", "eval_prompts"} <= supported_overrides("unbuilt")
+    assert stream_settings(experiment)["syntax"] and stream_settings(experiment)["mode"] == "pairs"
+    with pytest.raises(InputError, match="takes no boxes"):
+        check_recipe({**experiment, "boxes": True})
+    model = build_model("unbuilt", "vit_s16", TINY, {"wobble": 0.5, "lr": 1.0})
+    assert type(model) is Plugged and model.wobble == 0.5
+    source = tmp_path / "mine.pth"
+    source.touch()
+    extra = extras.parse_extra("mine", {"source": f"released-format:{source}", "geometry": "euclidean",
+                                        "method": "unbuilt", "backbone": "vit_s16"})
+    assert extra.method == "unbuilt"
+    plan, _ = toy_plan_in(tmp_path)  # its experiment toy_unbuilt names the method: now planned like any other
+    assert plan.runnable("toy_unbuilt") and plan.blocker("toy_unbuilt") is None
+
+
+def test_a_method_is_registered_once(plugged):
+    register_method(plugged)  # the same declaration again: nothing changes
+    with pytest.raises(InputError, match="'unbuilt' is registered twice"):
+        register_method(Method("unbuilt", None, "lorentz"))
+    with pytest.raises(InputError, match="unknown method 'other'"):
+        check_recipe({"id": "x", "method": "other"})
+    with pytest.raises(InputError, match="unknown method 'radial_ft'"):
+        build_model(RADIAL_METHOD, "vit_s16", TINY)
