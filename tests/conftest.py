@@ -50,7 +50,22 @@ def smoke_run(tmp_path_factory):
     """The real default config run into a temporary folder (its results folder returned): the README's main job
     (HyCoCLIP Table 1), HyCoCLIP's other tasks on its three ViT-S GRIT models and the config's `regression_extras`,
     so every task group runs; a second call finds nothing to do. Shared by the smoke regression and the tests that
-    run the same jobs elsewhere (through SLURM) and compare."""
+    run the same jobs elsewhere (through SLURM) and compare: made once a session, under pytest-xdist by the first
+    worker to ask while another waits (a lock in the session's folder, which its workers share)."""
+    import fcntl
+
+    shared = os.environ.get("PYTEST_XDIST_WORKER") is not None
+    folder = (tmp_path_factory.getbasetemp().parent if shared else tmp_path_factory.getbasetemp()) / "smoke"
+    folder.mkdir(exist_ok=True)
+    with open(folder.parent / "smoke.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (folder / "made").exists():
+            _make_smoke_run(folder)
+            (folder / "made").touch()
+    return folder / "results"
+
+
+def _make_smoke_run(tmp: Path) -> None:
     import json
 
     from helpers.workflow import snakemake
@@ -58,7 +73,6 @@ def smoke_run(tmp_path_factory):
     from hypvl.config import load_config
     from hypvl.tasks import group_tasks
 
-    tmp = tmp_path_factory.mktemp("smoke")
     config = tmp / "paths.yaml"
     config.write_text(json.dumps({"data_dir": str(tmp / "data"), "results_dir": str(tmp / "results"),
                                   "reports_dir": str(tmp / "reports")}))
@@ -73,30 +87,30 @@ def smoke_run(tmp_path_factory):
     assert run.returncode == 0, run.stderr[-3000:]
     again = snakemake(*targets, "--cores", "2", "--configfile", str(config))
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
-    return tmp / "results"
 
 
-# The modules whose tests share the smoke run (and the SLURM test cluster, which one of them restarts): one group.
-SMOKE_RUN_MODULES = ("test_smoke_regression", "test_slurm")
+# The longest modules, begun first: the smoke run's regression and the SLURM tests (which share the test cluster, one
+# of them restarting it, so they stay on one worker).
+FIRST_MODULES = ("test_smoke_regression", "test_slurm")
 
 
 def pytest_xdist_make_scheduler(config, log):
-    """CI's workers (`pytest -n 2`): each module's tests on one worker, so that a module's fixtures are made once, and
-    the smoke run's users on one worker (pytest-xdist's loadgroup marks are lost on pytest 9's node ids, hence a
-    scheduler of our own; its groups are run in collection order, `--no-loadscope-reorder`)."""
+    """CI's workers (`pytest -n 2`): each module's tests on one worker, so that a module's fixtures are made once
+    (pytest-xdist's own `loadscope` splits modules by class, and its loadgroup marks are lost on pytest 9's node ids,
+    hence a scheduler of our own); modules in collection order (`--no-loadscope-reorder`)."""
     from xdist.scheduler import LoadScopeScheduling
 
     class ByModule(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            module = nodeid.split("::", 1)[0]
-            return "smoke_run" if Path(module).stem in SMOKE_RUN_MODULES else module
+            return nodeid.split("::", 1)[0]
 
     return ByModule(config, log)
 
 
 def pytest_collection_modifyitems(items):
-    """The smoke run's users first: the longest group begins while the other worker takes the rest."""
-    items.sort(key=lambda item: item.module.__name__ not in SMOKE_RUN_MODULES)
+    """FIRST_MODULES first, one per worker; in them, the tests that need the smoke run last (the other worker makes it
+    meanwhile)."""
+    items.sort(key=lambda item: (item.module.__name__ not in FIRST_MODULES, "smoke_run" in item.fixturenames))
 
 
 def pytest_terminal_summary(terminalreporter):

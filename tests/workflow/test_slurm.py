@@ -163,18 +163,22 @@ def _rows(path: Path, fields: list[str]) -> list[tuple]:
 
 
 def test_a_training_job_at_its_time_limit_saves_and_the_next_attempt_resumes_bitwise(flagship, record_property):
-    """The train job asks for a minute (`resources.jobs.train.runtime`) and trains for longer: SLURM's SIGTERM at the
-    limit, resume.pt written, the job TIMEOUT; the train rule's next attempt (the profile's `retries`) resumes from
-    it. Its checkpoint is bitwise that of the same run uninterrupted (trained here meanwhile, without SLURM)."""
+    """The train job's first attempt asks for a minute and trains for longer (1500 steps, about 100 s on 2 quiet
+    cores): SLURM's SIGTERM at the limit (checked every 30 s), resume.pt written, the job TIMEOUT; the train rule's
+    next attempt (the profile's `retries`), given 15 minutes (`--set-resources` on the attempt, so that a loaded
+    machine cannot cut it too), resumes from it. Its checkpoint is bitwise that of the same run uninterrupted (trained
+    here meanwhile, without SLURM)."""
     folder, _ = flagship
-    longer = {"train": {"steps_for": {EXPERIMENT: 900}}, "resources": {"jobs": {"train": {
+    steps = 1500
+    longer = {"train": {"steps_for": {EXPERIMENT: steps}}, "resources": {"jobs": {"train": {
         "gpu": 0, "mem_mb": 2000, "runtime": 1}}}}
     summary = Path("models") / EXPERIMENT / "train_summary.json"
     cut = paths(folder, **longer, results_dir=str(folder / "results_cut"))
     whole = paths(folder, **longer, results_dir=str(folder / "results_whole"))
     reference = snakemake(str(folder / "results_whole" / summary), "--cores", "1", "--configfile", str(whole),
                           slurm=False, wait=False)
-    run = snakemake(str(folder / "results_cut" / summary), "--configfile", str(cut))
+    run = snakemake(str(folder / "results_cut" / summary), "--configfile", str(cut),
+                    "--set-resources", "train:runtime=1 if attempt == 1 else 15")
     assert finished(reference) and reference.returncode == 0, reference.log[-3000:]
     assert run.returncode == 0, run.log[-4000:]
     jobs = slurm_jobs(run.log)
@@ -182,7 +186,7 @@ def test_a_training_job_at_its_time_limit_saves_and_the_next_attempt_resumes_bit
     states = accounted(jobs["train"])
     assert [states[job][0] for job in jobs["train"]] == ["TIMEOUT", "COMPLETED"]
     result = json.loads((folder / "results_cut" / summary).read_text())
-    assert 0 < result["resumed_at_step"] < 900
+    assert 0 < result["resumed_at_step"] < steps
     assert same_state(model_state(folder / "results_cut" / "models" / EXPERIMENT / "checkpoint.pt"),
                       model_state(folder / "results_whole" / "models" / EXPERIMENT / "checkpoint.pt"))
 

@@ -100,6 +100,7 @@ def test_gpu_jobs_run_through_their_claim_on_a_machine_of_two_gpus(tmp_path):
     assert run.returncode == 0, run.stderr[-3000:]
     for corpus in ("grit", "redcaps"):
         log = (tmp_path / "results" / "logs" / "ground" / "train" / f"{corpus}_grounded.log").read_text()
-        assert re.match(r"(hypvl\.gpu_claim: waiting for 1 of GPUs 0,1: .*\n)?hypvl\.gpu_claim: GPUs 1 of 0,1\n",
+        assert re.match(r"(hypvl\.runtime\.gpu_claim: waiting for 1 of GPUs 0,1: .*\n)?hypvl\.runtime\.gpu_claim: GPUs 1 "
+                        r"of 0,1\n",
                         log), log[:300]
         assert (data / f"{corpus}_grounded" / "grounding.json").is_file()
