@@ -132,20 +132,20 @@ def same_state(a: dict, b: dict) -> bool:
 
 @pytest.fixture(scope="module")
 def flagship(tmp_path_factory):
-    """The smoke flagship row through SLURM: (its folder, Snakemake's log)."""
+    """The smoke flagship row through SLURM: (its folder, Snakemake's log, its jobs' states as sacct records them,
+    read at once: a later test restarts the cluster, whose job ids then start again)."""
     folder = tmp_path_factory.mktemp("slurm_flagship")
     run = snakemake(str(folder / "results" / ROW), "--configfile", str(paths(folder)))
     assert run.returncode == 0, run.log[-4000:]
-    return folder, run.log
+    return folder, run.log, accounted([job for ids in slurm_jobs(run.log).values() for job in ids])
 
 
 def test_the_flagship_row_runs_as_sbatch_jobs_and_equals_the_local_run(flagship, smoke_run, record_property):
-    folder, log = flagship
+    folder, log, states = flagship
     jobs = slurm_jobs(log)
     say(record_property, "flagship row", jobs)
     planned = {rule for rule, _ in re.findall(r"^(\w+)\s+(\d+)$", log.split("Job stats:", 1)[1], re.M)} - {"total"}
     assert set(jobs) == planned and {"train", "ground", "compare_row"} <= planned  # every job an sbatch job
-    states = accounted([job for ids in jobs.values() for job in ids])
     assert {state for state, _ in states.values()} == {"COMPLETED"} and len(states) == sum(map(len, jobs.values()))
     fields = ["row", "column", "experiment", "task", "metric", "paper", "ours", "delta", "verdict", "checkpoint_sha256"]
     ours = _rows(folder / "results" / ROW, fields)
@@ -168,7 +168,7 @@ def test_a_training_job_at_its_time_limit_saves_and_the_next_attempt_resumes_bit
     next attempt (the profile's `retries`), given 15 minutes (`--set-resources` on the attempt, so that a loaded
     machine cannot cut it too), resumes from it. Its checkpoint is bitwise that of the same run uninterrupted (trained
     here meanwhile, without SLURM)."""
-    folder, _ = flagship
+    folder, _, _ = flagship
     steps = 1500
     longer = {"train": {"steps_for": {EXPERIMENT: steps}}, "resources": {"jobs": {"train": {
         "gpu": 0, "mem_mb": 2000, "runtime": 1}}}}
@@ -195,7 +195,7 @@ def test_a_grounding_whose_node_is_lost_continues_after_its_last_shard(flagship,
     """RedCaps grounded through SLURM; once its first shard is written, the node it runs on goes DOWN (SLURM ends the
     job); the next job, on the other node, continues after that shard (`resumed_at_shard`), nothing before it
     computed again; the shards are byte for byte the local grounding's."""
-    folder, _ = flagship
+    folder, _, _ = flagship
     config = paths(folder)
     summary = folder / "data" / "train" / "redcaps_grounded" / "grounding.json"
     run = snakemake(str(summary), "--configfile", str(config), wait=False)
