@@ -9,7 +9,10 @@ from hypvl.workflow.patterns import ANY_ID
 
 min_version("8.0")
 
+
 configfile: str(DEFAULT_CONFIG)  # the packaged smoke-scale default (src/hypvl/config/default.yaml)
+
+
 # Used as a Snakemake `module` with `config:`, the default is not read above: the module's config goes over it here.
 # The specs, printed tables and baselines are this checkout's, wherever the run's working directory is.
 PROJECT = str(workflow.current_basedir)  # this checkout (also where a conda environment installs hypvl from)
@@ -17,16 +20,22 @@ config.update(in_project(deep_merge(load_config(project=PROJECT), config), PROJE
 os.environ[PROJECT_ENV] = PROJECT
 validate_config(config, "the workflow config (default.yaml + --configfile/--config)")  # schema.yaml, retired keys
 
+
 report: "workflows/report/workflow.rst"  # `snakemake --report report.html`: the description of the HTML report
+
+
 # Under `--sdm apptainer` every job runs in the project's image (config `container`; Dockerfile, container/hypvl.def).
 container: config["container"]
 
+
 include: "workflows/common.smk"
+
 
 wildcard_constraints:
     experiment=ANY_ID,
     paper="|".join(PLAN.specs),
     table=r"table\d+",
+
 
 include: "workflows/data.smk"
 include: "workflows/acquire.smk"

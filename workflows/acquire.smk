@@ -7,6 +7,7 @@
 # With config `fetch.mirror` every fetch comes from that local folder instead (hypvl.data.mirror); the pilot scale
 # writes its world there first (rule pilot_world).
 
+
 localrules:
     acquire,
 
@@ -16,19 +17,19 @@ rule acquire:
         PLAN.data.pilot_world(),  # the pilot's mirror, written first
     output:
         marker=f"{DATA}/acquired/{{dataset}}.json",
+    log:
+        f"{RESULTS}/logs/acquire/{{dataset}}.log",
     wildcard_constraints:
         dataset=PLAN.pattern(config["acquire"]),
+    priority: PLAN.training.first_priority()  # before any other job: missing data is named at the start of a run
+    conda:
+        ENV
+    resources:
+        **PLAN.step_resources("acquire"),
     params:
         dest=lambda w: PLAN.data.acquisition_folder(w.dataset),
         ready=lambda w: ["--ready", *ready] if (ready := PLAN.data.acquisition_ready(w.dataset)) else [],
         fetch=PLAN.data.fetch_options(config["fetch"]["sources"]),  # a mirror and manifest, where configured
-    resources:
-        **PLAN.step_resources("acquire"),
-    priority: PLAN.training.first_priority()  # before any other job: missing data is named at the start of a run
-    log:
-        f"{RESULTS}/logs/acquire/{{dataset}}.log",
-    conda:
-        ENV
     shell:
         "hypvl acquire {wildcards.dataset} --dest {params.dest:q} {params.ready:q} {params.fetch:q}"
         " --out {output.marker:q} > {log:q} 2>&1"

@@ -78,8 +78,9 @@ def above(path, levels=1):
 
 # A model's checkpoint, as the rules making one declare it: kept, or a temp() file, deleted once every job reading it
 # has run, where config `keep_checkpoints` is false (the pilot)
-MODEL_CHECKPOINT = (PLAN.checkpoint("{experiment}") if config["keep_checkpoints"]
-                    else temp(PLAN.checkpoint("{experiment}")))
+MODEL_CHECKPOINT = (
+    PLAN.checkpoint("{experiment}") if config["keep_checkpoints"] else temp(PLAN.checkpoint("{experiment}"))
+)
 
 
 def data_ready(wildcards):
@@ -101,7 +102,9 @@ def start_warm_server():
     from hypvl.runtime.warm import SOCKET_ENV
 
     # a job in a conda environment or a container runs other software than this process: never forked from it
-    isolated = {DeploymentMethod.CONDA, DeploymentMethod.APPTAINER} & set(workflow.deployment_settings.deployment_method)
+    isolated = {DeploymentMethod.CONDA, DeploymentMethod.APPTAINER} & set(
+        workflow.deployment_settings.deployment_method
+    )
     if not config["warm_start"] or not workflow.local_exec or isolated:
         return
     import subprocess
@@ -111,8 +114,12 @@ def start_warm_server():
     log_path = Path(RESULTS) / "logs" / "warm_server.log"  # a line per job it served
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "w") as log:
-        server = subprocess.Popen(["hypvl", "serve", "--socket", str(folder / "socket"), "--code-path",
-                                   config["cpu_code_path"]], stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+        server = subprocess.Popen(
+            ["hypvl", "serve", "--socket", str(folder / "socket"), "--code-path", config["cpu_code_path"]],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+        )
     WARM_SERVERS.append((server, folder))
     os.environ[SOCKET_ENV] = str(folder / "socket")
 

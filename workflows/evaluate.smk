@@ -15,20 +15,21 @@ for _rule in EVALUATION_RULES:
             checkpoint=lambda w: PLAN.checkpoint(PLAN.model_of(w.experiment)),
         output:
             PLAN.evaluation.group_outputs(_rule.group, _rule.tasks),
+        log:
+            f"{RESULTS}/logs/evaluate/{{experiment}}/{_rule.group}.log",
         wildcard_constraints:
             experiment=_rule.experiments,
-        params:
-            # the shell command is formatted at run time, after the loop has moved on: bind the rule now
-            args=lambda w, threads, evaluation=_rule: PLAN.evaluation.args(
-                evaluation.group, w.experiment, threads, evaluation.tasks if evaluation.subset else None),
-            claim=gpu_claim,  # untracked (common.smk)
+        conda:
+            ENV
         threads: THREADS
         resources:
             **PLAN.step_resources("evaluate"),
-        log:
-            f"{RESULTS}/logs/evaluate/{{experiment}}/{_rule.group}.log",
-        conda:
-            ENV
+        params:
+            # the shell command is formatted at run time, after the loop has moved on: bind the rule now
+            args=lambda w, threads, evaluation=_rule: PLAN.evaluation.args(
+                evaluation.group, w.experiment, threads, evaluation.tasks if evaluation.subset else None
+            ),
+            claim=gpu_claim,  # untracked (common.smk)
         shell:
             "{params.claim}hypvl {params.args} > {log:q} 2>&1"
 

@@ -12,22 +12,24 @@ rule ground:
         lambda w: PLAN.data.calibration(GROUNDED[w.grounded]),  # grounding.box_threshold: calibrated
     output:
         summary=f"{DATA}/{{grounded}}/grounding.json",
+    log:
+        f"{RESULTS}/logs/ground/{{grounded}}.log",
     wildcard_constraints:
         grounded="|".join(re.escape(folder) for folder in GROUNDED),
+    retries: PLAN.data.ground_retries()  # a corpus longer than a job's runtime continues after its last shard
+    conda:
+        ENV
+    threads: THREADS
+    resources:
+        **{
+            name: lambda w, name=name: PLAN.data.ground_resources(GROUNDED[w.grounded])[name]
+            for name in ("gpu", "mem_mb", "runtime")
+        },
     params:
         corpus=lambda w: GROUNDED[w.grounded],
         boxes=lambda w: PLAN.data.ground_options(GROUNDED[w.grounded]),  # no detector where no model reads boxes
         cfg=PLAN.step_config("ground"),
         claim=gpu_claim,  # untracked (common.smk)
-    resources:
-        **{name: lambda w, name=name: PLAN.data.ground_resources(GROUNDED[w.grounded])[name]
-           for name in ("gpu", "mem_mb", "runtime")},
-    threads: THREADS
-    retries: PLAN.data.ground_retries()  # a corpus longer than a job's runtime continues after its last shard
-    log:
-        f"{RESULTS}/logs/ground/{{grounded}}.log",
-    conda:
-        ENV
     shell:
         "{params.claim}hypvl ground --corpus {params.corpus:q} {params.boxes} --threads {threads} "
         "--config-json {params.cfg} > {log:q} 2>&1"
@@ -42,18 +44,20 @@ if PLAN.data.calibrates():
             PLAN.data.calibration_inputs(),
         output:
             calibration=PLAN.data.calibration_file(),
-        params:
-            corpus=config["grounding"]["calibration"]["corpus"],
-            cfg=PLAN.step_config("ground"),
-            claim=gpu_claim,  # untracked (common.smk)
-        resources:
-            **{name: lambda w, name=name: PLAN.data.calibration_resources()[name]
-               for name in ("gpu", "mem_mb", "runtime")},
-        threads: THREADS
         log:
             f"{RESULTS}/logs/calibrate/{config['grounding']['calibration']['corpus']}.log",
         conda:
             ENV
+        threads: THREADS
+        resources:
+            **{
+                name: lambda w, name=name: PLAN.data.calibration_resources()[name]
+                for name in ("gpu", "mem_mb", "runtime")
+            },
+        params:
+            corpus=config["grounding"]["calibration"]["corpus"],
+            cfg=PLAN.step_config("ground"),
+            claim=gpu_claim,  # untracked (common.smk)
         shell:
             "{params.claim}hypvl calibrate --corpus {params.corpus:q} --threads {threads} --config-json {params.cfg} "
             "> {log:q} 2>&1"

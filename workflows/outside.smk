@@ -19,18 +19,18 @@ if PLAN.standins is None:
             lambda w: PLAN.outside.pilot_weights(f"{DATA}/weights/{w.weights}"),  # the pilot's stand-in, served first
         output:
             folder=directory(f"{DATA}/weights/{{weights}}"),
+        log:
+            f"{RESULTS}/logs/fetch_weights/{{weights}}.log",
         wildcard_constraints:
             weights=WEIGHTS_PATTERN,
+        priority: PLAN.training.first_priority()  # before any other job: a download that fails is named at the start
+        conda:
+            ENV
+        resources:
+            **PLAN.step_resources("acquire"),
         params:
             entry=lambda w, output: PLAN.outside_weights(WEIGHTS_FOLDERS[output.folder]).entry,
             fetch=PLAN.outside.fetch_options(),  # the weights manifest, and a mirror where configured
-        resources:
-            **PLAN.step_resources("acquire"),
-        priority: PLAN.training.first_priority()  # before any other job: a download that fails is named at the start
-        log:
-            f"{RESULTS}/logs/fetch_weights/{{weights}}.log",
-        conda:
-            ENV
         shell:
             "hypvl acquire {params.entry:q} {params.fetch:q} --dest {output.folder:q} > {log:q} 2>&1"
 
@@ -41,18 +41,18 @@ if PLAN.standins is None:
             # the pilot scale: a full-size stand-in of a released checkpoint, served by the mirror
             output:
                 marker=f"{PILOT_WEIGHTS}/{{weights}}.json",
+            log:
+                f"{RESULTS}/logs/pilot_weights/{{weights}}.log",
             wildcard_constraints:
                 weights=WEIGHTS_PATTERN,
+            priority: PLAN.training.first_priority()
+            conda:
+                ENV
             params:
                 experiment=lambda w: WEIGHTS_FOLDERS[f"{DATA}/weights/{w.weights}"],
                 spec=lambda w: PLAN.spec_path(WEIGHTS_FOLDERS[f"{DATA}/weights/{w.weights}"]),
                 manifest=PLAN.outside.manifest(),
                 cfg=PLAN.step_config("pilot_weights"),
-            priority: PLAN.training.first_priority()
-            log:
-                f"{RESULTS}/logs/pilot_weights/{{weights}}.log",
-            conda:
-                ENV
             shell:
                 "hypvl pilot-weights --spec {params.spec:q} --experiment {params.experiment} --sources"
                 " {params.manifest:q} --config-json {params.cfg} --out {output.marker:q} > {log:q} 2>&1"
@@ -61,13 +61,13 @@ if PLAN.standins is None:
             # the pilot scale: the grounding detector's full-size stand-in, in the mirror's Hub cache
             output:
                 marker=f"{PILOT_WEIGHTS}/detector.json",
-            params:
-                detector=config["grounding"]["detector"],
-                cfg=PLAN.step_config("pilot_weights"),
             log:
                 f"{RESULTS}/logs/pilot_weights/detector.log",
             conda:
                 ENV
+            params:
+                detector=config["grounding"]["detector"],
+                cfg=PLAN.step_config("pilot_weights"),
             shell:
                 "hypvl pilot-weights --detector {params.detector:q} --config-json {params.cfg}"
                 " --out {output.marker:q} > {log:q} 2>&1"
@@ -82,21 +82,21 @@ else:
             checkpoint=f"{RESULTS}/standins/{{experiment}}/checkpoint.pt",
             log=f"{RESULTS}/standins/{{experiment}}/train_log.csv",
             summary=f"{RESULTS}/standins/{{experiment}}/train_summary.json",
+        log:
+            f"{RESULTS}/logs/train_standin/{{experiment}}.log",
         wildcard_constraints:
             experiment=PLAN.pattern(PLAN.outside.standin_trainings()),
+        conda:
+            ENV
+        threads: THREADS
+        resources:
+            **PLAN.step_resources("train"),
         params:
             spec=lambda w: PLAN.spec_path(w.experiment),
             cfg=lambda w: PLAN.outside.standin_config(w.experiment),
             settings=run_settings,  # untracked (common.smk)
             out=lambda w, output: above(output.checkpoint),
             claim=gpu_claim,  # untracked (common.smk)
-        threads: THREADS
-        resources:
-            **PLAN.step_resources("train"),
-        log:
-            f"{RESULTS}/logs/train_standin/{{experiment}}.log",
-        conda:
-            ENV
         shell:
             "{params.claim}hypvl train --spec {params.spec:q} --experiment {wildcards.experiment} --standin"
             " --config-json {params.cfg} --config-json {params.settings} --out {params.out:q} --threads {threads}"
@@ -111,21 +111,21 @@ rule import_weights:
     output:
         checkpoint=MODEL_CHECKPOINT,
         metrics=PLAN.evaluation.with_training_outputs(),
+    log:
+        f"{RESULTS}/logs/import_weights/{{experiment}}.log",
     wildcard_constraints:
         experiment=PLAN.outside.imported_pattern(),
+    priority: PLAN.training.making_priority()  # a made model is evaluated before the next is made
+    conda:
+        ENV
+    threads: THREADS
+    resources:
+        **PLAN.step_resources("import"),
     params:
         spec=lambda w: PLAN.spec_path(w.experiment),
         cfg=PLAN.step_config("import"),
         then=lambda w, threads: PLAN.evaluation.with_training_commands(w.experiment, threads),
         claim=gpu_claim,  # untracked (common.smk)
-    threads: THREADS
-    resources:
-        **PLAN.step_resources("import"),
-    priority: PLAN.training.making_priority()  # a made model is evaluated before the next is made
-    log:
-        f"{RESULTS}/logs/import_weights/{{experiment}}.log",
-    conda:
-        ENV
     shell:
         "{params.claim}hypvl import-weights --spec {params.spec:q} --experiment {wildcards.experiment}"
         " --weights {input.weights:q} --config-json {params.cfg} --out {output.checkpoint:q}{params.then}"
@@ -143,22 +143,22 @@ rule import_standin:
         weights=directory(f"{RESULTS}/standins/{{experiment}}/weights"),
         checkpoint=MODEL_CHECKPOINT,
         metrics=PLAN.evaluation.with_training_outputs(),
+    log:
+        f"{RESULTS}/logs/import_standin/{{experiment}}.log",
     wildcard_constraints:
         experiment=PLAN.outside.imported_pattern(stood_in=True),
+    priority: PLAN.training.making_priority()  # a made model is evaluated before the next is made
+    conda:
+        ENV
+    threads: THREADS
+    resources:
+        **PLAN.step_resources("import"),
     params:
         layout=lambda w: PLAN.outside.standin_args(w.experiment),
         spec=lambda w: PLAN.spec_path(w.experiment),
         cfg=PLAN.step_config("import"),
         then=lambda w, threads: PLAN.evaluation.with_training_commands(w.experiment, threads),
         claim=gpu_claim,  # untracked (common.smk)
-    threads: THREADS
-    resources:
-        **PLAN.step_resources("import"),
-    priority: PLAN.training.making_priority()  # a made model is evaluated before the next is made
-    log:
-        f"{RESULTS}/logs/import_standin/{{experiment}}.log",
-    conda:
-        ENV
     shell:
         "{params.claim}hypvl write-standin {params.layout:q} --checkpoint {input.source:q} --out {output.weights:q}"
         " :: import-weights --spec {params.spec:q} --experiment {wildcards.experiment} --weights {output.weights:q}"
@@ -175,21 +175,21 @@ rule import_extra:
     output:
         checkpoint=MODEL_CHECKPOINT,
         metrics=PLAN.evaluation.with_training_outputs(),
+    log:
+        f"{RESULTS}/logs/import_extra/{{experiment}}.log",
     wildcard_constraints:
         experiment=PLAN.outside.extra_pattern(),
+    priority: PLAN.training.making_priority()  # a made model is evaluated before the next is made
+    conda:
+        ENV
+    threads: THREADS
+    resources:
+        **PLAN.step_resources("import"),
     params:
         extra=lambda w: PLAN.outside.extra_args(w.experiment),
         cfg=PLAN.step_config("import_extra"),
         then=lambda w, threads: PLAN.evaluation.with_training_commands(w.experiment, threads),
         claim=gpu_claim,  # untracked (common.smk)
-    threads: THREADS
-    resources:
-        **PLAN.step_resources("import"),
-    priority: PLAN.training.making_priority()  # a made model is evaluated before the next is made
-    log:
-        f"{RESULTS}/logs/import_extra/{{experiment}}.log",
-    conda:
-        ENV
     shell:
         "{params.claim}hypvl import-extra {params.extra:q} --config-json {params.cfg}"
         " --out {output.checkpoint:q}{params.then} > {log:q} 2>&1"

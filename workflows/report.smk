@@ -9,6 +9,10 @@ rule compare:
         spec=f"{config['replication_dir']}/{{paper}}.yaml",
     output:
         csv=f"{RESULTS}/tables/{{paper}}/{{table}}.csv",
+    log:
+        f"{RESULTS}/logs/compare/{{paper}}/{{table}}.log",
+    conda:
+        ENV
     params:
         expected_dir=lambda w, input: above(input.expected, 2),
         metrics_dir=lambda w, output: f"{above(output.csv, 3)}/metrics",
@@ -16,10 +20,6 @@ rule compare:
         blockers=lambda w: PLAN.reports.blockers_arg(w.paper, w.table),  # why the plan leaves a cell missing
         seeds=lambda w: PLAN.reports.seeds_arg(w.paper, w.table),  # rows averaged over several seeds (config `seeds`)
         extras=lambda w: PLAN.reports.extras_arg(w.paper, w.table),  # config `extra_models`: rows of their own
-    log:
-        f"{RESULTS}/logs/compare/{{paper}}/{{table}}.log",
-    conda:
-        ENV
     shell:
         "hypvl compare --spec {input.spec:q} --table {wildcards.table} --expected-dir {params.expected_dir:q}"
         " --metrics-dir {params.metrics_dir:q} --scale {params.scale:q} --blockers {params.blockers}"
@@ -35,8 +35,12 @@ rule compare_row:
         spec=f"{config['replication_dir']}/{{paper}}.yaml",
     output:
         csv=f"{RESULTS}/rows/{{paper}}/{{table}}/{{row}}.csv",
+    log:
+        f"{RESULTS}/logs/compare_row/{{paper}}/{{table}}/{{row}}.log",
     wildcard_constraints:
         row="[a-z0-9][a-z0-9_]*",
+    conda:
+        ENV
     params:
         expected_dir=lambda w, input: above(input.expected, 2),
         metrics_dir=lambda w, output: f"{above(output.csv, 4)}/metrics",
@@ -44,10 +48,6 @@ rule compare_row:
         blockers=lambda w: PLAN.reports.blockers_arg(w.paper, w.table),
         seeds=lambda w: PLAN.reports.seeds_arg(w.paper, w.table),
         extras=lambda w: PLAN.reports.extras_arg(w.paper, w.table),
-    log:
-        f"{RESULTS}/logs/compare_row/{{paper}}/{{table}}/{{row}}.log",
-    conda:
-        ENV
     shell:
         "hypvl compare --spec {input.spec:q} --table {wildcards.table} --row {wildcards.row}"
         " --expected-dir {params.expected_dir:q} --metrics-dir {params.metrics_dir:q} --scale {params.scale:q}"
@@ -64,13 +64,13 @@ rule report:
         md=f"{REPORTS}/{{paper}}/{{table}}.md",
         png=table_result(f"{REPORTS}/{{paper}}/{{table}}.png", "report/plot.rst"),
         html=table_result(f"{REPORTS}/{{paper}}/{{table}}.html", "report/table.rst"),
-    params:
-        expected_dir=config["expected_dir"],
-        curves=lambda w: PLAN.reports.curves_arg(w.paper, w.table),
     log:
         f"{RESULTS}/logs/report/{{paper}}/{{table}}.log",
     conda:
         ENV
+    params:
+        expected_dir=config["expected_dir"],
+        curves=lambda w: PLAN.reports.curves_arg(w.paper, w.table),
     shell:
         "hypvl report --spec {input.spec:q} --table {wildcards.table} --expected-dir {params.expected_dir:q}"
         " --compare-csv {input.csv:q} --out {output.md:q} {params.curves} > {log:q} 2>&1"
@@ -86,13 +86,13 @@ rule flagship_report:
         md=f"{REPORTS}/{{table}}.md",
         png=table_result(f"{REPORTS}/{{table}}.png", "report/plot.rst", "hycoclip"),
         html=table_result(f"{REPORTS}/{{table}}.html", "report/table.rst", "hycoclip"),
-    params:
-        expected_dir=config["expected_dir"],
-        curves=lambda w: PLAN.reports.curves_arg("hycoclip", w.table),
     log:
         f"{RESULTS}/logs/report/flagship/{{table}}.log",
     conda:
         ENV
+    params:
+        expected_dir=config["expected_dir"],
+        curves=lambda w: PLAN.reports.curves_arg("hycoclip", w.table),
     shell:
         "hypvl report --spec {input.spec:q} --table {wildcards.table} --expected-dir {params.expected_dir:q}"
         " --compare-csv {input.csv:q} --out {output.md:q} {params.curves} > {log:q} 2>&1"
@@ -118,10 +118,10 @@ rule page:
         md=f"{REPORTS}/{{page}}.md",
     output:
         html=report(f"{REPORTS}/{{page}}.html", caption="report/page.rst", category="Overview"),
-    wildcard_constraints:
-        page="index|claims|coverage",
     log:
         f"{RESULTS}/logs/page/{{page}}.log",
+    wildcard_constraints:
+        page="index|claims|coverage",
     conda:
         ENV
     shell:
@@ -135,15 +135,15 @@ rule claims:
         specs=PLAN.reports.spec_files(),
     output:
         md=f"{REPORTS}/claims.md",
+    log:
+        f"{RESULTS}/logs/claims.log",
+    conda:
+        ENV
     params:
         replication_dir=lambda w, input: above(input.specs[0]),
         expected_dir=config["expected_dir"],
         tables_dir=lambda w, input: above(input.tables[0], 2),
         scale=SCALE,
-    log:
-        f"{RESULTS}/logs/claims.log",
-    conda:
-        ENV
     shell:
         "hypvl claims --replication-dir {params.replication_dir:q} --expected-dir {params.expected_dir:q}"
         " --tables-dir {params.tables_dir:q} --scale {params.scale:q} --out {output.md:q} > {log:q} 2>&1"
@@ -156,12 +156,12 @@ rule coverage:
         specs=PLAN.reports.spec_files(),
     output:
         md=f"{REPORTS}/coverage.md",
-    params:
-        cfg=PLAN.step_config("coverage"),
     log:
         f"{RESULTS}/logs/coverage.log",
     conda:
         ENV
+    params:
+        cfg=PLAN.step_config("coverage"),
     shell:
         "hypvl coverage --config-json {params.cfg} --out {output.md:q} > {log:q} 2>&1"
 
@@ -173,20 +173,22 @@ rule index:
         f"{REPORTS}/coverage.md",
     output:
         md=f"{REPORTS}/index.md",
-    params:
-        reports_dir=lambda w, output: above(output.md),
-        tables_dir=f"{RESULTS}/tables",  # the compare CSVs whose verdicts the index counts per paper
     log:
         f"{RESULTS}/logs/index.log",
     conda:
         ENV
+    params:
+        reports_dir=lambda w, output: above(output.md),
+        tables_dir=f"{RESULTS}/tables",  # the compare CSVs whose verdicts the index counts per paper
     shell:
         "hypvl index --reports-dir {params.reports_dir:q} --tables-dir {params.tables_dir:q} --out {output.md:q}"
         " > {log:q} 2>&1"
 
 
-EXPORT = ("hypvl export {input.metrics:q} --scale {params.scale:q} --csv {output.csv:q}"
-          " --clip-benchmark-dir {output.clip_benchmark:q} > {log:q} 2>&1")
+EXPORT = (
+    "hypvl export {input.metrics:q} --scale {params.scale:q} --csv {output.csv:q}"
+    " --clip-benchmark-dir {output.clip_benchmark:q} > {log:q} 2>&1"
+)
 
 
 rule export:
@@ -197,12 +199,12 @@ rule export:
     output:
         csv=f"{RESULTS}/exports/metrics.csv",
         clip_benchmark=directory(f"{RESULTS}/exports/clip_benchmark"),
-    params:
-        scale=SCALE,
     log:
         f"{RESULTS}/logs/export/all.log",
     conda:
         ENV
+    params:
+        scale=SCALE,
     shell:
         EXPORT
 
@@ -214,14 +216,14 @@ rule export_model:
     output:
         csv=f"{RESULTS}/exports/{{experiment}}/metrics.csv",
         clip_benchmark=directory(f"{RESULTS}/exports/{{experiment}}/clip_benchmark"),
-    wildcard_constraints:
-        experiment=PLAN.pattern(PLAN.experiments()),
-    params:
-        scale=SCALE,
     log:
         f"{RESULTS}/logs/export/{{experiment}}.log",
+    wildcard_constraints:
+        experiment=PLAN.pattern(PLAN.experiments()),
     conda:
         ENV
+    params:
+        scale=SCALE,
     shell:
         EXPORT
 
@@ -235,13 +237,13 @@ rule regress:
         tolerances=f"{config['baselines_dir']}/tolerances.yaml",
     output:
         md=f"{REPORTS}/regression.md",
-    params:
-        metrics_dir=lambda w, input: above(input.metrics[0], 2),
-        scale=SCALE,
     log:
         f"{RESULTS}/logs/regress.log",
     conda:
         ENV
+    params:
+        metrics_dir=lambda w, input: above(input.metrics[0], 2),
+        scale=SCALE,
     shell:
         "hypvl regress --metrics-dir {params.metrics_dir:q} --scale {params.scale:q} --baseline {input.baseline:q}"
         " --tolerances {input.tolerances:q} --whole --out {output.md:q} > {log:q} 2>&1"

@@ -15,8 +15,21 @@ rule train:
         log=f"{RESULTS}/models/{{experiment}}/train_log.csv",
         summary=f"{RESULTS}/models/{{experiment}}/train_summary.json",
         metrics=PLAN.evaluation.with_training_outputs(),
+    log:
+        f"{RESULTS}/logs/train/{{experiment}}.log",
     wildcard_constraints:
         experiment=PLAN.training.trained_by("train"),  # one job per distinct recipe (PLAN.model_of)
+    priority: lambda w: PLAN.training.priority(w.experiment)  # after every other ready job; the longest first
+    retries: PLAN.training.retries()  # a run longer than resources.max_runtime continues from its checkpoint
+    conda:
+        ENV
+    threads: lambda w: PLAN.training.threads(w.experiment)
+    resources:
+        # GPUs, nodes, host memory and runtime derived from the model and schedule (hypvl.cost), at paper scale
+        **{
+            name: lambda w, name=name: PLAN.training.resources(w.experiment).get(name)
+            for name in PLAN.training.RESOURCES
+        },
     params:
         spec=lambda w: PLAN.spec_path(w.experiment),
         declared=lambda w: PLAN.declared_id(w.experiment),  # a seed variant trains its experiment with another seed
@@ -28,17 +41,6 @@ rule train:
         then=lambda w, threads: PLAN.evaluation.with_training_commands(w.experiment, threads),
         launch=lambda w, threads: PLAN.training.launcher(w.experiment, threads),  # torchrun where a run has GPUs
         claim=gpu_claim,  # untracked (common.smk)
-    threads: lambda w: PLAN.training.threads(w.experiment)
-    resources:
-        # GPUs, nodes, host memory and runtime derived from the model and schedule (hypvl.cost), at paper scale
-        **{name: lambda w, name=name: PLAN.training.resources(w.experiment).get(name)
-           for name in PLAN.training.RESOURCES},
-    retries: PLAN.training.retries()  # a run longer than resources.max_runtime continues from its checkpoint
-    priority: lambda w: PLAN.training.priority(w.experiment)  # after every other ready job; the longest first
-    log:
-        f"{RESULTS}/logs/train/{{experiment}}.log",
-    conda:
-        ENV
     shell:
         "{params.claim}{params.launch} --spec {params.spec:q} --experiment {params.declared} --seed {params.seed}"
         " --config-json {params.cfg} --config-json {params.settings} --out {params.out:q} {params.init:q}"
@@ -55,8 +57,16 @@ rule finetune:
         log=f"{RESULTS}/models/{{experiment}}/train_log.csv",
         summary=f"{RESULTS}/models/{{experiment}}/train_summary.json",
         metrics=PLAN.evaluation.with_training_outputs(),
+    log:
+        f"{RESULTS}/logs/finetune/{{experiment}}.log",
     wildcard_constraints:
         experiment=PLAN.training.trained_by("finetune"),  # one job per distinct recipe (PLAN.model_of)
+    priority: PLAN.training.making_priority()  # a made model is evaluated before the next is made
+    conda:
+        ENV
+    threads: THREADS
+    resources:
+        **PLAN.step_resources("finetune"),
     params:
         spec=lambda w: PLAN.spec_path(w.experiment),
         cfg=PLAN.step_config("finetune"),
@@ -65,17 +75,8 @@ rule finetune:
         out=lambda w: f"{RESULTS}/models/{w.experiment}",
         then=lambda w, threads: PLAN.evaluation.with_training_commands(w.experiment, threads),
         claim=gpu_claim,  # untracked (common.smk)
-    threads: THREADS
-    resources:
-        **PLAN.step_resources("finetune"),
-    priority: PLAN.training.making_priority()  # a made model is evaluated before the next is made
-    log:
-        f"{RESULTS}/logs/finetune/{{experiment}}.log",
-    conda:
-        ENV
     shell:
         "{params.claim}hypvl finetune --spec {params.spec:q} --experiment {wildcards.experiment}"
         " --config-json {params.cfg} --config-json {params.settings}"
         " --base-checkpoint {input.base:q} {params.data:q} --out {params.out:q}"
         " --threads {threads} --quiet{params.then} > {log:q} 2>&1"
-
