@@ -9,10 +9,11 @@ import yaml
 
 from helpers import REPO
 from hypvl.errors import InputError
-from hypvl.replication.claims.evaluator import Cells, audit_paper, evaluate, paper_cells
-from hypvl.replication.claims.language import load_claims
-from hypvl.replication.claims.render import category, render_claims, write_claims_report
+from hypvl.replication.claims.evaluator import Cells, audit_paper, audit_table, evaluate, paper_cells
+from hypvl.replication.claims.language import claim_tables, load_claims
+from hypvl.replication.claims.render import category, render_claims, table_claims_section, write_claims_report
 from hypvl.replication.compare import COLUMNS, write_compare_csv
+from hypvl.replication.markdown import escape
 from hypvl.spec.load import load_all_specs, load_spec
 
 DATA = REPO / "tests" / "data" / "claims"
@@ -123,13 +124,18 @@ def test_toy_verdicts(toy):
     assert category(audits["x_best_on_a"].paper_verdict) == "one reading"
 
 
-def test_report_reads_ours_from_compare_csvs(toy, tmp_path):
+def toy_ours() -> pd.DataFrame:
+    """A compare table of ours for the toy's table1 (z.d not measured)."""
     ours = {"x": [9.0, 8.0, 3.0, 1.0], "y": [10.0, 6.0, 2.0, 3.0], "z": [8.0, 7.0, 0.5, math.nan]}
     lines = [{**dict.fromkeys(COLUMNS, ""), "row": row, "column": column, "ours": value, "verdict": "not_comparable",
               "scale": "smoke", "tolerance": 1.0, "paper": math.nan, "delta": math.nan,
               "run_config_hash": "abc123abc123", "git_commit": "c0ffee", "git_dirty": "False"}
              for row, values in ours.items() for column, value in zip("abcd", values)]
-    frame = pd.DataFrame(lines, columns=list(COLUMNS))
+    return pd.DataFrame(lines, columns=list(COLUMNS))
+
+
+def test_report_reads_ours_from_compare_csvs(toy, tmp_path):
+    frame = toy_ours()
     write_compare_csv(frame, tmp_path / "tables" / "toy" / "table1.csv")
     audits = write_claims_report({"toy": toy}, tmp_path / "tables", "smoke", tmp_path / "claims.md")
     by_id = {audit.claim.id: audit for audit in audits["toy"]}
@@ -138,7 +144,12 @@ def test_report_reads_ours_from_compare_csvs(toy, tmp_path):
     assert by_id["d_of_x"].our_verdict == "contradicted"               # ours measured x.d = 1 < 3
     assert by_id["z_beats_y_everywhere"].our_verdict == "not evaluable yet"  # z.d not measured
     text = (tmp_path / "claims.md").read_text()
-    assert '"X is best on a."' in text and "Sec. 1" in text
+    assert "> X is best on a. (Sec. 1)" in text
+    assert text.split("## Summary")[0].count("SMOKE SCALE") == 1 and "they are not findings" in text
+    assert "- By ours (smoke scale: not findings): 0 supported" in text
+    # the paper's summary table keeps the verdicts on the page: no sentence column (the sentence is under its heading)
+    header = next(line for line in text.splitlines() if line.startswith("| claim"))
+    assert header.replace(" ", "") == "|claim|where|paper'snumbers|ours|"
     assert "1 supported only under one reading, 1 contradicted, 1 no number printed" in text
     assert "z_beats_y_everywhere" in text.split("## toy")[0]  # listed among the contradicted in the summary
     provenance = text.split("## Provenance", 1)[1]  # of the numbers the audit read
@@ -231,7 +242,8 @@ def test_render_lists_contradicted_and_reading_dependent_claims(papers):
     assert "`hyco_boxes_hurt_retrieval`" in contradicted.split("Contradicted by the paper's own tables:")[1]
     assert "`meru_classification_13_of_16`" in reading_dependent
     assert "`hyco_boxes_hurt_retrieval`" not in reading_dependent
-    assert "SMOKE" not in text and "scale `smoke`" in text
+    assert "scale `smoke`" in text and "not findings" in text
+    assert "SMOKE" not in render_claims(audits, "full") and "not findings" not in render_claims(audits, "full")
 
 
 def test_claims_command_writes_the_report(tmp_path):
@@ -257,3 +269,35 @@ def test_compare_command_writes_one_row(tmp_path):
     assert list(frame["row"]) == ["y"] * 4 and list(frame["column"]) == list("abcd")
     assert set(frame["verdict"]) == {"missing"}
     assert main([*argv, "--row", "w"]) == 1
+
+
+def test_a_tables_report_lists_its_claims_with_the_audits_verdicts(toy, tmp_path):
+    """`## Claims on this table` of a table's report: each claim on it, with the same verdicts as the whole audit
+    (reports/claims.md) on the same numbers, a claim in prose only among them; smoke verdicts flagged as such."""
+    frame = toy_ours()
+    write_compare_csv(frame, tmp_path / "tables" / "toy" / "table1.csv")
+    whole = {a.claim.id: a for a in audit_paper(toy, tmp_path / "tables")}
+    text = "\n".join(table_claims_section(toy, "table1", frame, "smoke"))
+    assert text.startswith("## Claims on this table") and "they are not findings" in text
+    rows = {cells[0].strip("` "): [cell.strip() for cell in cells] for line in text.splitlines()
+            if line.startswith("| `") and (cells := line.strip("|").split("|"))}
+    assert set(rows) == set(whole) - {"compute_hours"}  # prose only: no table read
+    for claim_id, row in rows.items():
+        assert (row[2], row[3]) == (escape(whole[claim_id].paper_verdict), escape(whole[claim_id].our_verdict))
+    assert "not findings" not in "\n".join(table_claims_section(toy, "table1", frame, "full"))
+
+
+def test_a_claim_reading_several_tables_is_named_on_each_and_audited_whole(tmp_path):
+    specs = load_all_specs(REPO / "replication", REPO / "expected")
+    spanning = [(spec, claim) for spec in specs.values() for claim in load_claims(spec)
+                if len(claim_tables(claim)) > 1]
+    assert spanning, "no claim of the five papers reads two tables: this test needs one"
+    spec, claim = spanning[0]
+    for table in sorted(claim_tables(claim)):
+        audits, others = audit_table(spec, table, pd.DataFrame(columns=list(COLUMNS)))
+        assert claim in others and claim.id not in {a.claim.id for a in audits}
+        text = "\n".join(table_claims_section(spec, table, pd.DataFrame(columns=list(COLUMNS)), "full"))
+        assert f"`{claim.id}` (" in text.split("Reading other tables too")[1]
+    alone = [c for c in load_claims(spec) if claim_tables(c) == {"table1"}]
+    assert all(c.id in "\n".join(table_claims_section(spec, "table1", pd.DataFrame(columns=list(COLUMNS)), "full"))
+               for c in alone)

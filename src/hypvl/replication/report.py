@@ -10,6 +10,7 @@ from hypvl.errors import InputError
 from hypvl.expected import ExpectedTable, load_expected
 from hypvl.extras import EXTRA_ROW
 from hypvl.io import atomic_write
+from hypvl.replication.claims.render import table_claims_section
 from hypvl.replication.compare import (
     FULL_SCALE,
     VERDICTS,
@@ -225,6 +226,7 @@ def report_markdown(spec: PaperSpec, table_name: str, frame: pd.DataFrame, plot_
         "",
         f"Each cell: our number and its mark, the paper's number under it. Marks: {legend}.",
         "",
+        *table_claims_section(spec, table_name, frame, frame_scale(frame)),
         *_details("Paper (as printed)", grid(expected, lambda row, column: paper_cell(expected, row, column))),
         *_details("Ours", grid(expected, cell(ours_cell), compared)),
         *_details("Difference (ours − paper) and verdict", grid(expected, cell(delta_cell), compared)),

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hypvl.expected import load_expected
-from hypvl.replication.claims.language import OPS, Claim, load_claims, table_layout
+from hypvl.replication.claims.language import OPS, Claim, claim_tables, load_claims, table_layout
 from hypvl.replication.compare import read_compare_csv
 from hypvl.spec.paper import PaperSpec
 
@@ -55,12 +55,16 @@ def paper_cells(spec: PaperSpec) -> Cells:
 
 def our_cells(spec: PaperSpec, tables_dir) -> Cells:
     """Our numbers for every table of `spec`, from `tables_dir/<paper>/<table>.csv` (absent file: all missing)."""
+    frames = {name: read_compare_csv(path) for name in spec.tables
+              if (path := Path(tables_dir) / spec.paper / f"{name}.csv").is_file()}
+    return frame_cells(spec, frames)
+
+
+def frame_cells(spec: PaperSpec, frames: dict) -> Cells:
+    """Our numbers from compare tables: table name -> its compare frame (a table not given: all missing)."""
     values = {}
-    for name in spec.tables:
-        path = Path(tables_dir) / spec.paper / f"{name}.csv"
-        if not path.is_file():
-            continue
-        for line in read_compare_csv(path).itertuples(index=False):
+    for name, frame in frames.items():
+        for line in frame.itertuples(index=False):
             values[(name, line.row, line.column)] = None if math.isnan(line.ours) else float(line.ours)
     return Cells(values, *table_layout(spec), strict=True)
 
@@ -275,6 +279,18 @@ class Audit:
 
 def audit_paper(spec: PaperSpec, tables_dir) -> list[Audit]:
     """Evaluate every claim of `spec` on the paper's numbers and on ours (compare CSVs under `tables_dir`)."""
-    paper, ours = paper_cells(spec), our_cells(spec, tables_dir)
+    return _audit(load_claims(spec), paper_cells(spec), our_cells(spec, tables_dir))
+
+
+def audit_table(spec: PaperSpec, table_name: str, frame) -> tuple[list[Audit], list[Claim]]:
+    """The claims on table `table_name`: those reading it alone, evaluated on the paper's numbers and on ours (its
+    compare `frame`), and those reading other tables too (whose audit needs them: `reports/claims.md`)."""
+    claims = [claim for claim in load_claims(spec) if table_name in claim_tables(claim)]
+    alone = [claim for claim in claims if claim_tables(claim) == {table_name}]
+    audits = _audit(alone, paper_cells(spec), frame_cells(spec, {table_name: frame}))
+    return audits, [claim for claim in claims if claim not in alone]
+
+
+def _audit(claims: list[Claim], paper: Cells, ours: Cells) -> list[Audit]:
     return [Audit(claim, [evaluate(r.check, paper) for r in claim.readings], [evaluate(r.check, ours) for r in claim.readings])
-            for claim in load_claims(spec)]
+            for claim in claims]

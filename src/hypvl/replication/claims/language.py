@@ -165,6 +165,12 @@ def _refs(body: dict, kind: str) -> list[tuple[str, str | None, str | None]]:
     return [(table, row, None) for row in rows] + [(table, None, column) for column in columns]
 
 
+def claim_tables(claim: Claim) -> set[str]:
+    """The tables whose cells any reading of `claim` reads."""
+    return {table for reading in claim.readings for _, kind, body in _leaves(reading.check)
+            for table, _, _ in _refs(body, kind)}
+
+
 def table_layout(spec: PaperSpec) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
     """Rows and value columns of every table of `spec`, in the paper's printed order (load_spec
     guarantees a table's rows and columns are exactly its expected CSV's)."""

@@ -5,8 +5,9 @@ from pathlib import Path
 import pandas as pd
 
 from hypvl.io import atomic_write
-from hypvl.replication.claims.evaluator import OURS_UNKNOWN, PAPER_UNKNOWN, Audit, Outcome, audit_paper
-from hypvl.replication.compare import read_compare_csv
+from hypvl.replication.claims.evaluator import OURS_UNKNOWN, PAPER_UNKNOWN, Audit, Outcome, audit_paper, audit_table
+from hypvl.replication.claims.language import claim_tables
+from hypvl.replication.compare import FULL_SCALE, read_compare_csv
 from hypvl.replication.markdown import escape
 from hypvl.replication.markdown import table as markdown_table
 from hypvl.replication.provenance_section import provenance_section
@@ -27,15 +28,15 @@ def render_claims(audits: dict[str, list[Audit]], scale: str, provenance=()) -> 
     our_counts = _tally(a.our_verdict for a in checkable)
     contradicted = [a for a in checkable if category(a.paper_verdict) == "contradicted"]
     partial = [a for a in checkable if category(a.paper_verdict) == "one reading"]
-    smoke_note = f"; {scale} numbers show the pipeline computes the claim, not that it replicates" if scale != "full" else ""
-    lines = ["# Claims audit", "",
+    lines = ["# Claims audit", "", *_scale_note(scale),
              "Every explicit quantitative claim of the papers, as a predicate over table cells, evaluated on the "
-             f"paper's printed numbers and on ours (scale `{scale}`{smoke_note}).", "",
+             f"paper's printed numbers and on ours (scale `{scale}`).", "",
              "## Summary", "",
              f"- {len(every)} claims: {len(checkable)} checkable from the tables, "
              f"{len(every) - len(checkable)} stated in prose only.",
              f"- By the papers' own numbers: {_tally_text(paper_counts, PAPER_UNKNOWN)}.",
-             f"- By ours: {_tally_text(our_counts, OURS_UNKNOWN)}.", ""]
+             f"- By ours{'' if scale == FULL_SCALE else f' ({scale} scale: not findings)'}: "
+             f"{_tally_text(our_counts, OURS_UNKNOWN)}.", ""]
     if contradicted:
         lines += ["Contradicted by the paper's own tables:", ""]
         lines += [f"- `{a.claim.id}` ({a.claim.paper}, {_md(a.claim.where)}): \"{_md(a.claim.sentence)}\"" for a in contradicted]
@@ -46,26 +47,62 @@ def render_claims(audits: dict[str, list[Audit]], scale: str, provenance=()) -> 
         lines.append("")
     for paper, paper_audits in audits.items():
         lines += [f"## {paper}", ""]
-        lines += markdown_table(["claim", "sentence", "where", "paper's numbers", "ours"],
-                                [[f"`{a.claim.id}`", f"\"{_md(a.claim.sentence)}\"", _md(a.claim.where),
-                                  _md(a.paper_verdict), _md(a.our_verdict)] for a in paper_audits])
+        # the sentence is under each claim's heading below: the verdicts stay on the page
+        lines += markdown_table(["claim", "where", "paper's numbers", "ours"],
+                                [[f"`{a.claim.id}`", _md(a.claim.where), _md(a.paper_verdict), _md(a.our_verdict)]
+                                 for a in paper_audits])
         lines.append("")
         for a in paper_audits:
-            lines.append(f"### `{a.claim.id}`")
-            lines.append("")
-            lines.append(f"> {_md(a.claim.sentence)} ({_md(a.claim.where)})")
-            lines.append("")
-            if a.claim.note:
-                lines += [_md(a.claim.note), ""]
-            if a.claim.not_checkable:
-                lines += [f"Not checkable from the tables: {_md(a.claim.not_checkable)}", ""]
-                continue
-            for reading, mine, theirs in zip(a.claim.readings, a.ours, a.paper):
-                ours = mine.detail if mine.holds is not None else _missing_text(mine)
-                lines.append(f"- **{_md(reading.name)}** ({_md(reading.description)}): paper {_mark(theirs)} "
-                             f"{_md(theirs.detail)}; ours {_mark(mine)} {_md(ours)}")
-            lines.append("")
+            lines += [f"### `{a.claim.id}`", "", *_claim_details(a)]
     return "\n".join([*lines, *provenance, *([""] if provenance else [])])
+
+
+def _scale_note(scale: str) -> list[str]:
+    """The note above verdicts on numbers not of paper scale: they say the claim is computed, nothing of the paper."""
+    if scale == FULL_SCALE:
+        return []
+    return [f"> {scale.upper()} SCALE: our verdicts show that the pipeline computes each claim, not whether it "
+            "replicates; they are not findings.", ""]
+
+
+def _claim_details(a: Audit) -> list[str]:
+    """A claim's sentence, note and each reading's outcome on the paper's numbers and on ours."""
+    lines = [f"> {_md(a.claim.sentence)} ({_md(a.claim.where)})", ""]
+    if a.claim.note:
+        lines += [_md(a.claim.note), ""]
+    if a.claim.not_checkable:
+        return [*lines, f"Not checkable from the tables: {_md(a.claim.not_checkable)}", ""]
+    for reading, mine, theirs in zip(a.claim.readings, a.ours, a.paper):
+        ours = mine.detail if mine.holds is not None else _missing_text(mine)
+        lines.append(f"- **{_md(reading.name)}** ({_md(reading.description)}): paper {_mark(theirs)} "
+                     f"{_md(theirs.detail)}; ours {_mark(mine)} {_md(ours)}")
+    return [*lines, ""]
+
+
+def table_claims_section(spec: PaperSpec, table_name: str, frame: pd.DataFrame, scale: str) -> list[str]:
+    """`## Claims on this table` of a table's report: each claim reading this table alone, with its verdicts on the
+    paper's numbers and on ours (`frame`) and its readings; the claims also reading other tables, named, with where
+    their audit is (`reports/claims.md`). Nothing where the paper makes no claim on the table."""
+    audits, spanning = audit_table(spec, table_name, frame)
+    if not audits and not spanning:
+        return []
+    lines = ["## Claims on this table", "", *_scale_note(scale)]
+    if audits:
+        lines += markdown_table(["claim", "sentence", "paper's numbers", "ours"],
+                                [[f"`{a.claim.id}`", f"\"{_md(a.claim.sentence)}\"", _md(a.paper_verdict),
+                                  _md(a.our_verdict)] for a in audits])
+        lines.append("")
+        lines += _details_block("Each claim's readings", [line for a in audits
+                                                          for line in [f"**`{a.claim.id}`**", "", *_claim_details(a)]])
+    if spanning:
+        lines += ["Reading other tables too (their audit: `reports/claims.md`): "
+                  + ", ".join(f"`{claim.id}` ({', '.join(sorted(claim_tables(claim) - {table_name}))})"
+                              for claim in spanning) + ".", ""]
+    return lines
+
+
+def _details_block(summary: str, lines: list[str]) -> list[str]:
+    return [f"<details><summary>{summary}</summary>", "", *lines, "</details>", ""]
 
 
 CATEGORIES = ("supported", "one reading", "contradicted", "not evaluable")
