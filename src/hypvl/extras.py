@@ -81,7 +81,7 @@ def parse_extra(name: str, entry, where: str = "config: extra_models") -> ExtraM
     if kind not in KINDS or not location:
         raise InputError(f"{where}.source: {entry['source']!r} is not <kind>:<where> with kind one of "
                          f"{', '.join(KINDS)}")
-    geometry = entry.get("geometry")
+    geometry = entry.get("geometry", "euclidean" if kind in ("open_clip", "transformers") else None)
     if geometry not in GEOMETRIES:
         raise InputError(f"{where}.geometry: {geometry!r} is not one of {', '.join(GEOMETRIES)}")
     extra = ExtraModel(name, kind, location, geometry, entry.get("method"), entry.get("backbone"))

@@ -94,10 +94,16 @@ def test_a_table_laid_out_the_other_way_cannot_be_entered():
         assert entry_problem(specs[paper].table(table)) is None
 
 
+def test_an_open_clip_or_transformers_model_is_euclidean_without_saying_so(tmp_path):
+    assert parse_extra("mine", {"source": f"open_clip:{tmp_path}"}).geometry == "euclidean"
+    assert parse_extra("mine", {"source": f"transformers:{tmp_path}"}).geometry == "euclidean"
+
+
 @pytest.mark.parametrize("entry, problem", [
     ({"source": "onnx:/x", "geometry": "euclidean"}, r"source: 'onnx:/x' is not <kind>:<where>"),
     ({"source": "open_clip:{folder}", "geometry": "lorentz"}, "a open_clip model is euclidean, not lorentz"),
-    ({"source": "open_clip:{folder}"}, "geometry: None is not one of euclidean, lorentz, poincare"),
+    ({"source": "hypvl:{folder}"}, "geometry: None is not one of euclidean, lorentz, poincare"),  # only a library's
+    # models go without one (euclidean: test_an_open_clip_or_transformers_model_is_euclidean_without_saying_so)
     ({"source": "hypvl:/no/such.pt", "geometry": "poincare"}, "source: /no/such.pt does not exist"),
     ({"source": "released-format:{folder}", "geometry": "euclidean", "method": "meru", "backbone": "vit_s16"},
      "a meru model is lorentz, not euclidean"),

@@ -75,8 +75,8 @@ def test_hypvl_evaluate_takes_any_model_from_its_source(extra_run, group, tasks)
     """`hypvl evaluate <group> --source ...`: no spec, no checkpoint; the same numbers as the workflow's row."""
     tmp, sources = extra_run
     out = tmp / "by_hand" / group
-    run = subprocess.run([sys.executable, "-m", "hypvl.cli", "evaluate", group, "--source", sources["oc"],
-                          "--geometry", "euclidean", "--configfile", str(tmp / "config.yaml"), "--out-dir", str(out)],
+    run = subprocess.run([sys.executable, "-m", "hypvl.cli", "evaluate", group, "--source", sources["oc"],  # euclidean
+                          "--configfile", str(tmp / "config.yaml"), "--out-dir", str(out)],
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-2000:]
     for task in tasks:
@@ -207,9 +207,12 @@ def test_the_export_target_writes_one_csv_and_clip_benchmark_jsons(extra_run):
     assert got[("hier_imagenet", "tie")]["higher_is_better"] == "False"
     results = {path.name: json.loads(path.read_text()) for path in (exports / "clip_benchmark").glob("*.json")}
     imagenet = results["imagenet1k_extra_oc_zeroshot_classification.json"]
-    assert list(imagenet) == ["dataset", "model", "pretrained", "task", "metrics", "language"]
-    assert (imagenet["dataset"], imagenet["model"], imagenet["task"]) == ("imagenet1k", "extra_oc",
-                                                                          "zeroshot_classification")
+    assert list(imagenet)[:6] == ["dataset", "model", "pretrained", "task", "metrics", "language"]
+    folder = sources["oc"].split(":", 1)[1]  # an open_clip folder: CLIP_benchmark's --model local-dir:<folder>
+    assert (imagenet["dataset"], imagenet["model"], imagenet["pretrained"], imagenet["task"]) == (
+        "imagenet1k", f"local-dir:{folder}", "", "zeroshot_classification")
+    assert (imagenet["model_type"], imagenet["hypvl_experiment"], imagenet["prompts"]) == ("open_clip", "extra_oc",
+                                                                                           "meru")
     assert imagenet["metrics"] == {"acc1": measured("zs_imagenet")["top1"] / 100,
                                    "mean_per_class_recall": measured("zs_imagenet")["mean_per_class_accuracy"] / 100}
     coco = results["mscoco_captions_extra_oc_zeroshot_retrieval.json"]
@@ -219,6 +222,7 @@ def test_the_export_target_writes_one_csv_and_clip_benchmark_jsons(extra_run):
     assert "vtab_caltech101_extra_oc_zeroshot_classification.json" in results
     assert not any(name.startswith("cub_") for name in results)  # CLIP_benchmark has no CUB
     probe = results["vtab_pets_extra_oc_linear_probe.json"]
-    assert probe["metrics"] == {"lp_mean_per_class_recall": measured("linprobe_pets")["accuracy"] / 100}
+    assert probe["metrics"] == {"logreg_mean_per_class_recall": measured("linprobe_pets")["accuracy"] / 100}
+    assert "MERU" in probe["protocol"]  # not CLIP_benchmark's linear probe: none of its lp_* names
     # the zero-shot sets CLIP_benchmark has (all but CUB), the two retrieval sets, the linear-probe sets (no ImageNet)
     assert len(results) == 19 + 2 + 18

@@ -67,7 +67,7 @@ def evaluate_group(args) -> None:
     run = run_config(config, recipe)
     inputs = {"run_config_hash": config_hash(run), "run_config": run, "steps_for": own_steps_for(recipe),
               "data_manifest_hash": data_manifest_hash(config["data_dir"]), **weights,
-              "model": model_identity(recipe)}
+              "model": model_identity(recipe), "prompts": args.prompts}
     module = importlib.import_module(GROUP_MODULES[args.group])
     for number, task in enumerate(tasks, 1):
         start = time.perf_counter()

@@ -90,8 +90,8 @@ def extra_from_args(args):
     `--geometry`, `--method`, `--backbone`)."""
     from hypvl.extras import parse_extra
 
-    entry = {"source": args.source, "geometry": args.geometry}
-    entry.update({key: getattr(args, key) for key in ("method", "backbone") if getattr(args, key, None)})
+    entry = {"source": args.source}
+    entry.update({key: getattr(args, key) for key in ("geometry", "method", "backbone") if getattr(args, key, None)})
     return parse_extra(args.name, entry, "hypvl")
 
 
@@ -103,7 +103,8 @@ def add_extra_arguments(parser, required: bool = True) -> None:
     parser.add_argument("--name", required=required, help="its name (rows extra__<name>, metrics extra_<name>)")
     parser.add_argument("--source", required=required, help="open_clip:<folder | architecture/pretrained> | "
                         "transformers:<folder | hub id> | hypvl:<checkpoint.pt> | released-format:<file.pth>")
-    parser.add_argument("--geometry", required=required, choices=GEOMETRIES, help="where its embeddings live")
+    parser.add_argument("--geometry", choices=GEOMETRIES,
+                        help="where its embeddings live (open_clip and transformers models: euclidean, the default)")
     parser.add_argument("--method", choices=list(names(released=True)), help="released-format: what the file holds")
     parser.add_argument("--backbone", help="released-format: a key of the config's model.backbones")
 

@@ -8,14 +8,22 @@ For the tasks CLIP_benchmark also has (LAION-AI/CLIP_benchmark, `clip_benchmark 
 {"dataset", "model", "pretrained", "task", "metrics", "language"}, under its dataset names (`imagenet1k`,
 `vtab/caltech101`, `mscoco_captions`...) and metric names, as fractions in [0, 1]: zero-shot classification `acc1`
 (our top-1) and `mean_per_class_recall` (our mean per-class accuracy: the balanced accuracy it computes); retrieval
-`image_retrieval_recall@K` (text -> image, our t2i) and `text_retrieval_recall@K` (image -> text, our i2t); the
-linear probe `lp_mean_per_class_recall` (ours scores mean per-class accuracy). `model` is the experiment, `pretrained`
-the checkpoint measured. Metrics CLIP_benchmark computes and we do not (acc5) are absent; CUB is none of its sets.
+`image_retrieval_recall@K` (text -> image, our t2i) and `text_retrieval_recall@K` (image -> text, our i2t). `model`
+and `pretrained` name the model as its `--model` and `--pretrained` would (`clip_benchmark_model`), the same whether
+it was measured by the workflow or by `hypvl evaluate --source`. Keys beside them, which `clip_benchmark build` turns
+into columns: `model_type` (its `--model_type`: the library that loads the model, `hypvl` for ours),
+`hypvl_experiment`, and for zero-shot classification `prompts`, the prompt set the classifiers were built from (MERU's
+Table 8 prompts by default, CLIP's under `eval_prompts: clip`; CLIP_benchmark's own are neither). The linear probe is
+MERU's protocol (L-BFGS logistic regression, its cost searched on val, refit on train + val), not CLIP_benchmark's
+(a linear layer trained by SGD): its score is `logreg_mean_per_class_recall`, never CLIP_benchmark's
+`lp_mean_per_class_recall`, and `protocol` says which. Metrics CLIP_benchmark computes and we do not (acc5) are
+absent; CUB is none of its sets.
 """
 
 import csv
 import io
 import json
+import re
 from pathlib import Path
 
 from hypvl.errors import InputError
@@ -34,7 +42,11 @@ CLIP_BENCHMARK_DATASETS = {
 }
 RETRIEVAL_DATASETS = {"ret_coco": "mscoco_captions", "ret_flickr30k": "flickr30k"}
 ZERO_SHOT_METRICS = {"top1": "acc1", "mean_per_class_accuracy": "mean_per_class_recall"}
-LINEAR_PROBE_METRICS = {"accuracy": "lp_mean_per_class_recall"}
+LINEAR_PROBE_METRICS = {"accuracy": "logreg_mean_per_class_recall"}  # MERU's protocol, not CLIP_benchmark's lp_*
+LINEAR_PROBE_PROTOCOL = ("MERU App. C: L-BFGS logistic regression on frozen features, cost searched on val, refit on "
+                         "train + val, mean per-class recall on test")
+# open_clip's release names: an architecture and its pretrained tag (`open_clip.list_pretrained()`)
+OPEN_CLIP_RELEASE = re.compile(r"^([\w.-]+)/([\w.-]+)$")
 
 
 def read_records(paths, scale: str) -> list[dict]:
@@ -62,28 +74,56 @@ def metrics_csv(records: list[dict]) -> str:
     return out.getvalue()
 
 
+def clip_benchmark_model(identity: dict) -> dict:
+    """How CLIP_benchmark would name the model `identity` (a record's `provenance.model`): `model` its architecture
+    (ours: method and backbone; open_clip: the release's architecture, else the folder or hub id as open_clip loads
+    it, `local-dir:<folder>` or `hf-hub:<id>`), `pretrained` its weights (ours: the experiment trained by the suite,
+    an imported checkpoint's source or a hypvl checkpoint's path; open_clip: the release's tag), `model_type` the
+    library loading it."""
+    source = str(identity.get("source") or "")
+    kind, _, where = source.partition(":")
+    library = identity.get("library")
+    if library == "open_clip":
+        release = OPEN_CLIP_RELEASE.match(where)
+        if release and not Path(where).exists():
+            return {"model": release[1], "pretrained": release[2], "model_type": library}
+        prefix = "local-dir:" if Path(where).exists() or where.startswith((".", "/")) else "hf-hub:"
+        return {"model": prefix + where, "pretrained": "", "model_type": library}
+    if library:
+        return {"model": where, "pretrained": "", "model_type": library}
+    model = "_".join(str(part) for part in (identity.get("method"), identity.get("backbone")) if part)
+    return {"model": model or str(identity.get("experiment", "")),
+            "pretrained": where if kind == "hypvl" else source or str(identity.get("experiment", "")),
+            "model_type": "hypvl"}
+
+
 def clip_benchmark_result(record: dict) -> dict | None:
     """CLIP_benchmark's JSON of one of our records (None for a task it does not have)."""
     task, metrics = record["task"], record["metrics"]
+    extra = {}
     if task in RETRIEVAL_DATASETS:
         kind, dataset = "zeroshot_retrieval", RETRIEVAL_DATASETS[task]
         names = {f"{ours}_r{k}": f"{theirs}_retrieval_recall@{k}" for k in (1, 5, 10)
                  for ours, theirs in (("t2i", "image"), ("i2t", "text"))}
     elif task.startswith("zs_") and task[3:] in CLIP_BENCHMARK_DATASETS:
         kind, dataset, names = "zeroshot_classification", CLIP_BENCHMARK_DATASETS[task[3:]], ZERO_SHOT_METRICS
+        extra = {"prompts": record["provenance"].get("prompts", "unrecorded (measured before hypvl recorded it)")}
     elif task.startswith("linprobe_") and task[9:] in CLIP_BENCHMARK_DATASETS:
         kind, dataset, names = "linear_probe", CLIP_BENCHMARK_DATASETS[task[9:]], LINEAR_PROBE_METRICS
+        extra = {"protocol": LINEAR_PROBE_PROTOCOL}
     else:
         return None
     converted = {theirs: metrics[ours] / 100.0 for ours, theirs in names.items() if ours in metrics}
-    return {"dataset": dataset, "model": record["experiment"],
-            "pretrained": record["provenance"].get("checkpoint") or _source(record), "task": kind,
-            "metrics": converted, "language": "en"}
+    named = clip_benchmark_model(record["provenance"].get("model") or {"experiment": record["experiment"]})
+    return {"dataset": dataset, "model": named["model"], "pretrained": named["pretrained"], "task": kind,
+            "metrics": converted, "language": "en", "model_type": named["model_type"],
+            "hypvl_experiment": record["experiment"], **extra}
 
 
 def clip_benchmark_name(result: dict) -> str:
-    """The file of one CLIP_benchmark JSON: `{dataset}_{model}_{task}.json` (its `--output` template's fields)."""
-    return f"{result['dataset'].replace('/', '_')}_{result['model']}_{result['task']}.json"
+    """The file of one CLIP_benchmark JSON: `{dataset}_{experiment}_{task}.json` (its `--output` template's fields,
+    the experiment naming the model: unique, and a safe file name where model and pretrained may be paths)."""
+    return f"{result['dataset'].replace('/', '_')}_{result['hypvl_experiment']}_{result['task']}.json"
 
 
 def write_exports(paths, scale: str, csv_path, clip_benchmark_dir) -> None:
