@@ -69,3 +69,32 @@ def test_the_jsons_merge_as_clip_benchmark_build_merges_them():
     assert float(merged[0]["acc1"]) == 0.91 and float(merged[1]["image_retrieval_recall@1"]) == 0.30
     assert merged[0]["prompts"] == "meru" and merged[1]["prompts"] == ""  # retrieval has no prompt set
     assert {row["hypvl_experiment"] for row in merged} == {"extra_oc"}
+
+
+def test_export_what_exists_from_any_folder_hypvl_evaluate_wrote(tmp_path, capsys):
+    """`hypvl export <folder>`: every metric JSON beneath it, each of the experiment it records whatever the folder
+    is called (here `hypvl evaluate --out-dir mine` of a model named `extra_model`); a path that is not there is one
+    line naming it."""
+    import json
+
+    from hypvl.cli import main
+    from hypvl.evaluate.results import write_metrics
+
+    identity = {"model": {"experiment": "extra_model", "library": "open_clip", "source": "open_clip:ViT-B-32/openai"},
+                "prompts": "clip"}
+    write_metrics(tmp_path / "mine" / "zs_cifar10.json", "extra_model", "zs_cifar10", "smoke",
+                  {"top1": 91.0, "mean_per_class_accuracy": 90.5}, 200, "abc", 1.0, identity)
+    write_metrics(tmp_path / "mine" / "ret_coco.json", "extra_model", "ret_coco", "smoke",
+                  {f"{d}_r{k}": 10.0 * k for d in ("t2i", "i2t") for k in (1, 5, 10)}, 100, "abc", 1.0, identity)
+    out = tmp_path / "out"
+    argv = ["export", str(tmp_path / "mine"), "--scale", "smoke", "--csv", str(out / "metrics.csv"),
+            "--clip-benchmark-dir", str(out / "clip_benchmark")]
+    assert main(argv) == 0
+    rows = list(csv.DictReader((out / "metrics.csv").open()))
+    assert {(row["model"], row["task"]) for row in rows} == {("extra_model", "zs_cifar10"), ("extra_model", "ret_coco")}
+    assert len(rows) == 2 + 6
+    cifar = json.loads((out / "clip_benchmark" / "cifar10_extra_model_zeroshot_classification.json").read_text())
+    assert (cifar["model"], cifar["pretrained"], cifar["prompts"]) == ("ViT-B-32", "openai", "clip")
+    assert cifar["metrics"] == {"acc1": 0.91, "mean_per_class_recall": 0.905}
+    assert main([*argv[:1], str(tmp_path / "nowhere"), *argv[2:]]) != 0
+    assert f"{tmp_path / 'nowhere'}: no such metric JSON or folder" in capsys.readouterr().err

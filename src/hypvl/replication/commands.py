@@ -154,7 +154,8 @@ def add_commands(subparsers) -> None:
     compare.set_defaults(func=_compare)
 
     export = subparsers.add_parser("export", help="one CSV of every metric, and CLIP_benchmark's JSONs")
-    export.add_argument("metrics", nargs="+", help="metric JSONs (<metrics_dir>/<experiment>/<task>.json)")
+    export.add_argument("metrics", nargs="+", help="metric JSONs (<metrics_dir>/<experiment>/<task>.json), or folders "
+                        "of them (results/<scale>/metrics: what exists; an experiment's; `hypvl evaluate`'s --out-dir)")
     export.add_argument("--scale", required=True, help="scale they were measured at")
     export.add_argument("--csv", required=True, help="results/<scale>/exports/metrics.csv")
     export.add_argument("--clip-benchmark-dir", required=True, help="results/<scale>/exports/clip_benchmark")

@@ -49,9 +49,31 @@ LINEAR_PROBE_PROTOCOL = ("MERU App. C: L-BFGS logistic regression on frozen feat
 OPEN_CLIP_RELEASE = re.compile(r"^([\w.-]+)/([\w.-]+)$")
 
 
+def metric_files(paths) -> list[Path]:
+    """The metric JSONs `paths` name: files as given, a folder as every `*.json` beneath it (a results/<scale>/metrics
+    folder, an experiment's, or the --out-dir of `hypvl evaluate`); a path that does not exist is an InputError."""
+    files = []
+    for path in map(Path, paths):
+        if path.is_dir():
+            files += sorted(path.rglob("*.json"))
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise InputError(f"{path}: no such metric JSON or folder")
+    return files
+
+
 def read_records(paths, scale: str) -> list[dict]:
-    """The checked records of metric JSONs `<metrics>/<experiment>/<task>.json`, sorted by experiment and task."""
-    records = [read_metrics_record(Path(path), Path(path).parent.name, Path(path).stem, scale) for path in paths]
+    """The checked records of the metric JSONs `paths` name (`metric_files`), each `<task>.json` of the experiment it
+    records (whatever its folder is called), sorted by experiment and task."""
+    records = []
+    for path in metric_files(paths):
+        try:
+            experiment = json.loads(path.read_text(encoding="utf-8")).get("experiment")
+        except (ValueError, AttributeError):
+            experiment = None  # read_metrics_record names the problem
+        records.append(read_metrics_record(path, experiment if isinstance(experiment, str) else path.parent.name,
+                                           path.stem, scale))
     return sorted(records, key=lambda record: (record["experiment"], record["task"]))
 
 
@@ -130,7 +152,7 @@ def write_exports(paths, scale: str, csv_path, clip_benchmark_dir) -> None:
     """Write the combined CSV at `csv_path` and a CLIP_benchmark JSON per result it has into `clip_benchmark_dir`."""
     records = read_records(paths, scale)
     if not records:
-        raise InputError("hypvl export: no metric JSONs given")
+        raise InputError(f"hypvl export: no metric JSONs in {', '.join(map(str, paths))}")
     with atomic_write(csv_path, mode="w", newline="", encoding="utf-8") as handle:
         handle.write(metrics_csv(records))
     with atomic_directory(Path(clip_benchmark_dir)) as folder:
