@@ -1,4 +1,5 @@
-"""The method registry: one declaration per method, the one place the suite learns the methods it trains or aligns.
+"""The method registry: one declaration per method, the one place the suite learns the methods it trains or aligns,
+and the model classes its checkpoints name.
 
 An entry (`Method`) gives a method's name; its model class, named by `module:Class` and imported only when a model
 is built (`hypvl.models.build`), so that planning reads the registry without torch; the experiment overrides its
@@ -8,10 +9,18 @@ it trains on the dependency parses of the grounded shards, whether it reads them
 their boxes' crops and phrases, HyCoCLIP), whether it views whole images as HyCoCLIP's code stores them, and whether
 it aligns another experiment's model instead of training one (`hypvl finetune`). Everything that lists methods reads
 this registry: recipe checks (`hypvl.train.recipe`), planning (`hypvl.workflow`), model building, extra models'
-release format (`hypvl.extras`). A plug-in (config `plugins`) registers its own with `register_method`, as the
-entries below are. Torch-free.
+release format (`hypvl.extras`).
+
+A plug-in is a module listed in config `plugins`, imported (`import_plugins`) by planning and by every command that
+trains, imports or evaluates a model, before it reads a spec or a checkpoint. It registers its methods with
+`register_method`, as the entries below are, and its model classes with `@register_model("name")`: a model class
+(a `hypvl.models.clip.DualEncoder`) with `from_recipe(recipe)` and `recipe()` (`{"model_class": name, ...}`), whose
+checkpoints then load anywhere the suite loads one (`hypvl.models.checkpoints`), e.g. as an extra model
+`hypvl:<checkpoint.pt>`. Its geometry is what every task reads (the interface: `hypvl.models.clip.DualEncoder`).
+Torch-free: a plug-in that only registers methods keeps planning so.
 """
 
+import importlib
 from dataclasses import dataclass
 
 from hypvl.errors import InputError
@@ -88,3 +97,40 @@ RADIAL_METHOD = register_method(Method(
     ("base", "epochs", "batch_size", "lr", "lambda_re", "lambda_reg", "regulariser", "objective", "negatives",
      "drop_tiers", "root", "train_only_root", "eval_root", "init", "ec_alpha", "ec_epsilon", "ec_margin"),
     aligns=True)).name
+
+
+MODEL_CLASSES: dict[str, type] = {}  # a checkpoint's recipe `model_class` -> the plug-in's class
+
+
+def register_model(name: str):
+    """Class decorator: registers the class as model class `name` (its checkpoints' recipe `model_class`)."""
+    def register(cls):
+        if name in MODEL_CLASSES and MODEL_CLASSES[name] is not cls:
+            raise InputError(f"model class {name!r} is registered twice ({MODEL_CLASSES[name].__name__}, "
+                             f"{cls.__name__})")
+        for method in ("from_recipe", "recipe"):
+            if not callable(getattr(cls, method, None)):
+                raise InputError(f"model class {name!r} ({cls.__name__}) gives no {method}()")
+        MODEL_CLASSES[name] = cls
+        cls.model_class = name
+        return cls
+    return register
+
+
+def build_registered(recipe: dict, source: str):
+    """A freshly initialised model of the registered class a recipe names; InputError names `source` when none is."""
+    name = recipe["model_class"]
+    if name not in MODEL_CLASSES:
+        raise InputError(f"{source}: model class {name!r} is not registered (registered: "
+                         f"{', '.join(sorted(MODEL_CLASSES)) or 'none'}; list its module in config `plugins`)")
+    return MODEL_CLASSES[name].from_recipe(recipe)
+
+
+def import_plugins(modules) -> None:
+    """Import each module of config `plugins` (each registers its methods and model classes): importing runs it,
+    arbitrary code with the user's rights (docs/trust.md); InputError names one that fails."""
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            raise InputError(f"config: plugins: {module!r} does not import ({exc})") from None

@@ -101,7 +101,7 @@ from torch import nn
 
 from hypvl.models.build import build_model
 from hypvl.models.clip import CLIP
-from hypvl.models.registry import register_model
+from hypvl.methods import register_model
 
 
 @register_model("learned_root_clip")

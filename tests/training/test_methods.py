@@ -1,17 +1,24 @@
 """The method registry (hypvl.methods) is each method's one declaration: every registered method builds (its class
 imported only then) in the geometry its entry declares, the registry loads no torch, and a method a plug-in registers
 (here `unbuilt`, the method of the toy spec's unbuilt experiment) is accepted by recipe checking, planning, model
-building and the release format without touching another module."""
+building and the release format without touching another module; a module of config `plugins` reaches planning and
+training."""
 
 import ast
+import json
+import os
+import shutil
 import subprocess
 import sys
 
 import pytest
+import torch
+import yaml
 
 from helpers import REPO
-from helpers.plan_fixture import toy_plan_in
 from helpers.models import TINY
+from helpers.plan_fixture import EXPECTED, TOY_SPEC, toy_plan_in
+from helpers.train_stream import _shards
 from hypvl import extras
 from hypvl.errors import InputError
 from hypvl.methods import METHODS, RADIAL_METHOD, Method, built, names, register_method
@@ -100,3 +107,48 @@ def test_a_method_is_registered_once(plugged):
         check_recipe({"id": "x", "method": "other"})
     with pytest.raises(InputError, match="unknown method 'radial_ft'"):
         build_model(RADIAL_METHOD, "vit_s16", TINY)
+
+
+PLUGIN = '''
+from hypvl.methods import METHODS, Method, register_method
+
+meru = METHODS["meru"]  # MERU's model under a name of its own: a method only the plug-in declares
+register_method(Method("plugmeru", meru.model, meru.geometry, meru.overrides))
+'''
+
+
+def test_config_plugins_reach_planning_and_training(tmp_path):
+    """A method declared only by a module of config `plugins`: a spec naming it is planned (the plan imports the
+    plug-ins before reading a spec) and `hypvl train` trains it (as it imports them before reading its spec); without
+    the plug-in, the experiment is not runnable."""
+    (tmp_path / "plugins").mkdir()
+    (tmp_path / "plugins" / "plugmeru_plugin.py").write_text(PLUGIN)
+    replication = tmp_path / "replication"
+    replication.mkdir()
+    spec = {**TOY_SPEC, "experiments": {**TOY_SPEC["experiments"], "toy_unbuilt": {
+        "method": "plugmeru", "backbone": "vit_s16", "data": "grit", "source": "train"}}}
+    (replication / "toy.yaml").write_text(yaml.safe_dump(spec))
+    shutil.copytree(EXPECTED, tmp_path / "expected")  # beside the spec, where `hypvl train --spec` reads it
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "plugins"), os.environ.get("PYTHONPATH", "")])}
+    plan = ("import sys, json; from hypvl.config import load_config; from hypvl.workflow import Plan; "
+            "config = {**load_config(), 'replication_dir': sys.argv[1], 'expected_dir': sys.argv[2], "
+            "'results_dir': sys.argv[3], 'plugins': json.loads(sys.argv[4])}; "
+            "plan = Plan(config); print(plan.runnable('toy_unbuilt'), plan.blocker('toy_unbuilt'))")
+    argv = [sys.executable, "-c", plan, str(replication), str(EXPECTED), str(tmp_path / "results")]
+    planned = subprocess.run([*argv, '["plugmeru_plugin"]'], capture_output=True, text=True, env=env, timeout=120)
+    assert planned.returncode == 0 and planned.stdout.strip() == "True None", planned.stderr[-2000:]
+    refused = subprocess.run([*argv, "[]"], capture_output=True, text=True, env=env, timeout=120)
+    assert refused.returncode == 0 and refused.stdout.startswith("False "), refused.stderr[-2000:]
+    _shards(tmp_path / "data" / "train", n=8, boxes=lambda i: 1)
+    config = {"data_dir": str(tmp_path / "data"), "corpora": {"grit": "train"}, "plugins": ["plugmeru_plugin"],
+              "model": {**TINY, "backbones": {"vit_s16": TINY["backbones"]["vit_s16"]}},
+              "train": {"steps": 2, "batch_size_scale": 4 / 768, "shuffle_buffer": 4}}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    trained = subprocess.run([sys.executable, "-m", "hypvl.cli", "train", "--spec", str(replication / "toy.yaml"),
+                              "--experiment", "toy_unbuilt", "--configfile", str(tmp_path / "config.yaml"),
+                              "--out", str(tmp_path / "model"), "--quiet"],
+                             capture_output=True, text=True, env=env, timeout=300)
+    assert trained.returncode == 0, trained.stderr[-2000:]
+    recipe = torch.load(tmp_path / "model" / "checkpoint.pt", weights_only=True)["recipe"]
+    assert recipe["method"] == "plugmeru" and json.loads((tmp_path / "model" / "train_summary.json").read_text())[
+        "schedule"]["steps"] == 2

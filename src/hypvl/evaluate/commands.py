@@ -28,7 +28,7 @@ def evaluate_group(args) -> None:
     from hypvl.evaluate.results import write_metrics
     from hypvl.io import check_writable
     from hypvl.models.checkpoints import load_checkpoint
-    from hypvl.models.registry import import_plugins
+    from hypvl.methods import import_plugins
     from hypvl.provenance import checkpoint_record, config_hash
 
     extra = outside_model(args)

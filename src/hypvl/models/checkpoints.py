@@ -108,8 +108,8 @@ def build_from_recipe(recipe, source) -> torch.nn.Module:
         from .library_import import build_library_model
 
         return build_library_model(recipe, str(source))
-    if isinstance(recipe, dict) and "model_class" in recipe:  # a plug-in's (hypvl.models.registry)
-        from .registry import build_registered
+    if isinstance(recipe, dict) and "model_class" in recipe:  # a plug-in's (hypvl.methods, register_model)
+        from hypvl.methods import build_registered
 
         return build_registered(recipe, str(source))
     if not isinstance(recipe, dict) or any(key not in recipe for key in RECIPE_KEYS):

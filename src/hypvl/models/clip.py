@@ -31,7 +31,7 @@ class DualEncoder(nn.Module):
     """The evaluation interface, Euclidean: subclasses give `image_features`, `text_features`,
     `trunk_features`, `tokenizer`, `image_size`, `text_parameters` and a log-space `logit_scale`.
 
-    Its geometry is what every evaluation task reads and a model class may redefine (`hypvl.models.registry`):
+    Its geometry is what every evaluation task reads and a model class may redefine (`hypvl.methods`, register_model):
     `embed_image`/`embed_text` (features -> embeddings), `similarity` (and `ranking_score`), `entailment_root`,
     `radius`, `exterior_angle` (the entailment score) and `feature_radius`."""
 

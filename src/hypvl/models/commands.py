@@ -112,7 +112,7 @@ def add_extra_arguments(parser, required: bool = True) -> None:
 def _import_extra(args) -> None:
     from .checkpoints import save_checkpoint
     from .extra_import import import_extra
-    from .registry import import_plugins
+    from hypvl.methods import import_plugins
 
     config = config_from_args(args)
     import_plugins(config["plugins"])

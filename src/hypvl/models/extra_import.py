@@ -2,7 +2,7 @@
 
 A folder in open_clip's or transformers' layout is loaded by the library (`library_import.import_library_model`), a
 released-format file by `released.import_released`, a checkpoint of the suite by `checkpoints.load_checkpoint` (a
-plug-in model class included, `hypvl.models.registry`). A hub id or open_clip release is first fetched into
+plug-in model class included, `hypvl.methods`). A hub id or open_clip release is first fetched into
 `<data_dir>/weights/extra/<name>` as a weights entry of the manifest is (`hypvl.data.acquire.fetch`: the Hub commit
 and every file's sha256 recorded on the first fetch and checked on later ones; config `fetch.mirror` honoured).
 The model's geometry must be the one declared.

@@ -6,6 +6,7 @@ from pathlib import Path
 from hypvl.config import add_config_arguments, config_from_args, positive_int
 from hypvl.errors import InputError
 from hypvl.io import check_writable
+from hypvl.methods import import_plugins
 
 log = logging.getLogger(__name__)
 MAX_SEED = 2**32 - 1
@@ -89,6 +90,7 @@ def _train(args) -> None:
     config = config_from_args(args)
     check_writable(args.out)  # a read-only or full disk is said before the training, not after it
     use_threads(args.threads)
+    import_plugins(config["plugins"])  # a plug-in's method, before the spec naming it is read
     build = None
     if args.standin:
         experiment, architecture = standin_experiment(args.spec, args.experiment, config)
@@ -122,6 +124,7 @@ def _finetune(args) -> None:
     config = config_from_args(args)
     check_writable(args.out)
     use_threads(args.threads)
+    import_plugins(config["plugins"])
     experiment = experiment_from_spec(args.spec, args.experiment)
     try:
         radial_recipe(experiment)  # every override checked, naming the spec, before a weight or a row is read

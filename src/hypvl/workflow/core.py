@@ -14,7 +14,7 @@ from pathlib import Path
 
 from hypvl.errors import InputError
 from hypvl.extras import ExtraModel, extra_models
-from hypvl.methods import EVAL_OVERRIDES, METHODS, names
+from hypvl.methods import EVAL_OVERRIDES, METHODS, import_plugins, names
 from hypvl.models.sources import OutsideWeights, outside_weights
 from hypvl.replication.coverage import NEEDS_DATA, NEEDS_WEIGHTS, NOT_BUILT
 from hypvl.spec.load import load_all_specs
@@ -38,6 +38,7 @@ class Core:
         self.config = config
         self.scale = config["scale"]
         self.results = Path(config["results_dir"])
+        import_plugins(config.get("plugins", ()))  # their methods, before a spec names one
         self.specs = load_all_specs(config["replication_dir"], config["expected_dir"])
         self.groups = group_tasks(self.scale)
         self._spec_of = {exp: spec for spec in self.specs.values() for exp in spec.experiments}

@@ -10,8 +10,8 @@ STEP_SECTIONS = {
     "pilot_world": ("scale", "data_dir", "acquire", "fetch", "pilot_world", "eval.classification_split",
                     "eval.probe_source_dir"),  # scale: a pilot world is the pilot scale's (hypvl.config)
     "pilot_weights": ("scale", "cpu_code_path", "model", "fetch", "pilot_world"),
-    "train": ("scale", "cpu_code_path", "data_dir", "corpora", "model", "train"),
-    "finetune": ("scale", "cpu_code_path", "radial_ft"),  # and the run settings (below)
+    "train": ("scale", "cpu_code_path", "data_dir", "corpora", "model", "train", "plugins"),
+    "finetune": ("scale", "cpu_code_path", "radial_ft", "plugins"),  # and the run settings (below)
     "evaluate": ("scale", "cpu_code_path", "data_dir", "eval", "plugins"),
     "import": ("scale", "cpu_code_path", "model", "weights"),
     "import_extra": ("scale", "cpu_code_path", "data_dir", "model", "fetch", "plugins"),
