@@ -122,6 +122,29 @@ def test_an_ablation_spec_draws_a_line_over_its_setting():
     plt.close(figure)
 
 
+def test_an_ablation_keys_its_verdict_colours_and_never_gives_ours_an_axis_of_its_own():
+    """At paper scale the figure's legend keys our markers' verdict colours (within, and worse by over 3 tolerances
+    here); at smoke scale paper and ours share each panel's one axis (no twin scaled apart: a plateau stays flat),
+    which spans both, and the title says ours is not comparable."""
+    frame = moved("hycoclip", "table6", "full", lambda line: -4.0 if line.row.endswith("1536") else 0.4)
+    figure = verdict_figure("hycoclip", "table6", frame)
+    keys = [text.get_text() for legend in figure.legends for text in legend.get_texts()]
+    assert "ours: within tolerance (|difference| ≤ 1)" in keys and "ours: worse by > 3 tolerances" in keys
+    assert "ours: better by 1–2 tolerances" not in keys  # only the colours drawn
+    plt.close(figure)
+    frame = moved("hycoclip", "table6", "smoke", lambda line: -30.0)  # ours far below the paper
+    figure = verdict_figure("hycoclip", "table6", frame)
+    places = [tuple(np.round(axis.get_position().bounds, 6)) for axis in figure.axes]
+    assert len(set(places)) == len(places)  # no twin axis over a panel
+    axis = figure.axes[0]
+    paper = next(line for line in axis.get_lines() if line.get_label() == "paper").get_ydata()
+    ours = axis.containers[0].lines[0].get_ydata()  # drawn with the seeds' error bars
+    low, high = axis.get_ylim()
+    assert low <= min(ours) and max(ours) < min(paper) and max(paper) <= high  # both levels, as they are
+    assert "not comparable" in figure._suptitle.get_text()
+    plt.close(figure)
+
+
 def test_a_table_with_nothing_to_compare_gets_a_note_not_a_plot(tmp_path):
     """HierarCaps Table 2 (parameter counts) is all external."""
     spec = spec_of("hierarcaps")

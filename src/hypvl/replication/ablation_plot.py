@@ -2,12 +2,14 @@
 `ablation.varies`) on the x axis in printed order, a line per series for the paper (solid) and for ours (dashed,
 error bars of the seeds' standard deviation where a row has several), reference rows as horizontal lines.
 
-At paper scale ours shares the paper's axis, the paper's line carries its tolerance band and our markers the
-verdict's colour (hypvl.replication.plots); at any other scale ours is not comparable and gets its own axis on the
-right (fainter, dashed, its axis in grey), so the trend can still be read.
+Paper and ours share one axis in every panel, as they share a unit: two axes scaled apart would make a one-point
+plateau of the paper look like the rise ours "matches". At paper scale the paper's line carries its tolerance band
+and our markers the verdict's colour (hypvl.replication.plots), keyed below the panels; at any other scale ours is
+not comparable, drawn fainter, and the title says so.
 """
 
 import math
+import textwrap
 
 import matplotlib
 
@@ -17,7 +19,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from hypvl.expected import ExpectedTable  # noqa: E402
-from hypvl.replication.plots import cell_colour  # noqa: E402
+from hypvl.replication.plots import cell_colour, legend_patches  # noqa: E402
 from hypvl.spec.tables import Ablation  # noqa: E402
 
 COMPARABLE = ("within", "within_seed_spread", "better", "worse", "off")
@@ -42,7 +44,6 @@ def _panel(axis, lines: dict, column: str, expected: ExpectedTable, ablation: Ab
     """One value column: paper and ours per series over the settings, the reference rows as horizontal lines."""
     settings = list(dict.fromkeys(expected.labels[row][ablation.varies] for row in expected.rows
                                   if row not in ablation.reference))
-    ours_axis = axis if comparable else axis.twinx()
     style = "-" if ablation.ordered else "none"
     for index, (name, rows) in enumerate(_series(expected, ablation).items()):
         colour = f"C{index}"
@@ -57,12 +58,12 @@ def _panel(axis, lines: dict, column: str, expected: ExpectedTable, ablation: Ab
                               alpha=0.12, linewidth=0)
         ours = [cell.ours for cell in cells]
         spread = [cell.spread if pd.notna(cell.n_seeds) and cell.n_seeds > 1 else 0.0 for cell in cells]
-        ours_axis.errorbar(xs, ours, yerr=spread, linestyle="--" if ablation.ordered else "none", marker="s",
+        axis.errorbar(xs, ours, yerr=spread, linestyle="--" if ablation.ordered else "none", marker="s",
                            color=colour, alpha=1.0 if comparable else 0.55, capsize=3, label=f"ours{suffix}",
                            markersize=6)
         for x, cell in zip(xs, cells):
             if comparable and pd.notna(cell.ours):
-                ours_axis.plot([x], [cell.ours], marker="s", markersize=6, linestyle="none", markeredgecolor=colour,
+                axis.plot([x], [cell.ours], marker="s", markersize=6, linestyle="none", markeredgecolor=colour,
                                color=cell_colour(cell.standing, cell.signed), zorder=3)  # over the error bars
     for index, row in enumerate(ablation.reference):
         cell, colour = lines[(row, column)], _REFERENCE_COLOURS[index % len(_REFERENCE_COLOURS)]
@@ -70,7 +71,7 @@ def _panel(axis, lines: dict, column: str, expected: ExpectedTable, ablation: Ab
         if pd.notna(cell.paper):
             axis.axhline(cell.paper, color=colour, linewidth=1, label=f"paper: {label}")
         if pd.notna(cell.ours):
-            ours_axis.axhline(cell.ours, color=colour, linewidth=1, linestyle="--", label=f"ours: {label}")
+            axis.axhline(cell.ours, color=colour, linewidth=1, linestyle="--", label=f"ours: {label}")
     rotate = max(map(len, settings)) > 6
     axis.set_xticks(range(len(settings)), settings, rotation=40 if rotate else 0, ha="right" if rotate else "center",
                     fontsize=7)
@@ -80,9 +81,7 @@ def _panel(axis, lines: dict, column: str, expected: ExpectedTable, ablation: Ab
     axis.set_title(f"{column} ({unit})" if unit else column, fontsize=8)
     axis.tick_params(labelsize=7)
     if not comparable:
-        axis.set_ylabel("paper", fontsize=7)
-        ours_axis.set_ylabel("ours (not comparable)", fontsize=7, color="0.45")
-        ours_axis.tick_params(labelsize=7, colors="0.45")
+        axis.set_ylabel("paper and ours (not comparable)", fontsize=7)
 
 
 def draw_ablation(frame: pd.DataFrame, expected: ExpectedTable, ablation: Ablation, title: str):
@@ -95,20 +94,24 @@ def draw_ablation(frame: pd.DataFrame, expected: ExpectedTable, ablation: Ablati
     columns = columns or list(expected.columns)
     n_columns = min(3, len(columns))
     n_rows = math.ceil(len(columns) / n_columns)
-    figure, axes = plt.subplots(n_rows, n_columns, squeeze=False, figsize=(4.6 * n_columns, 3.4 * n_rows + 1.2))
+    width = max(4.6 * n_columns, 8.0)  # wide enough for the title and the legend under a single panel
+    figure, axes = plt.subplots(n_rows, n_columns, squeeze=False, figsize=(width, 3.4 * n_rows + 1.2))
     for axis, column in zip(axes.flat, columns):
         _panel(axis, lines, column, expected, ablation, comparable)
     for axis in list(axes.flat)[len(columns):]:
         axis.set_axis_off()
     handles = {}
-    for axis in figure.axes:  # the twin axes too: ours lives there when not comparable
+    for axis in figure.axes:
         for handle, label in zip(*axis.get_legend_handles_labels()):
             handles.setdefault(label, handle)
+    if comparable:  # the key of our markers' colours
+        handles.update({f"ours: {patch.get_label()}": patch for patch in legend_patches(frame)})
     figure.legend(handles.values(), handles.keys(), loc="lower center", ncol=min(4, len(handles)), fontsize=7,
                   frameon=False)
     note = ("ours on the paper's axis; band: the paper ± tolerance; marker colour: the verdict" if comparable else
-            "ours (dashed, right axis) is not comparable to the paper at this scale: read the trend, not the level")
-    figure.suptitle(f"{title}\n{note}", fontsize=9)
+            "ours (dashed, fainter) is not comparable to the paper at this scale: one axis, neither the level nor the "
+            "trend is a finding")
+    figure.suptitle("\n".join([title, *textwrap.wrap(note, int(width * 14))]), fontsize=9)
     legend_rows = math.ceil(len(handles) / 4)
     figure.tight_layout(rect=(0, 0.05 + 0.035 * legend_rows, 1, 1))
     return figure

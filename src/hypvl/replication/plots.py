@@ -80,8 +80,8 @@ def _heatmap(axis, frame: pd.DataFrame, rows: list[str], columns: list[str]) -> 
     axis.tick_params(which="minor", length=0)
 
 
-def _legend_patches(frame: pd.DataFrame) -> list[Patch]:
-    """The legend entries of the colours the table uses."""
+def legend_patches(frame: pd.DataFrame) -> list[Patch]:
+    """The legend entries of the verdict colours a standings frame uses."""
     used = {cell_colour(standing, signed) for standing, signed in zip(frame["standing"], frame["signed"])}
     entries = [(WITHIN, "within tolerance (|difference| ≤ 1)"), (SEED_SPREAD, "outside, within the seed spread"),
                *((colour, f"better by {label} tolerances") for colour, label in zip(BETTER, ("1–2", "2–3", "> 3"))),
@@ -105,7 +105,7 @@ def draw_verdicts(frame: pd.DataFrame, row_labels: dict[str, str], title: str):
     axes[0][0].set_yticks(range(len(rows)), [row_labels[row] for row in rows], fontsize=7)
     figure.suptitle(f"{title}\neach cell: (ours − paper) in tolerances of its column, + better than the paper",
                     fontsize=9)
-    patches = _legend_patches(frame)
+    patches = legend_patches(frame)
     figure.legend(handles=patches, loc="lower center", ncol=3, fontsize=7, frameon=False, bbox_to_anchor=(0.5, 0.0))
     legend_inches = 0.15 + 0.2 * -(-len(patches) // 3)
     figure.tight_layout(rect=(0, legend_inches / figure.get_figheight(), 1, 1))
