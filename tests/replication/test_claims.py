@@ -279,11 +279,12 @@ def test_a_tables_report_lists_its_claims_with_the_audits_verdicts(toy, tmp_path
     whole = {a.claim.id: a for a in audit_paper(toy, tmp_path / "tables")}
     text = "\n".join(table_claims_section(toy, "table1", frame, "smoke"))
     assert text.startswith("## Claims on this table") and "they are not findings" in text
-    rows = {cells[0].strip("` "): [cell.strip() for cell in cells] for line in text.splitlines()
-            if line.startswith("| `") and (cells := line.strip("|").split("|"))}
-    assert set(rows) == set(whole) - {"compute_hours"}  # prose only: no table read
-    for claim_id, row in rows.items():
-        assert (row[2], row[3]) == (escape(whole[claim_id].paper_verdict), escape(whole[claim_id].our_verdict))
+    listed = {line.split("`")[1]: line for line in text.split("<details>")[0].splitlines() if line.startswith("- `")}
+    assert set(listed) == set(whole) - {"compute_hours"}  # prose only: no table read
+    for claim_id, line in listed.items():
+        verdicts = f"Paper's numbers: {escape(whole[claim_id].paper_verdict)}; ours: {escape(whole[claim_id].our_verdict)}."
+        assert line.endswith(verdicts), line
+    assert "<details><summary>Readings of each claim</summary>" in text  # a summary the HTML page passes
     assert "not findings" not in "\n".join(table_claims_section(toy, "table1", frame, "full"))
 
 
@@ -297,7 +298,7 @@ def test_a_claim_reading_several_tables_is_named_on_each_and_audited_whole(tmp_p
         audits, others = audit_table(spec, table, pd.DataFrame(columns=list(COLUMNS)))
         assert claim in others and claim.id not in {a.claim.id for a in audits}
         text = "\n".join(table_claims_section(spec, table, pd.DataFrame(columns=list(COLUMNS)), "full"))
-        assert f"`{claim.id}` (" in text.split("Reading other tables too")[1]
+        assert f"`{claim.id}` (" in text.split("- Reading other tables too")[1]
     alone = [c for c in load_claims(spec) if claim_tables(c) == {"table1"}]
     assert all(c.id in "\n".join(table_claims_section(spec, "table1", pd.DataFrame(columns=list(COLUMNS)), "full"))
                for c in alone)

@@ -1,6 +1,9 @@
 """The pictures of the reports, on the papers' own printed tables: the verdict heat map colours each cell by its
 difference in tolerances of its own column, signed by the metric's direction; an ablation is a line over the setting
-it varies; a table with nothing to compare has no plot; training curves draw whichever known columns a log has."""
+it varies; a table with nothing to compare has no plot; training curves draw whichever known columns a log has; a
+table's page fits a screen of 1,400 pixels in headless Chromium."""
+
+import re
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -9,6 +12,7 @@ import pytest
 from matplotlib.colors import to_rgb
 
 from helpers import REPO
+from helpers.browser import browse, needs_chromium
 from hypvl.errors import InputError
 from hypvl.expected import load_expected
 from hypvl.replication import plots
@@ -185,3 +189,27 @@ def test_training_curves_draw_poinclips_apex_order_apart_from_the_loss_terms(tmp
     assert {"apex_rate", "apex_radius_agreement"} <= {line.get_label() for line in figure.axes[1].get_lines()}
     assert figure.axes[1].get_ylim() == (-0.05, 1.05)
     plt.close(figure)
+
+
+# run in the page: the right edge of the table under "Ours beside the paper", written where --dump-dom shows it
+MEASURE = ("<script>const h = [...document.querySelectorAll('h2')].find(e => e.textContent === 'Ours beside the "
+           "paper'); const t = h.nextElementSibling.querySelector('table'); document.body.dataset.right = "
+           "Math.ceil(t.getBoundingClientRect().right);</script>")
+
+
+@needs_chromium
+@pytest.mark.parametrize("scale", ["full", "smoke"])
+def test_the_compact_table_of_sixteen_columns_fits_1400_pixels(tmp_path, scale):
+    """HyCoCLIP Table 1 (16 columns, 19 rows: the widest the papers print side by side): the table under "Ours beside
+    the paper" ends inside the window, its row labels wrapping, its cells numbers and marks without words."""
+    frame = moved("hycoclip", "table1", scale, lambda line: 0.5)
+    out = tmp_path / "table1.md"
+    write_report(spec_of("hycoclip"), "table1", frame, out)
+    cells = out.read_text().split("## Ours beside the paper")[1].split("Each cell:")[0]
+    assert "paper" not in cells.split("\n", 3)[3]  # the body: numbers and marks only
+    page = tmp_path / "measured.html"
+    page.write_text(out.with_suffix(".html").read_text().replace("</body>", MEASURE + "</body>"))
+    dom = browse([page], tmp_path / "chromium", width=1400)[page]
+    right = re.search(r'data-right="(\d+)"', dom)
+    assert right, "the page was not measured"
+    assert int(right[1]) <= 1400, f"the compact table ends at {right[1]} px"

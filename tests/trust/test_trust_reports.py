@@ -17,30 +17,16 @@ from pathlib import Path
 import pytest
 
 from helpers import REPO
+from helpers.browser import browse, needs_chromium
 from helpers.replication_fixture import FIXTURE, OURS, edit_spec, write_metrics
 from hypvl.cli import main
 from hypvl.errors import InputError
 from hypvl.replication.html import to_html
 from hypvl.spec.load import load_spec
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH: the pages are not read in a browser "
-                                    "(.ci/run installs Debian's `chromium` where apt-get can)")
 PWNED = "document.title='pwned';document.body.appendChild(document.createElement('hr')).id='pwned'"
 SCRIPT = f"<script>{PWNED}</script>"
 IMAGE = f"<img src=x onerror=\"{PWNED}\">"
-
-
-def browse(pages: list[Path], profile: Path) -> dict[Path, str]:
-    """Each page's DOM after Chromium ran its scripts (2 s of virtual time), the pages side by side."""
-    def run(index, page):
-        return subprocess.Popen(
-            [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             f"--user-data-dir={profile / str(index)}", "--virtual-time-budget=2000", "--dump-dom", page.as_uri()],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    runs = [run(index, page) for index, page in enumerate(pages)]
-    return {page: process.communicate(timeout=120)[0] for page, process in zip(pages, runs)}
 
 
 def assert_no_script_ran(dom: str, page: Path) -> None:

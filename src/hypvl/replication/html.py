@@ -20,7 +20,7 @@ body { font-family: system-ui, sans-serif; font-size: 14px; margin: 1.5em; max-w
 table { border-collapse: collapse; margin: 0.5em 0 1em; font-size: 12px; }
 th, td { border: 1px solid #ccc; padding: 2px 6px; white-space: nowrap; }
 th { background: #f3f3f3; position: sticky; top: 0; }
-td:first-child { text-align: left; }
+td:first-child { text-align: left; white-space: normal; min-width: 10em; max-width: 18em; }
 tr:nth-child(even) td { background: #fafafa; }
 td sub { color: #777; }
 img { max-width: 100%; }

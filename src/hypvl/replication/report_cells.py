@@ -93,12 +93,13 @@ def grid(expected: ExpectedTable, cell_text, rows: dict[str, tuple[str, str]] | 
 
 def compact_cell(line, places: int) -> str:
     """Ours (± the seeds' spread) with its verdict mark (none where not comparable: the banner says so), and under
-    it the paper's number, small; the missing or external marker alone."""
+    it the paper's number, small and grey (the line under the table says so: no word in the cell, so that a table of
+    16 columns fits a page); the missing or external marker alone."""
     if line.verdict in ("missing", "external"):
         return marker(line)
     spread = f"±{line.spread:.{places}f}" if line.n_seeds > 1 else ""
     mark = "" if line.verdict == "not_comparable" else f" {marker(line)}"
-    return f"{line.ours:.{places}f}{spread}{mark}<br><sub>paper {escape(line.paper_text)}</sub>"
+    return f"{line.ours:.{places}f}{spread}{mark}<br><sub>{escape(line.paper_text)}</sub>"
 
 
 def compact_grid(expected: ExpectedTable, labels: dict[str, str], cell_text) -> list[str]:

@@ -87,21 +87,22 @@ def table_claims_section(spec: PaperSpec, table_name: str, frame: pd.DataFrame, 
     if not audits and not spanning:
         return []
     lines = ["## Claims on this table", "", *_scale_note(scale)]
-    if audits:
-        lines += markdown_table(["claim", "sentence", "paper's numbers", "ours"],
-                                [[f"`{a.claim.id}`", f"\"{_md(a.claim.sentence)}\"", _md(a.paper_verdict),
-                                  _md(a.our_verdict)] for a in audits])
-        lines.append("")
-        lines += _details_block("Each claim's readings", [line for a in audits
-                                                          for line in [f"**`{a.claim.id}`**", "", *_claim_details(a)]])
+    # a list, not a table: a sentence wraps, and the verdicts stay on the page
+    lines += [f"- `{a.claim.id}`: \"{_md(a.claim.sentence)}\" Paper's numbers: {_md(a.paper_verdict)}; ours: "
+              f"{_md(a.our_verdict)}." for a in audits]
     if spanning:
-        lines += ["Reading other tables too (their audit: `reports/claims.md`): "
-                  + ", ".join(f"`{claim.id}` ({', '.join(sorted(claim_tables(claim) - {table_name}))})"
-                              for claim in spanning) + ".", ""]
+        lines.append("- Reading other tables too (audited in `reports/claims.md`): "
+                     + ", ".join(f"`{claim.id}` ({', '.join(sorted(claim_tables(claim) - {table_name}))})"
+                                 for claim in spanning) + ".")
+    lines.append("")
+    if audits:
+        lines += _details_block("Readings of each claim", [line for a in audits
+                                                           for line in [f"**`{a.claim.id}`**", "", *_claim_details(a)]])
     return lines
 
 
 def _details_block(summary: str, lines: list[str]) -> list[str]:
+    """`lines` collapsed under `summary` (words only: hypvl.replication.html passes no other summary)."""
     return [f"<details><summary>{summary}</summary>", "", *lines, "</details>", ""]
 
 
