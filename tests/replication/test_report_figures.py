@@ -149,6 +149,33 @@ def test_an_ablation_keys_its_verdict_colours_and_never_gives_ours_an_axis_of_it
     plt.close(figure)
 
 
+def with_extra_row(frame: pd.DataFrame, ours: float) -> pd.DataFrame:
+    """The frame with an extra model's row (`extra__mine`) as compare writes one: every column measured, no paper."""
+    first = frame[frame["row"] == frame["row"].iloc[0]].copy()
+    first["row"], first["experiment"], first["verdict"] = "extra__mine", "extra_mine", "extra"
+    first["ours"], first["paper"], first["paper_text"], first["delta"] = ours, np.nan, "", np.nan
+    return pd.concat([frame, first], ignore_index=True)
+
+
+def test_an_extra_model_is_drawn_as_a_row_of_its_own_with_its_numbers(tmp_path):
+    """An extra model's row (config `extra_models`): its own colour, keyed in the legend, each cell its number written
+    in (not the white of a missing cell); in the compact table its numbers with no paper line under them."""
+    spec = spec_of("hycoclip")
+    frame = with_extra_row(moved("hycoclip", "table1", "full", lambda line: 0.5), 12.34)
+    labels = compared_labels(spec, "table1", load_expected(spec.table("table1").expected_path), "full",
+                             ["extra__mine"])
+    figure = table_figure(spec, "table1", standings(frame, spec, "table1"), labels, "test")
+    extra = {colour for (row, _), colour in drawn_cells(figure).items() if row.startswith("mine")}
+    assert extra == {colour(plots.EXTRA)} and colour(plots.EXTRA) != colour(plots.NO_DIFFERENCE)
+    assert [t.get_text() for t in figure.axes[0].texts].count("12.3") == 16
+    assert "extra model: its own number, compared with none" in [t.get_text() for t in figure.legends[0].get_texts()]
+    plt.close(figure)
+    out = tmp_path / "table1.md"
+    write_report(spec, "table1", frame, out)
+    [line] = [line for line in out.read_text().splitlines() if line.startswith("| mine (extra model)")]
+    assert line.count("12.34 –") == 16 and "<sub>" not in line
+
+
 def test_a_table_with_nothing_to_compare_gets_a_note_not_a_plot(tmp_path):
     """HierarCaps Table 2 (parameter counts) is all external."""
     spec = spec_of("hierarcaps")

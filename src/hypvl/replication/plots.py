@@ -2,8 +2,8 @@
 signed so that positive is better (hypvl.replication.standing), one heat map per unit the table prints.
 
 Colours carry the verdict: green within tolerance, yellow within the seed spread, blues better and reds worse than
-the paper (deeper by each further tolerance), grey not comparable (no colour: not paper scale), white where there
-is no difference (missing, external, no paper number). PNGs are saved without the matplotlib version, so a plot is
+the paper (deeper by each further tolerance), grey not comparable (no colour: not paper scale), sand an extra model's
+row (its own number written in), white where there is no difference (missing, external, no paper number). PNGs are saved without the matplotlib version, so a plot is
 the same bytes wherever the same numbers are drawn.
 """
 
@@ -25,6 +25,7 @@ BETTER = ("#92c5de", "#4393c3", "#2166ac")  # by 1-2, 2-3 and over 3 tolerances
 WORSE = ("#f4a582", "#d6604d", "#b2182b")
 OFF = "#c2a5cf"  # outside tolerance, a metric with no direction
 NOT_COMPARABLE = "#d9d9d9"
+EXTRA = "#e6dcc8"  # an extra model's row (config `extra_models`): its own number, compared with none
 NO_DIFFERENCE = "#ffffff"
 _TEXT = {"missing": "?", "external": "ext", "no_paper_value": "n/p"}
 
@@ -34,13 +35,15 @@ def cell_colour(standing: str, signed: float) -> str:
     if standing in ("better", "worse"):
         depth = min(int(np.ceil(abs(signed))) - 2, 2) if abs(signed) > 1 else 0
         return (BETTER if standing == "better" else WORSE)[max(depth, 0)]
-    return {"within": WITHIN, "within_seed_spread": SEED_SPREAD, "off": OFF,
-            "not_comparable": NOT_COMPARABLE}.get(standing, NO_DIFFERENCE)
+    return {"within": WITHIN, "within_seed_spread": SEED_SPREAD, "off": OFF, "not_comparable": NOT_COMPARABLE,
+            "extra": EXTRA}.get(standing, NO_DIFFERENCE)
 
 
 def _cell_text(line) -> tuple[str, str]:
     """(text, its colour) written in a cell: the signed difference in tolerances (± the seeds' spread), grey where
-    not comparable; a marker where there is no difference."""
+    not comparable; an extra model's own number; a marker where there is no difference."""
+    if line.standing == "extra":
+        return f"{line.ours:.3g}", "black"
     if pd.isna(line.signed):
         return _TEXT.get(line.verdict, ""), "0.35"
     text = f"{line.signed:+.1f}" + (f"\n±{line.signed_spread:.1f}" if pd.notna(line.signed_spread) else "")
@@ -87,6 +90,7 @@ def legend_patches(frame: pd.DataFrame) -> list[Patch]:
                *((colour, f"better by {label} tolerances") for colour, label in zip(BETTER, ("1–2", "2–3", "> 3"))),
                *((colour, f"worse by {label} tolerances") for colour, label in zip(WORSE, ("1–2", "2–3", "> 3"))),
                (OFF, "outside (no direction)"), (NOT_COMPARABLE, "not comparable (not paper scale)"),
+               (EXTRA, "extra model: its own number, compared with none"),
                (NO_DIFFERENCE, "? missing, ext external, n/p no paper number")]
     return [Patch(facecolor=colour, edgecolor="0.6", label=label) for colour, label in entries if colour in used]
 

@@ -99,7 +99,8 @@ def compact_cell(line, places: int) -> str:
         return marker(line)
     spread = f"±{line.spread:.{places}f}" if line.n_seeds > 1 else ""
     mark = "" if line.verdict == "not_comparable" else f" {marker(line)}"
-    return f"{line.ours:.{places}f}{spread}{mark}<br><sub>{escape(line.paper_text)}</sub>"
+    paper = f"<br><sub>{escape(line.paper_text)}</sub>" if line.paper_text else ""  # none under an extra model's
+    return f"{line.ours:.{places}f}{spread}{mark}{paper}"
 
 
 def compact_grid(expected: ExpectedTable, labels: dict[str, str], cell_text) -> list[str]:

@@ -65,7 +65,7 @@ def column_units(spec: PaperSpec, table_name: str) -> dict[str, ColumnUnit]:
 
 def _standing(verdict: str, signed: float) -> str:
     """A cell's standing from its verdict and its signed difference in tolerances (NaN where there is none)."""
-    if verdict in ("within", "within_seed_spread", "not_comparable"):
+    if verdict in ("within", "within_seed_spread", "not_comparable", "extra"):
         return verdict
     if verdict != "outside":
         return "none"
