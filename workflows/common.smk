@@ -9,6 +9,7 @@ from pathlib import Path
 
 from hypvl.io import refuse_future_dated
 from hypvl.workflow import Plan
+from hypvl.workflow.reports import FLAGSHIP
 
 PLAN = Plan(config)
 SCALE = config["scale"]

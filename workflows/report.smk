@@ -77,22 +77,22 @@ rule report:
 
 
 rule flagship_report:
-    # reports/tableN.md: HyCoCLIP's tables, the suite's flagship, at the top of reports/
+    # reports/tableN.md: the flagship paper's tables (HyCoCLIP's, hypvl.workflow.reports.FLAGSHIP) at the top of reports/
     input:
-        csv=f"{RESULTS}/tables/hycoclip/{{table}}.csv",
-        spec=f"{config['replication_dir']}/hycoclip.yaml",
-        curves=lambda w: PLAN.reports.curves("hycoclip", w.table).values(),
+        csv=f"{RESULTS}/tables/{FLAGSHIP}/{{table}}.csv",
+        spec=f"{config['replication_dir']}/{FLAGSHIP}.yaml",
+        curves=lambda w: PLAN.reports.curves(FLAGSHIP, w.table).values(),
     output:
         md=f"{REPORTS}/{{table}}.md",
-        png=table_result(f"{REPORTS}/{{table}}.png", "report/plot.rst", "hycoclip"),
-        html=table_result(f"{REPORTS}/{{table}}.html", "report/table.rst", "hycoclip"),
+        png=table_result(f"{REPORTS}/{{table}}.png", "report/plot.rst", FLAGSHIP),
+        html=table_result(f"{REPORTS}/{{table}}.html", "report/table.rst", FLAGSHIP),
     log:
         f"{RESULTS}/logs/report/flagship/{{table}}.log",
     conda:
         ENV
     params:
         expected_dir=config["expected_dir"],
-        curves=lambda w: PLAN.reports.curves_arg("hycoclip", w.table),
+        curves=lambda w: PLAN.reports.curves_arg(FLAGSHIP, w.table),
     shell:
         "hypvl report --spec {input.spec:q} --table {wildcards.table} --expected-dir {params.expected_dir:q}"
         " --compare-csv {input.csv:q} --out {output.md:q} {params.curves} > {log:q} 2>&1"

@@ -19,6 +19,7 @@ from hypvl.replication.markdown import escape
 from hypvl.replication.markdown import table as markdown_table
 from hypvl.spec.tables import External
 from hypvl.workflow import Plan
+from hypvl.workflow.reports import FLAGSHIP
 
 COUNTED = ("computed", "external", *REASONS)  # the columns of the overview
 
@@ -121,10 +122,10 @@ def render_coverage(plan: Plan, frames: dict, metrics_dir, link_from: Path) -> s
 
 def _report_of(plan: Plan, paper: str, table: str) -> Path:
     """A table's report to link: reports/<paper>/<table>.md, or where only the flagship target (reports/<table>.md,
-    HyCoCLIP's tables) has been made, that one."""
+    the flagship paper's tables) has been made, that one."""
     target = plan.reports.target(paper, table)
     flagship = plan.reports.folder / f"{table}.md"
-    return flagship if paper == "hycoclip" and not target.exists() and flagship.exists() else target
+    return flagship if paper == FLAGSHIP and not target.exists() and flagship.exists() else target
 
 
 def _coverage(args) -> None:

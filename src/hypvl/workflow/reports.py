@@ -31,6 +31,9 @@ def check_report_text(config: dict) -> None:
                          "page's scripts; refused")
 
 
+FLAGSHIP = "hycoclip"  # the paper whose tables are also reports/tableN.* (the README's main job: reports/table1.md)
+
+
 class ReportStage:
     """The compare, report, claims, coverage, index and regression targets of one plan."""
 
