@@ -73,17 +73,12 @@ def test_cpu_run_measures_every_configuration_with_the_cost_models_flops(tmp_pat
     assert {line.count("|") for line in table} == {markdown.splitlines()[-len(rows) - 2].count("|")}  # the header's
 
 
-def test_no_configuration_starts_past_the_budget(tmp_path):
-    _run(tmp_path, "--budget-s", "0", "--methods", "clip", "--backbones", "vit_s16")
-    results = json.loads((tmp_path / "gpu_benchmark.json").read_text())
-    assert [row["error"].split(":")[0] for row in results["configurations"]] == ["skipped", "skipped"]
-    assert "skipped" in results["eval_pipeline"]["error"]
-
-
-def test_compiled_configurations_take_inductors_modes(tmp_path):
+def test_compiled_configurations_take_inductors_modes_and_none_starts_past_the_budget(tmp_path):
     _run(tmp_path, "--budget-s", "0", "--methods", "clip", "--backbones", "vit_s16", "--precisions", "bf16",
          "--compile", "off,on,max-autotune-no-cudagraphs")
     results = json.loads((tmp_path / "gpu_benchmark.json").read_text())
+    assert [row["error"].split(":")[0] for row in results["configurations"]] == ["skipped"] * 3  # a budget of 0 s
+    assert "skipped" in results["eval_pipeline"]["error"]
     assert [(row["compile"], row["compile_mode"]) for row in results["configurations"]] == [
         (False, None), (True, "default"), (True, "max-autotune-no-cudagraphs")]
     table = [line.split("|")[4].strip() for line in (tmp_path / "gpu_benchmark.md").read_text().splitlines()
@@ -97,7 +92,8 @@ def test_compiled_configurations_take_inductors_modes(tmp_path):
 def test_attention_kernels_are_configurations_of_their_own(tmp_path):
     """`--attention`: each kernel asked for is a configuration, after PyTorch's choice (auto), and the one that runs
     (on the CPU, PyTorch's flash kernel or its plain one, as the profile tells them apart), the peer compared with our
-    CLIP under the same kernel; the markdown says which; a kernel train.attention does not know is refused."""
+    CLIP under the same kernel; the markdown says which and each step's profile; a kernel train.attention does not know
+    is refused."""
     _run(tmp_path, "--methods", "clip,open_clip", "--backbones", "vit_s16", "--precisions", "bf16",
          "--attention", "math,auto", "--batch", "4", "--profile")
     rows = json.loads((tmp_path / "gpu_benchmark.json").read_text())["configurations"]
@@ -107,6 +103,11 @@ def test_attention_kernels_are_configurations_of_their_own(tmp_path):
     # matmuls and a softmax, leaves that kind about 1% (the dispatching operators' own time)
     for auto, math in ((rows[0], rows[2]), (rows[1], rows[3])):
         assert auto["profile"]["shares"]["attention"] > 5 * math["profile"]["shares"]["attention"]
+    # `--profile` splits a step's operators' own time by kind of work, shares summing to 1, listed in the markdown
+    profile = rows[0]["profile"]
+    assert sum(profile["shares"].values()) == pytest.approx(1.0)
+    assert profile["shares"]["matmul"] > 0.05 and 0 < profile["profiled_s"] and len(profile["top"]) == 8
+    assert "clip vit_s16 bf16 compile off attention auto:" in (tmp_path / "gpu_benchmark.md").read_text()
     assert rows[3]["ours_over_peer"] == pytest.approx(rows[3]["step_s"] / rows[2]["step_s"])
     table = [line.split("|")[5].strip() for line in (tmp_path / "gpu_benchmark.md").read_text().splitlines()
              if line.startswith(("| clip", "| open_clip"))]
@@ -139,18 +140,6 @@ def test_each_configuration_takes_the_batch_of_its_measured_twin():
     assert script.batch_twin(row(method="meru", mode="default", attention="flash"), rows)["batch"] == 1200
     assert script.batch_twin(row(method="hycoclip", mode="default"), rows) is None
     assert script.batch_twin(row(), rows) is None  # an eager one with PyTorch's kernel searches its own
-
-
-def test_profile_splits_a_steps_time_by_kind_of_work(tmp_path):
-    """`--profile` on the CPU: the operators' own time of a CLIP step, shares summing to 1 with matmuls and attention
-    among them, listed in the markdown."""
-    _run(tmp_path, "--methods", "clip", "--backbones", "vit_s16", "--precisions", "bf16", "--batch", "4", "--profile")
-    results = json.loads((tmp_path / "gpu_benchmark.json").read_text())
-    profile = results["configurations"][0]["profile"]
-    assert sum(profile["shares"].values()) == pytest.approx(1.0)
-    assert profile["shares"]["matmul"] > 0.05 and profile["shares"]["attention"] > 0
-    assert 0 < profile["profiled_s"] and len(profile["top"]) == 8
-    assert "clip vit_s16 bf16 compile off attention auto:" in (tmp_path / "gpu_benchmark.md").read_text()
 
 
 def test_a_time_limit_outlasts_code_that_swallows_its_exception():
