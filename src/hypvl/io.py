@@ -258,14 +258,17 @@ def write_json(path, value, **dumps) -> None:
 def future_dated(folders, now: float | None = None, slack: float = 60.0) -> list[Path]:
     """Every file under `folders` dated more than `slack` seconds after `now` (a clock set wrong, a copy from a
     machine ahead), sorted."""
-    now = time.time() if now is None else now
-    found = []
-    for folder in folders:
-        for root, _, files in os.walk(folder):
-            for name in files:
-                with contextlib.suppress(OSError):  # gone meanwhile: nothing to date
-                    if (Path(root) / name).lstat().st_mtime > now + slack:
-                        found.append(Path(root) / name)
+    limit = (time.time() if now is None else now) + slack
+    found, folders = [], [os.fspath(folder) for folder in folders]
+    while folders:  # os.walk's files and folders (no link to a folder followed), by scandir: every planning reads them
+        with contextlib.suppress(OSError), os.scandir(folders.pop()) as entries:  # gone meanwhile: nothing to date
+            for entry in entries:
+                with contextlib.suppress(OSError):
+                    if entry.is_dir():
+                        if not entry.is_symlink():
+                            folders.append(entry.path)
+                    elif entry.stat(follow_symlinks=False).st_mtime > limit:
+                        found.append(Path(entry.path))
     return sorted(found)
 
 

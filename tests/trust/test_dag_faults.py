@@ -41,11 +41,17 @@ def finished_outputs(folder: Path) -> dict[str, int]:
             if (folder / name).exists() and not any(path.endswith(name) for path in pending)}
 
 
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> Path:
+    """The target run uninterrupted (its folder), once for both kinds of kill."""
+    folder = workdir(tmp_path_factory.mktemp("dag"), "reference")
+    run(folder)
+    return folder
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("hard", [False, True], ids=["sigterm", "sigkill_group"])
-def test_killed_workflow_resumes_without_redoing_or_consuming_partial_outputs(tmp_path, hard):
-    reference = workdir(tmp_path, "reference")
-    run(reference)
+def test_killed_workflow_resumes_without_redoing_or_consuming_partial_outputs(tmp_path, reference, hard):
     folder = workdir(tmp_path, "killed")
     delay = random.uniform(2.0, 16.0)
     process = subprocess.Popen(command(folder), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
