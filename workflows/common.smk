@@ -89,6 +89,23 @@ def data_ready(wildcards):
     return PLAN.data.inputs(wildcards.get("experiment"))
 
 
+# The params every rule making an {experiment}'s model shares (train, finetune, import_weights, import_standin,
+# import_extra): its spec, its folder, and the evaluations it runs in the same process once the model is made.
+def experiment_spec(wildcards):
+    """The replication spec declaring the {experiment}."""
+    return PLAN.spec_path(wildcards.experiment)
+
+
+def model_folder(wildcards):
+    """results/<scale>/models/<experiment>: where a training writes its checkpoint, log and summary."""
+    return f"{RESULTS}/models/{wildcards.experiment}"
+
+
+def evaluations_after(wildcards, threads):
+    """The `:: evaluate ...` commands a job making the {experiment}'s model runs after it (`evaluate_with_training`)."""
+    return PLAN.evaluation.with_training_commands(wildcards.experiment, threads)
+
+
 # Warm start (config `warm_start`, hypvl.runtime.warm): a run that executes jobs on this machine starts one
 # `hypvl serve` that imports torch and the model code once; every `hypvl` job is forked from it (each finds it
 # through $HYPVL_WARM_SOCKET) instead of paying that start-up itself. <results>/logs/warm_server.log lists the jobs it

@@ -92,7 +92,7 @@ else:
         resources:
             **PLAN.step_resources("train"),
         params:
-            spec=lambda w: PLAN.spec_path(w.experiment),
+            spec=experiment_spec,
             cfg=lambda w: PLAN.outside.standin_config(w.experiment),
             settings=run_settings,  # untracked (common.smk)
             out=lambda w, output: above(output.checkpoint),
@@ -122,9 +122,9 @@ rule import_weights:
     resources:
         **PLAN.step_resources("import"),
     params:
-        spec=lambda w: PLAN.spec_path(w.experiment),
+        spec=experiment_spec,
         cfg=PLAN.step_config("import"),
-        then=lambda w, threads: PLAN.evaluation.with_training_commands(w.experiment, threads),
+        then=evaluations_after,
         claim=gpu_claim,  # untracked (common.smk)
     shell:
         "{params.claim}hypvl import-weights --spec {params.spec:q} --experiment {wildcards.experiment}"
@@ -155,9 +155,9 @@ rule import_standin:
         **PLAN.step_resources("import"),
     params:
         layout=lambda w: PLAN.outside.standin_args(w.experiment),
-        spec=lambda w: PLAN.spec_path(w.experiment),
+        spec=experiment_spec,
         cfg=PLAN.step_config("import"),
-        then=lambda w, threads: PLAN.evaluation.with_training_commands(w.experiment, threads),
+        then=evaluations_after,
         claim=gpu_claim,  # untracked (common.smk)
     shell:
         "{params.claim}hypvl write-standin {params.layout:q} --checkpoint {input.source:q} --out {output.weights:q}"
@@ -188,7 +188,7 @@ rule import_extra:
     params:
         extra=lambda w: PLAN.outside.extra_args(w.experiment),
         cfg=PLAN.step_config("import_extra"),
-        then=lambda w, threads: PLAN.evaluation.with_training_commands(w.experiment, threads),
+        then=evaluations_after,
         claim=gpu_claim,  # untracked (common.smk)
     shell:
         "{params.claim}hypvl import-extra {params.extra:q} --config-json {params.cfg}"

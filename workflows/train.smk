@@ -31,14 +31,14 @@ rule train:
             for name in PLAN.training.RESOURCES
         },
     params:
-        spec=lambda w: PLAN.spec_path(w.experiment),
+        spec=experiment_spec,
         declared=lambda w: PLAN.declared_id(w.experiment),  # a seed variant trains its experiment with another seed
         seed=lambda w: PLAN.experiment(w.experiment).seed,
         cfg=lambda w: PLAN.training.experiment_config(PLAN.declared_id(w.experiment)),
         settings=run_settings,  # untracked (common.smk)
-        out=lambda w: f"{RESULTS}/models/{w.experiment}",
+        out=model_folder,
         init=lambda w, input: ["--init-checkpoint", input.init] if input.init else [],
-        then=lambda w, threads: PLAN.evaluation.with_training_commands(w.experiment, threads),
+        then=evaluations_after,
         launch=lambda w, threads: PLAN.training.launcher(w.experiment, threads),  # torchrun where a run has GPUs
         claim=gpu_claim,  # untracked (common.smk)
     shell:
@@ -68,12 +68,12 @@ rule finetune:
     resources:
         **PLAN.step_resources("finetune"),
     params:
-        spec=lambda w: PLAN.spec_path(w.experiment),
+        spec=experiment_spec,
         cfg=PLAN.step_config("finetune"),
         settings=run_settings,  # untracked (common.smk)
         data=lambda w: [word for option in PLAN.training.finetune_data(w.experiment).items() for word in option],
-        out=lambda w: f"{RESULTS}/models/{w.experiment}",
-        then=lambda w, threads: PLAN.evaluation.with_training_commands(w.experiment, threads),
+        out=model_folder,
+        then=evaluations_after,
         claim=gpu_claim,  # untracked (common.smk)
     shell:
         "{params.claim}hypvl finetune --spec {params.spec:q} --experiment {wildcards.experiment}"
