@@ -86,3 +86,22 @@ def test_every_extra_the_code_names_is_declared():
     named = {line.split('require("', 1)[1].split('"')[2] for path in (REPO / "src").rglob("*.py")
              for line in path.read_text().splitlines() if 'require("' in line}
     assert named and named <= declared
+
+
+def test_the_cpu_install_takes_the_locks_versions_which_its_cpu_wheels_satisfy():
+    """docs/install.md's CPU-only install: its PyTorch command names the lock's torch and torchvision, and the CPU
+    wheels' versions (`<pin>+cpu`) satisfy the lock's pins, so the project's install after it keeps them and pulls
+    no CUDA build (a local version label matches a pin without one, PEP 440)."""
+    import re
+
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
+
+    lock = dict(re.findall(r"^(torch|torchvision)==(\S+)$", (REPO / "constraints.txt").read_text(), re.M))
+    install = (REPO / "docs" / "install.md").read_text().split("## A CPU-only install", 1)[1].split("\n## ", 1)[0]
+    [command] = [line for line in install.splitlines() if "download.pytorch.org/whl/cpu" in line]
+    assert dict(re.findall(r"\b(torch|torchvision)==(\S+)", command)) == lock
+    for package, version in lock.items():
+        assert Version(f"{version}+cpu") in SpecifierSet(f"=={version}"), package
+        assert Version(f"{version}+cu130") in SpecifierSet(f"=={version}")  # why the order of the two installs matters
+        assert f"`{version}+cpu`" in install
