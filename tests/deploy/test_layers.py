@@ -1,4 +1,5 @@
-"""Imports point down the data flow (docs/architecture.md, Layers), and planning imports no torch nor Pillow.
+"""Imports point down the data flow (docs/architecture.md, Layers), nothing outside the generated worlds imports them,
+and planning imports no torch nor Pillow.
 
 Every `hypvl` import in `src/hypvl`, at module level or inside a function, is checked against the layer
 order below: a module may import its own package and packages of lower layers only.
@@ -79,6 +80,44 @@ def test_every_unit_has_a_layer():
 
 def test_imports_point_down_the_data_flow():
     assert upward_imports() == []
+
+
+WORLDS = ("data.synthetic", "data.pilot")  # the generated worlds (smoke, pilot): written in the real formats
+# cli registers their commands; the task registry's smoke scale is the smoke world's sets (their order, and the
+# chance levels of its class counts)
+WORLD_USERS = ("cli.py", "tasks.py")
+
+
+def world_imports(root: Path = SRC) -> list[str]:
+    """Every import of a generated world from outside the worlds: the real path never depends on generated data."""
+    bad = []
+    for path in sorted(root.rglob("*.py")):
+        inside = ".".join(path.relative_to(root).parts)
+        if inside.startswith(WORLDS) or inside in WORLD_USERS:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            names = ([alias.name for alias in node.names] if isinstance(node, ast.Import) else
+                     [_resolved(path.relative_to(root), node)] if isinstance(node, ast.ImportFrom) else [])
+            bad += [f"{path.relative_to(root.parent)}:{node.lineno}: imports {name}" for name in names
+                    if name.removeprefix("hypvl.").startswith(WORLDS)]
+    return bad
+
+
+def _resolved(relative: Path, node: ast.ImportFrom) -> str:
+    """The absolute module an ImportFrom names (relative ones resolved against the file's package)."""
+    if node.level == 0:
+        return node.module or ""
+    package = relative.parts[:-1]
+    return ".".join(("hypvl", *package[:len(package) - node.level + 1], *([node.module] if node.module else [])))
+
+
+def test_nothing_outside_the_generated_worlds_imports_them(tmp_path):
+    assert world_imports() == []
+    fake = tmp_path / "hypvl"  # the check itself: a real reader reaching into the smoke world is reported
+    (fake / "data" / "synthetic").mkdir(parents=True)
+    (fake / "data" / "fingerprint.py").write_text("from .synthetic.build import MANIFEST\n")
+    assert world_imports(fake) == ["hypvl/data/fingerprint.py:1: imports hypvl.data.synthetic.build"]
 
 
 def test_an_upward_import_is_caught(tmp_path, monkeypatch):

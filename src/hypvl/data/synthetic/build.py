@@ -12,6 +12,7 @@ corpora into HyCoCLIP's grounded shards is the next step (`hypvl ground`).
 
 from pathlib import Path
 
+from hypvl.data.fingerprint import MANIFEST  # at the root of the world: every evaluation set, the settings, the hierarchy
 from hypvl.io import atomic_directory, write_json
 
 from .classification import write_classification_set
@@ -34,7 +35,6 @@ EVAL_DATASETS = ("coco_captions", "coco_instances", "flickr30k", "imagenet_isa",
                  "hierarcaps_test", "hierarcaps_train", "hyperlex", "breeds")
 
 
-MANIFEST = "manifest.json"  # at the root of the world: every evaluation set, the settings and the hierarchy
 CORPUS_SUMMARY = "corpus.json"  # beside a raw corpus's shards: what was written (format, samples, shards)
 
 
