@@ -174,6 +174,7 @@ def test_cli_compare_report_index(workspace):
     assert 'href="tiny/table1.html"' in page and 'href="claims.html"' in page and ".md\"" not in page
     agreement = next(line for line in index.splitlines() if line.startswith("| tiny"))  # the paper's counts
     assert [cell.strip() for cell in agreement.split("|")[1:-1]] == ["tiny", "0", "0", "0", "5", "2", "12"]
+    assert "> **SMOKE SCALE: synthetic world, tiny models; numbers are not comparable to the paper**" in index
     args = parser.parse_args(["compare", "--spec", spec, "--table", "table7", "--metrics-dir", str(metrics_dir),
                               "--scale", "smoke", "--out", str(csv_path)])
     with pytest.raises(InputError, match=r"tiny\.yaml: no table 'table7'"):

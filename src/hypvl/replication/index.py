@@ -9,10 +9,10 @@ import pandas as pd
 
 from hypvl.errors import InputError
 from hypvl.io import atomic_write
-from hypvl.replication.compare import read_compare_csv
+from hypvl.replication.compare import FULL_SCALE, read_compare_csv
 from hypvl.replication.markdown import escape
 from hypvl.replication.markdown import table as markdown_table
-from hypvl.replication.report import SUMMARY_PREFIX
+from hypvl.replication.report import SUMMARY_PREFIX, banner
 
 # the agreement columns of the index, in order: verdict -> heading
 AGREEMENT = {"within": "within", "outside": "outside", "within_seed_spread": "within seed spread",
@@ -42,6 +42,13 @@ def agreement(tables_dir, reports: dict[str, list[str]]) -> pd.DataFrame:
     return pd.DataFrame.from_dict(counts, orient="index", columns=[*AGREEMENT, "cells"])
 
 
+def _scales(tables_dir, reports: dict[str, list[str]]) -> list[str]:
+    """The scales the tables' compare CSVs were measured at, paper scale last."""
+    found = {scale for paper, tables in reports.items() for table in tables
+             for scale in read_compare_csv(Path(tables_dir, paper, f"{table}.csv"))["scale"]}
+    return sorted(found, key=lambda scale: (scale == FULL_SCALE, scale))
+
+
 def agreement_table(counts: pd.DataFrame) -> list[str]:
     """The markdown table of `agreement`: a row per paper, its counts, and the cells neither external nor without
     a paper number."""
@@ -63,9 +70,11 @@ def render_index(reports_dir, out, tables_dir=None) -> None:
     reports = {path: sorted(path.glob("*.md"), key=_natural_key) for path in sorted(reports_dir.iterdir())
                if path.is_dir() and any(path.glob("*.md"))}
     if tables_dir is not None and reports:
-        counts = agreement(tables_dir, {paper.name: [path.stem for path in tables] for paper, tables in reports.items()})
-        lines += ["## Agreement with the papers", "", "The cells of each paper's tables below, by verdict.", "",
-                  *agreement_table(counts), ""]
+        tables = {paper.name: [path.stem for path in found] for paper, found in reports.items()}
+        banners = [banner(scale) for scale in _scales(tables_dir, tables)]  # what the tables' numbers are
+        lines += ["## Agreement with the papers", "", *(f"> {text}" for text in banners), *([""] if banners else []),
+                  "The cells of each paper's tables below, by verdict.", "",
+                  *agreement_table(agreement(tables_dir, tables)), ""]
     for paper, tables in reports.items():
         lines += [f"## {escape(paper.name)}", ""]
         for report in tables:
