@@ -5,6 +5,7 @@ real, with your model an open_clip folder of random weights at the README's `pat
 it as the README gives it; the targets of many jobs (a whole table of trainings, every table) as dry runs."""
 
 import csv
+import json
 import re
 import shlex
 import subprocess
@@ -14,7 +15,7 @@ from pathlib import Path
 import yaml
 
 from helpers import REPO
-from helpers.library import open_clip_folder
+from helpers.library import OPEN_CLIP_CFG, open_clip_folder
 from helpers.workflow import TINY
 
 README = REPO / "README.md"
@@ -77,3 +78,29 @@ def test_the_readmes_commands_run_as_written_in_a_fresh_folder(tmp_path):
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     assert (tmp_path / "by_hand" / "zs_imagenet.json").is_file()
+
+
+def test_the_manuals_open_clip_folder_recipe_writes_a_folder_the_suite_reads(tmp_path, monkeypatch):
+    """docs/your-model.md's recipe for an open_clip folder, run as written but for the architecture (a tiny one
+    registered with open_clip, as any of `open_clip.list_models()` is) and the weights (random: pretrained=None):
+    the suite imports the folder it writes, with the same weights and the model's own preprocessing."""
+    import open_clip
+    import torch
+
+    from hypvl.models.library_import import import_open_clip
+
+    block = (REPO / "docs" / "your-model.md").read_text().split("## Writing a folder", 1)[1]
+    [recipe] = re.findall(r"```python\n(.*?)```", block.split("\n## ", 1)[0], re.S)
+    assert '"ViT-B-32", "laion2b_s34b_b79k", Path("path/to/folder")' in recipe
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "hypvl-tiny.json").write_text(json.dumps(OPEN_CLIP_CFG["model_cfg"]))
+    open_clip.add_model_config(tmp_path / "configs")
+    monkeypatch.chdir(tmp_path)
+    torch.manual_seed(0)
+    exec(recipe.replace('"ViT-B-32", "laion2b_s34b_b79k"', '"hypvl-tiny", None'), {})  # noqa: S102 (the manual's code)
+    folder = tmp_path / "path" / "to" / "folder"
+    written = torch.load(folder / "open_clip_pytorch_model.bin", weights_only=True)
+    model = import_open_clip(folder, f"open_clip:{folder}")
+    assert all(torch.equal(model.model.state_dict()[key], value) for key, value in written.items())
+    assert model.image_size == 32 and json.loads((folder / "open_clip_config.json").read_text())[
+        "preprocess_cfg"]["interpolation"] == "bicubic"
