@@ -92,6 +92,10 @@ def _make_smoke_run(tmp: Path) -> None:
 # The longest modules, begun first: the smoke run's regression and the SLURM tests (which share the test cluster, one
 # of them restarting it, so they stay on one worker).
 FIRST_MODULES = ("test_smoke_regression", "test_slurm")
+# then the next longest (a minute or more each, measured in CI), so that the workers end together rather than one
+# of them beginning a long module when the other has nothing left
+LONG_MODULES = ("test_pilot", "test_extra_rows", "test_train_stopping", "test_dag_faults", "test_determinism",
+                "test_newcomer", "test_train_step", "test_train_distributed", "test_benchmark_gpu", "test_warm")
 
 
 def pytest_xdist_make_scheduler(config, log):
@@ -108,9 +112,17 @@ def pytest_xdist_make_scheduler(config, log):
 
 
 def pytest_collection_modifyitems(items):
-    """FIRST_MODULES first, one per worker; in them, the tests that need the smoke run last (the other worker makes it
-    meanwhile)."""
-    items.sort(key=lambda item: (item.module.__name__ not in FIRST_MODULES, "smoke_run" in item.fixturenames))
+    """FIRST_MODULES first, one per worker (in them, the tests that need the smoke run last: the other worker makes it
+    meanwhile), then LONG_MODULES, the longest first; every other module after them, in collection order."""
+    order = (*FIRST_MODULES, *LONG_MODULES)
+
+    def rank(item) -> tuple[int, bool]:
+        name = item.module.__name__.rsplit(".", 1)[-1]
+        first = name in FIRST_MODULES
+        return (order.index(name) if name in order else len(order)) if not first else 0, first and (
+            "smoke_run" in item.fixturenames)
+
+    items.sort(key=rank)
 
 
 def pytest_terminal_summary(terminalreporter):
