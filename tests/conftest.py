@@ -114,13 +114,11 @@ def pytest_xdist_make_scheduler(config, log):
 def pytest_collection_modifyitems(items):
     """FIRST_MODULES first, one per worker (in them, the tests that need the smoke run last: the other worker makes it
     meanwhile), then LONG_MODULES, the longest first; every other module after them, in collection order."""
-    order = (*FIRST_MODULES, *LONG_MODULES)
-
     def rank(item) -> tuple[int, bool]:
         name = item.module.__name__.rsplit(".", 1)[-1]
-        first = name in FIRST_MODULES
-        return (order.index(name) if name in order else len(order)) if not first else 0, first and (
-            "smoke_run" in item.fixturenames)
+        if name in FIRST_MODULES:
+            return 0, "smoke_run" in item.fixturenames
+        return 1 + (LONG_MODULES.index(name) if name in LONG_MODULES else len(LONG_MODULES)), False
 
     items.sort(key=rank)
 

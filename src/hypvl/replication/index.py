@@ -30,22 +30,24 @@ def _natural_key(path: Path):
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", path.stem)]
 
 
-def agreement(tables_dir, reports: dict[str, list[str]]) -> pd.DataFrame:
-    """Per paper (rows, in `reports` order: paper -> its tables) the number of cells of each AGREEMENT verdict in its
-    tables' compare CSVs (`<tables_dir>/<paper>/<table>.csv`), and `cells`, every cell."""
-    counts = {}
-    for paper, tables in reports.items():
-        verdicts = pd.concat([read_compare_csv(Path(tables_dir, paper, f"{table}.csv"))["verdict"] for table in tables]
-                             or [pd.Series(dtype=str)])
-        counts[paper] = {**{verdict: int((verdicts == verdict).sum()) for verdict in AGREEMENT},
-                         "cells": len(verdicts)}
+def compared(tables_dir, reports: dict[str, list[str]]) -> dict[str, pd.DataFrame]:
+    """Per paper (in `reports` order: paper -> its tables) its tables' compare CSVs
+    (`<tables_dir>/<paper>/<table>.csv`), read once and joined."""
+    return {paper: pd.concat([read_compare_csv(Path(tables_dir, paper, f"{table}.csv")) for table in tables])
+            if tables else pd.DataFrame({"verdict": [], "scale": []}, dtype=str) for paper, tables in reports.items()}
+
+
+def agreement(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """Per paper (rows) the number of cells of each AGREEMENT verdict in its compare tables (`compared`), and
+    `cells`, every cell."""
+    counts = {paper: {**{verdict: int((frame["verdict"] == verdict).sum()) for verdict in AGREEMENT},
+                      "cells": len(frame)} for paper, frame in frames.items()}
     return pd.DataFrame.from_dict(counts, orient="index", columns=[*AGREEMENT, "cells"])
 
 
-def _scales(tables_dir, reports: dict[str, list[str]]) -> list[str]:
-    """The scales the tables' compare CSVs were measured at, paper scale last."""
-    found = {scale for paper, tables in reports.items() for table in tables
-             for scale in read_compare_csv(Path(tables_dir, paper, f"{table}.csv"))["scale"]}
+def scales(frames: dict[str, pd.DataFrame]) -> list[str]:
+    """The scales the compare tables were measured at, paper scale last."""
+    found = {scale for frame in frames.values() for scale in frame["scale"]}
     return sorted(found, key=lambda scale: (scale == FULL_SCALE, scale))
 
 
@@ -70,11 +72,10 @@ def render_index(reports_dir, out, tables_dir=None) -> None:
     reports = {path: sorted(path.glob("*.md"), key=_natural_key) for path in sorted(reports_dir.iterdir())
                if path.is_dir() and any(path.glob("*.md"))}
     if tables_dir is not None and reports:
-        tables = {paper.name: [path.stem for path in found] for paper, found in reports.items()}
-        banners = [banner(scale) for scale in _scales(tables_dir, tables)]  # what the tables' numbers are
+        frames = compared(tables_dir, {paper.name: [path.stem for path in found] for paper, found in reports.items()})
+        banners = [banner(scale) for scale in scales(frames)]  # what the tables' numbers are
         lines += ["## Agreement with the papers", "", *(f"> {text}" for text in banners), *([""] if banners else []),
-                  "The cells of each paper's tables below, by verdict.", "",
-                  *agreement_table(agreement(tables_dir, tables)), ""]
+                  "The cells of each paper's tables below, by verdict.", "", *agreement_table(agreement(frames)), ""]
     for paper, tables in reports.items():
         lines += [f"## {escape(paper.name)}", ""]
         for report in tables:
