@@ -54,10 +54,10 @@ def metrics_path(metrics_dir, experiment: str, task: str) -> Path:
     return Path(metrics_dir) / experiment / f"{task}.json"
 
 
-def read_metrics_record(path: Path, experiment: str, task: str, scale: str) -> dict:
+def read_metrics_record(path: Path, experiment: str | None, task: str, scale: str) -> dict:
     """The record of a metrics JSON, checked: InputError names the file when it is not JSON, belongs to
-    another experiment, task or scale, holds no metrics, a metric or sample count that is no finite number within
-    ±NUMBER_LIMIT, or no provenance."""
+    another experiment (None: any it names), task or scale, holds no metrics, a metric or sample count that is no
+    finite number within ±NUMBER_LIMIT, or no provenance."""
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as error:
@@ -66,8 +66,10 @@ def read_metrics_record(path: Path, experiment: str, task: str, scale: str) -> d
         raise InputError(f"{path}: not valid JSON: {error}") from None
     if not isinstance(record, dict):
         raise InputError(f"{path}: expected a JSON object")
+    if experiment is None and not (isinstance(record.get("experiment"), str) and record["experiment"]):
+        raise InputError(f"{path}: experiment is {record.get('experiment')!r}, expected an experiment id")
     for key, wanted in (("experiment", experiment), ("task", task), ("scale", scale)):
-        if record.get(key) != wanted:
+        if wanted is not None and record.get(key) != wanted:
             raise InputError(f"{path}: {key} is {record.get(key)!r}, expected {wanted!r}")
     metrics = record.get("metrics")
     if not isinstance(metrics, dict) or not metrics:

@@ -66,14 +66,7 @@ def metric_files(paths) -> list[Path]:
 def read_records(paths, scale: str) -> list[dict]:
     """The checked records of the metric JSONs `paths` name (`metric_files`), each `<task>.json` of the experiment it
     records (whatever its folder is called), sorted by experiment and task."""
-    records = []
-    for path in metric_files(paths):
-        try:
-            experiment = json.loads(path.read_text(encoding="utf-8")).get("experiment")
-        except (ValueError, AttributeError):
-            experiment = None  # read_metrics_record names the problem
-        records.append(read_metrics_record(path, experiment if isinstance(experiment, str) else path.parent.name,
-                                           path.stem, scale))
+    records = [read_metrics_record(path, None, path.stem, scale) for path in metric_files(paths)]
     return sorted(records, key=lambda record: (record["experiment"], record["task"]))
 
 
@@ -106,11 +99,11 @@ def clip_benchmark_model(identity: dict) -> dict:
     kind, _, where = source.partition(":")
     library = identity.get("library")
     if library == "open_clip":
-        release = OPEN_CLIP_RELEASE.match(where)
-        if release and not Path(where).exists():
+        local = Path(where).exists() or where.startswith((".", "/"))
+        release = None if local else OPEN_CLIP_RELEASE.match(where)
+        if release:
             return {"model": release[1], "pretrained": release[2], "model_type": library}
-        prefix = "local-dir:" if Path(where).exists() or where.startswith((".", "/")) else "hf-hub:"
-        return {"model": prefix + where, "pretrained": "", "model_type": library}
+        return {"model": ("local-dir:" if local else "hf-hub:") + where, "pretrained": "", "model_type": library}
     if library:
         return {"model": where, "pretrained": "", "model_type": library}
     model = "_".join(str(part) for part in (identity.get("method"), identity.get("backbone")) if part)
