@@ -145,6 +145,13 @@ def _accuracy(chance: float | None = None, name: str = "accuracy") -> Metric:
     return Metric(name, True, chance)
 
 
+def _zero_shot_metrics(chance: float) -> tuple[Metric, ...]:
+    """Mean per-class accuracy and top-1, and top-5 (chance 5x top-1's) on a set of five classes or more."""
+    metrics = (_accuracy(chance, "mean_per_class_accuracy"), _accuracy(chance, "top1"))
+    top5 = (_accuracy(5 * chance, "top5"),) if round(100 / chance) >= 5 else ()
+    return metrics + top5
+
+
 def all_tasks(scale: str) -> dict[str, Task]:
     """Task id -> Task, for every task the suite computes at `scale` (a fresh mapping of the registry)."""
     return dict(_registry(scale))
@@ -153,8 +160,7 @@ def all_tasks(scale: str) -> dict[str, Task]:
 @lru_cache(maxsize=None)
 def _registry(scale: str) -> dict[str, Task]:
     """Task id -> Task at `scale`, built once per process (planning asks for it once per table cell)."""
-    tasks = [Task(f"zs_{name}", "zeroshot", (_accuracy(_chance(scale, name), "mean_per_class_accuracy"),
-                                             _accuracy(_chance(scale, name), "top1")))
+    tasks = [Task(f"zs_{name}", "zeroshot", _zero_shot_metrics(_chance(scale, name)))
              for name in zero_shot_datasets(scale)]
     tasks.append(Task("hier_imagenet", "hierarchy", (
         *(Metric(name, False, kind="nonnegative", unit="edges") for name in ("tie", "lca")),

@@ -7,12 +7,12 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from sklearn.metrics import accuracy_score, balanced_accuracy_score, recall_score
+from sklearn.metrics import accuracy_score, balanced_accuracy_score, recall_score, top_k_accuracy_score
 
 from hypvl.errors import InputError
 from hypvl.evaluate.hierarchy import IsAHierarchy
 from hypvl.evaluate.metrics.checks import NonFiniteEmbeddingError, check_finite
-from hypvl.evaluate.metrics.classification import mean_per_class_accuracy, top1_accuracy
+from hypvl.evaluate.metrics.classification import mean_per_class_accuracy, top1_accuracy, top_k_accuracy
 from hypvl.evaluate.metrics.hierarchical import (
     hierarchical_jaccard,
     hierarchical_precision,
@@ -37,6 +37,20 @@ def test_accuracies_match_sklearn(rng):
         assert mean_per_class_accuracy(pred, torch.as_tensor(target), 7) == pytest.approx(
             100 * balanced_accuracy_score(target, pred), abs=1e-6
         )
+
+
+def test_top_k_accuracy_matches_sklearn_and_breaks_ties_as_argmax(rng):
+    for k in (1, 2, 5):
+        target = rng.integers(0, 7, size=300)
+        scores = rng.normal(size=(300, 7)) + 1.5 * np.eye(7)[target] * rng.random((300, 1))
+        expected = 100 * top_k_accuracy_score(target, scores, k=k, labels=np.arange(7))
+        assert top_k_accuracy(torch.as_tensor(scores), target, k) == pytest.approx(expected, abs=1e-9)
+    # all scores tied: argmax picks class 0, so the top-2 are classes 0 and 1 (worked by hand: 2 of 4 samples)
+    tied = torch.zeros(4, 3)
+    assert top_k_accuracy(tied, [0, 1, 2, 2], 2) == 50.0
+    assert top_k_accuracy(tied, [0, 1, 2, 2], 1) == top1_accuracy(tied, torch.tensor([0, 1, 2, 2])) == 25.0
+    with pytest.raises(ValueError, match="1 <= k <= 3"):
+        top_k_accuracy(tied, [0, 1, 2, 2], 5)
 
 
 def test_mean_per_class_accuracy_absent_classes(rng):

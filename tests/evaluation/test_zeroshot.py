@@ -50,6 +50,7 @@ def test_metrics_match_an_independent_computation(folder, method):
     assert result.metrics["mean_per_class_accuracy"] == pytest.approx(
         100 * balanced_accuracy_score(target, pred.numpy()), abs=1e-6)
     assert result.metrics["top1"] == pytest.approx(100 * (pred.numpy() == target).mean(), abs=1e-6)
+    assert "top5" not in result.metrics  # three classes: top-5 is undefined, as CLIP_benchmark leaves acc5 (NaN)
 
 
 def test_nan_embeddings_are_an_error_and_nothing_is_written(folder, tmp_path, monkeypatch):
@@ -64,12 +65,14 @@ def test_nan_embeddings_are_an_error_and_nothing_is_written(folder, tmp_path, mo
     ({"top1": float("nan")}, "'top1' is nan, not a finite number"),
     ({"top1": -5.0}, "'top1' is -5.0, outside [0, 100] for a percent"),
     ({"top1": 2100.0}, "'top1' is 2100.0, outside [0, 100] for a percent"),
-    ({"top1": 50.0, "top5": 70.0}, "'top5' is not a metric of task 'zs_cifar10'"),
+    ({"top1": 50.0, "top10": 70.0}, "'top10' is not a metric of task 'zs_cifar10'"),
+    ({"top1": 50.0, "top5": 70.0}, "'top5' is not a metric of task 'zs_food101'"),  # four classes at smoke scale
 ])
 def test_metrics_json_refuses_undeclared_non_finite_and_out_of_range_values(tmp_path, metrics, problem):
     out = tmp_path / "m.json"
+    task = "zs_food101" if "food101" in problem else "zs_cifar10"
     with pytest.raises(InputError, match=re.escape(problem)):
-        write_metrics(out, "e", "zs_cifar10", "smoke", metrics, 3, "abc", 0.1)
+        write_metrics(out, "e", task, "smoke", metrics, 3, "abc", 0.1)
     assert not out.exists()
 
 

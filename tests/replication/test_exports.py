@@ -36,9 +36,13 @@ def test_the_model_is_named_as_clip_benchmarks_options_name_it(identity, named):
 
 def test_zero_shot_records_its_prompts_and_the_probe_its_protocol_under_names_of_its_own():
     model = {"experiment": "e", "method": "meru", "backbone": "vit_s16"}
-    zero_shot = clip_benchmark_result(record("zs_cifar10", {"top1": 50.0, "mean_per_class_accuracy": 40.0}, model,
-                                             prompts="clip"))
-    assert zero_shot["metrics"] == {"acc1": 0.5, "mean_per_class_recall": 0.4} and zero_shot["prompts"] == "clip"
+    measured = {"top1": 50.0, "top5": 90.0, "mean_per_class_accuracy": 40.0}
+    zero_shot = clip_benchmark_result(record("zs_cifar10", measured, model, prompts="clip"))
+    assert zero_shot["metrics"] == {"acc1": 0.5, "acc5": 0.9, "mean_per_class_recall": 0.4}
+    assert zero_shot["prompts"] == "clip"
+    # fewer than five classes: acc5 as CLIP_benchmark leaves it, undefined (its NaN, JSON's null)
+    two_way = clip_benchmark_result(record("zs_pcam", {"top1": 50.0, "mean_per_class_accuracy": 50.0}, model))
+    assert two_way["metrics"] == {"acc1": 0.5, "acc5": None, "mean_per_class_recall": 0.5}
     older = clip_benchmark_result(record("zs_cifar10", {"top1": 50.0}, model))  # measured before prompts were recorded
     assert older["prompts"].startswith("unrecorded")
     probe = clip_benchmark_result(record("linprobe_pets", {"accuracy": 25.0, "val_accuracy": 30.0, "best_c": 1.0},
@@ -95,6 +99,6 @@ def test_export_what_exists_from_any_folder_hypvl_evaluate_wrote(tmp_path, capsy
     assert len(rows) == 2 + 6
     cifar = json.loads((out / "clip_benchmark" / "cifar10_extra_model_zeroshot_classification.json").read_text())
     assert (cifar["model"], cifar["pretrained"], cifar["prompts"]) == ("ViT-B-32", "openai", "clip")
-    assert cifar["metrics"] == {"acc1": 0.91, "mean_per_class_recall": 0.905}
+    assert cifar["metrics"] == {"acc1": 0.91, "acc5": None, "mean_per_class_recall": 0.905}
     assert main([*argv[:1], str(tmp_path / "nowhere"), *argv[2:]]) != 0
     assert f"{tmp_path / 'nowhere'}: no such metric JSON or folder" in capsys.readouterr().err

@@ -7,8 +7,9 @@ percent, fraction, correlation, nonnegative), whether higher is better, scale.
 For the tasks CLIP_benchmark also has (LAION-AI/CLIP_benchmark, `clip_benchmark eval`), a JSON as it dumps one:
 {"dataset", "model", "pretrained", "task", "metrics", "language"}, under its dataset names (`imagenet1k`,
 `vtab/caltech101`, `mscoco_captions`...) and metric names, as fractions in [0, 1]: zero-shot classification `acc1`
-(our top-1) and `mean_per_class_recall` (our mean per-class accuracy: the balanced accuracy it computes); retrieval
-`image_retrieval_recall@K` (text -> image, our t2i) and `text_retrieval_recall@K` (image -> text, our i2t). `model`
+(our top-1), `acc5` (our top-5; null, CLIP_benchmark's NaN, on a set of fewer than five classes or in a record
+measured before hypvl computed it) and `mean_per_class_recall` (our mean per-class accuracy: the balanced accuracy it
+computes); retrieval `image_retrieval_recall@K` (text -> image, our t2i) and `text_retrieval_recall@K` (image -> text, our i2t). `model`
 and `pretrained` name the model as its `--model` and `--pretrained` would (`clip_benchmark_model`), the same whether
 it was measured by the workflow or by `hypvl evaluate --source`. Keys beside them, which `clip_benchmark build` turns
 into columns: `model_type` (its `--model_type`: the library that loads the model, `hypvl` for ours),
@@ -16,8 +17,7 @@ into columns: `model_type` (its `--model_type`: the library that loads the model
 Table 8 prompts by default, CLIP's under `eval_prompts: clip`; CLIP_benchmark's own are neither). The linear probe is
 MERU's protocol (L-BFGS logistic regression, its cost searched on val, refit on train + val), not CLIP_benchmark's
 (a linear layer trained by SGD): its score is `logreg_mean_per_class_recall`, never CLIP_benchmark's
-`lp_mean_per_class_recall`, and `protocol` says which. Metrics CLIP_benchmark computes and we do not (acc5) are
-absent; CUB is none of its sets.
+`lp_mean_per_class_recall`, and `protocol` says which. CUB is none of its sets.
 """
 
 import csv
@@ -41,7 +41,7 @@ CLIP_BENCHMARK_DATASETS = {
     "clevr": "vtab/clevr_count_all", "pcam": "vtab/pcam", "sst2": "renderedsst2",
 }
 RETRIEVAL_DATASETS = {"ret_coco": "mscoco_captions", "ret_flickr30k": "flickr30k"}
-ZERO_SHOT_METRICS = {"top1": "acc1", "mean_per_class_accuracy": "mean_per_class_recall"}
+ZERO_SHOT_METRICS = {"top1": "acc1", "top5": "acc5", "mean_per_class_accuracy": "mean_per_class_recall"}
 LINEAR_PROBE_METRICS = {"accuracy": "logreg_mean_per_class_recall"}  # MERU's protocol, not CLIP_benchmark's lp_*
 LINEAR_PROBE_PROTOCOL = ("MERU App. C: L-BFGS logistic regression on frozen features, cost searched on val, refit on "
                          "train + val, mean per-class recall on test")
@@ -123,12 +123,14 @@ def clip_benchmark_result(record: dict) -> dict | None:
     elif task.startswith("zs_") and task[3:] in CLIP_BENCHMARK_DATASETS:
         kind, dataset, names = "zeroshot_classification", CLIP_BENCHMARK_DATASETS[task[3:]], ZERO_SHOT_METRICS
         extra = {"prompts": record["provenance"].get("prompts", "unrecorded (measured before hypvl recorded it)")}
+        metrics = {"top5": None, **metrics}  # CLIP_benchmark writes acc5 on every set: NaN where undefined
     elif task.startswith("linprobe_") and task[9:] in CLIP_BENCHMARK_DATASETS:
         kind, dataset, names = "linear_probe", CLIP_BENCHMARK_DATASETS[task[9:]], LINEAR_PROBE_METRICS
         extra = {"protocol": LINEAR_PROBE_PROTOCOL}
     else:
         return None
-    converted = {theirs: metrics[ours] / 100.0 for ours, theirs in names.items() if ours in metrics}
+    converted = {theirs: None if metrics[ours] is None else metrics[ours] / 100.0
+                 for ours, theirs in names.items() if ours in metrics}
     named = clip_benchmark_model(record["provenance"].get("model") or {"experiment": record["experiment"]})
     return {"dataset": dataset, "model": named["model"], "pretrained": named["pretrained"], "task": kind,
             "metrics": converted, "language": "en", "model_type": named["model_type"],

@@ -1,4 +1,4 @@
-"""Classification metrics: top-1 and mean per-class accuracy (zero-shot), and the linear probe's cost search."""
+"""Classification metrics: top-1, top-k and mean per-class accuracy (zero-shot), and the linear probe's cost search."""
 
 from __future__ import annotations
 
@@ -16,6 +16,20 @@ def top1_accuracy(pred: torch.Tensor | np.ndarray, target: torch.Tensor | np.nda
     pred, target = class_labels(pred), torch.as_tensor(target).long()
     same_length(pred, target)
     return 100.0 * (pred == target).double().mean().item()
+
+
+def top_k_accuracy(scores: torch.Tensor | np.ndarray, target: torch.Tensor | np.ndarray, k: int) -> float:
+    """Percent of samples whose target is among the `k` highest of their (N, C) scores (CLIP_benchmark's acc5 for
+    k=5). Ties rank as `argmax` breaks them, the lower class index first, so k=1 is `top1_accuracy`."""
+    scores, target = torch.as_tensor(scores), torch.as_tensor(target).long()
+    check_finite("scores", scores)
+    same_length(scores, target)
+    if not 1 <= k <= scores.shape[1]:
+        raise ValueError(f"top-{k} accuracy needs 1 <= k <= {scores.shape[1]} classes")
+    own = scores.gather(1, target[:, None])
+    classes = torch.arange(scores.shape[1])
+    ahead = (scores > own) | ((scores == own) & (classes[None, :] < target[:, None]))
+    return 100.0 * (ahead.sum(dim=1) < k).double().mean().item()
 
 
 def mean_per_class_accuracy(
