@@ -15,7 +15,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from hypvl.config import load_config  # noqa: E402
-from hypvl.data.synthetic.build import WorldSettings, build_world  # noqa: E402
+from hypvl.worlds.smoke.build import WorldSettings, build_world  # noqa: E402
 from hypvl.grounding.commands import box_source_for, ground_corpus  # noqa: E402
 from hypvl.grounding.filters import BoxFilter  # noqa: E402
 from hypvl.grounding.phrases import PhraseExtractor  # noqa: E402

@@ -4,7 +4,7 @@
 # leaves {data_dir}/acquired/<dataset>.json. Grounding and evaluation jobs take these files as inputs, so missing
 # data stops a run in its first jobs, each saying what to fetch or prepare, never inside a training or evaluation
 # job. Downloads need the network, which cluster nodes often lack: the jobs run where Snakemake runs (localrules).
-# With config `fetch.mirror` every fetch comes from that local folder instead (hypvl.data.mirror); the pilot scale
+# With config `fetch.mirror` every fetch comes from that local folder instead (hypvl.acquire.mirror); the pilot scale
 # writes its world there first (rule pilot_world).
 
 

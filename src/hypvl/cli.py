@@ -20,9 +20,8 @@ SEPARATOR = "::"
 def command_modules() -> tuple:
     """The modules that register commands (imported here, not at the top: a client of a warm server imports none)."""
     from hypvl import coverage
-    from hypvl.data import acquire, check, probe_splits
-    from hypvl.data.pilot import commands as pilot_commands
-    from hypvl.data.synthetic import commands as synthetic_commands
+    from hypvl.acquire import fetch
+    from hypvl.data import check, probe_splits
     from hypvl.evaluate import commands as evaluate_commands
     from hypvl.grounding import calibration
     from hypvl.grounding import commands as grounding_commands
@@ -30,8 +29,10 @@ def command_modules() -> tuple:
     from hypvl.models import pilot_weights
     from hypvl.replication import commands as replication_commands
     from hypvl.train import commands as train_commands
+    from hypvl.worlds.pilot import commands as pilot_commands
+    from hypvl.worlds.smoke import commands as smoke_commands
 
-    return (synthetic_commands, pilot_commands, check, acquire, probe_splits, grounding_commands, calibration, train_commands, model_commands, pilot_weights,
+    return (smoke_commands, pilot_commands, check, fetch, probe_splits, grounding_commands, calibration, train_commands, model_commands, pilot_weights,
             evaluate_commands, replication_commands, coverage)
 
 

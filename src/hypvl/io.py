@@ -87,7 +87,7 @@ def link_or_copy(source, target) -> None:
     `source`'s permissions (never looser; the umask applies too): what a local mirror serves is not stored twice (the
     pilot's full-size weights took twice their 14 GB). `source` must be no symlink (resolve one first: a hard link to
     a symlink resolves against the link's folder). An existing `target` is unlinked first, never written into (a link
-    would write `source`), and the suite never opens a linked file for writing (`hypvl.data.download` replaces a
+    would write `source`), and the suite never opens a linked file for writing (`hypvl.acquire.download` replaces a
     partial download that is a link), so `source` never changes through the link."""
     status = os.lstat(source)
     if not stat.S_ISREG(status.st_mode):

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from hypvl.data.catalog import dataset_names, load_dataset_info
-from hypvl.data.synthetic.classification_sets import ALL_CLASSIFICATION_SETS
+from hypvl.worlds.smoke.classification_sets import ALL_CLASSIFICATION_SETS
 from hypvl.errors import number_problem, shown
 
 # metric kind -> closed range of its values

@@ -24,13 +24,15 @@ LAYERS = {
     "methods": 3,
     "runtime": 4, "geometry": 4,
     "data": 5,
-    "tasks": 6,
-    "spec": 7, "grounding": 7,
-    "losses": 8, "extras": 8,
-    "models": 9,
-    "train": 10, "evaluate": 10,
-    "replication": 11,
-    "workflow": 12, "coverage": 13, "cli": 14,
+    "acquire": 6,
+    "worlds": 7,
+    "tasks": 8,
+    "spec": 9, "grounding": 9,
+    "losses": 10, "extras": 10,
+    "models": 11,
+    "train": 12, "evaluate": 12,
+    "replication": 13,
+    "workflow": 14, "coverage": 15, "cli": 16,
 }
 
 
@@ -82,7 +84,7 @@ def test_imports_point_down_the_data_flow():
     assert upward_imports() == []
 
 
-WORLDS = ("data.synthetic", "data.pilot")  # the generated worlds (smoke, pilot): written in the real formats
+WORLDS = ("worlds",)  # the generated worlds (smoke, pilot): written in the real formats
 # cli registers their commands; the task registry's smoke scale is the smoke world's sets (their order, and the
 # chance levels of its class counts)
 WORLD_USERS = ("cli.py", "tasks.py")
@@ -115,9 +117,10 @@ def _resolved(relative: Path, node: ast.ImportFrom) -> str:
 def test_nothing_outside_the_generated_worlds_imports_them(tmp_path):
     assert world_imports() == []
     fake = tmp_path / "hypvl"  # the check itself: a real reader reaching into the smoke world is reported
-    (fake / "data" / "synthetic").mkdir(parents=True)
-    (fake / "data" / "fingerprint.py").write_text("from .synthetic.build import MANIFEST\n")
-    assert world_imports(fake) == ["hypvl/data/fingerprint.py:1: imports hypvl.data.synthetic.build"]
+    (fake / "worlds" / "smoke").mkdir(parents=True)
+    (fake / "acquire").mkdir()
+    (fake / "acquire" / "fingerprint.py").write_text("from ..worlds.smoke.build import MANIFEST\n")
+    assert world_imports(fake) == ["hypvl/acquire/fingerprint.py:1: imports hypvl.worlds.smoke.build"]
 
 
 def test_an_upward_import_is_caught(tmp_path, monkeypatch):
@@ -128,7 +131,7 @@ def test_an_upward_import_is_caught(tmp_path, monkeypatch):
     (fake / "data" / "reader.py").write_text("def f():\n    from hypvl.train.trainer import train\n")
     (fake / "train" / "loop.py").write_text("from ..data import reader\n")
     monkeypatch.setattr(sys.modules[__name__], "SRC", fake)
-    assert [line.split(": ", 1)[1] for line in upward_imports()] == ["data (layer 5) imports train (layer 10)"]
+    assert [line.split(": ", 1)[1] for line in upward_imports()] == ["data (layer 5) imports train (layer 12)"]
 
 
 def modules(package: str) -> list[str]:
@@ -169,7 +172,7 @@ def test_planning_imports_no_torch(module):
 
 def test_the_snakefile_plans_without_torch_or_pillow():
     """What the Snakefile and its rule files import, all in one process, loads none of HEAVY (Pillow came in through
-    models.sources -> data.acquire -> data.formats.common)."""
+    models.sources -> acquire.fetch -> data.formats.common)."""
     statements = workflow_imports()
     assert any("hypvl.workflow import Plan" in s for s in statements) and any("hypvl.config" in s for s in statements)
     assert heavy_after("\n".join(statements)) == "[]"

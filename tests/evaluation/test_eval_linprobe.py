@@ -15,10 +15,10 @@ from hypvl.data.catalog import load_dataset_info
 from hypvl.data.formats.classification_split import read_classification_split
 from hypvl.data.formats.imagefolder import load_image, read_imagefolder, write_imagefolder
 from hypvl.data.probe_splits import build_probe_splits
-from hypvl.data.synthetic.classification import write_classification_set
-from hypvl.data.synthetic.classification_sets import ALL_CLASSIFICATION_SETS
-from hypvl.data.synthetic.probe_sources import write_probe_sources
-from hypvl.data.synthetic.settings import WorldSettings
+from hypvl.worlds.smoke.classification import write_classification_set
+from hypvl.worlds.smoke.classification_sets import ALL_CLASSIFICATION_SETS
+from hypvl.worlds.smoke.probe_sources import write_probe_sources
+from hypvl.worlds.smoke.settings import WorldSettings
 from hypvl.data.transforms import resize_center_crop, to_tensor_batch
 from hypvl.errors import InputError
 from hypvl.evaluate import linprobe

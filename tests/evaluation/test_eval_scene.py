@@ -11,8 +11,8 @@ from helpers.eval_sets import NOUNS, _attribution
 from helpers.evaluation import SIZE, context, embed_one_by_one, embed_texts_one_by_one, nan_images, random_image
 from hypvl.data.formats.imagefolder import load_image
 from hypvl.data.formats.vlchecklist import CheckListItem, write_corpus, write_vlchecklist
-from hypvl.data.synthetic.settings import WorldSettings
-from hypvl.data.synthetic.vlchecklist_sets import write_vlchecklist_sets
+from hypvl.worlds.smoke.settings import WorldSettings
+from hypvl.worlds.smoke.vlchecklist_sets import write_vlchecklist_sets
 from hypvl.data.transforms import resize_center_crop
 from hypvl.errors import InputError
 from hypvl.evaluate import scene

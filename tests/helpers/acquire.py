@@ -5,12 +5,12 @@ import urllib.error
 from pathlib import Path
 
 from helpers import REPO
-from hypvl.data import acquire
+from hypvl.data import catalog
 
 
 FIXTURES = REPO / "tests" / "data" / "acquire"
 PREFIX = "https://fixtures.invalid/"
-CATALOG = Path(acquire.__file__).parent / "catalog"
+CATALOG = Path(catalog.__file__).parent / "catalog"
 
 
 class FixtureResponse(io.BytesIO):

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from hypvl.data.synthetic.corpora import write_corpus
-from hypvl.data.synthetic.settings import WorldSettings
+from hypvl.worlds.smoke.corpora import write_corpus
+from hypvl.worlds.smoke.settings import WorldSettings
 from hypvl.grounding import resume
 from hypvl.grounding.filters import BoxFilter
 

@@ -1,6 +1,6 @@
 """The smoke world at its smallest setting."""
 
-from hypvl.data.synthetic.settings import WorldSettings
+from hypvl.worlds.smoke.settings import WorldSettings
 
 
 TINY = WorldSettings(seed=3, grit_samples=24, redcaps_samples=20, cc3m_samples=12, yfcc15m_samples=10, per_class=2,

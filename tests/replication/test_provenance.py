@@ -15,9 +15,9 @@ from helpers import REPO
 from hypvl import provenance as provenance_module
 from hypvl.cli import main
 from hypvl.config import DEFAULT_CONFIG
-from hypvl.data.fingerprint import data_manifest_hash
-from hypvl.data.synthetic.classification import write_classification_set
-from hypvl.data.synthetic.settings import WorldSettings
+from hypvl.acquire.fingerprint import data_manifest_hash
+from hypvl.worlds.smoke.classification import write_classification_set
+from hypvl.worlds.smoke.settings import WorldSettings
 from hypvl.errors import InputError
 from hypvl.models.build import build_model
 from hypvl.models.checkpoints import save_checkpoint

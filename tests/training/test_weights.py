@@ -1,5 +1,5 @@
 """Weights from outside as DAG inputs: each spec source resolves to one entry of the weights manifest; fetching
-goes through hypvl.data.acquire (a published digest is verified, an unpublished one is said to be unverified and
+goes through hypvl.acquire.fetch (a published digest is verified, an unpublished one is said to be unverified and
 recorded, a mismatch or a truncated download leaves nothing); `hypvl import-weights` refuses, in one line naming
 the source and with nothing written, an unrecognised file, a digest that differs from the record, weights of
 another architecture and a model the libraries cannot build."""
@@ -20,8 +20,8 @@ from helpers.acquire import FixtureOpener
 from helpers.library import open_clip_folder, transformers_folder
 from helpers.models import TINY
 from hypvl.cli import main
-from hypvl.data.acquire import ChecksumMismatch, fetch
-from hypvl.data.manifest import load_sources
+from hypvl.acquire.fetch import ChecksumMismatch, fetch
+from hypvl.acquire.manifest import load_sources
 from hypvl.errors import InputError
 from hypvl.models.build import build_model
 from hypvl.models.checkpoints import load_checkpoint, read_checkpoint, save_checkpoint

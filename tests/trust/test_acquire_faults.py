@@ -17,10 +17,10 @@ import urllib.request
 
 import pytest
 
-from hypvl.data import download
-from hypvl.data.acquire import CHECKSUM_RECORD, fetch, read_checksum_record
-from hypvl.data.download import fetch_file, url_opener
-from hypvl.data.mirror import Mirror
+from hypvl.acquire import download
+from hypvl.acquire.fetch import CHECKSUM_RECORD, fetch, read_checksum_record
+from hypvl.acquire.download import fetch_file, url_opener
+from hypvl.acquire.mirror import Mirror
 from hypvl.errors import InputError
 
 PAYLOAD = random.Random(44).randbytes(116_000)

@@ -8,8 +8,8 @@ import os
 
 import pytest
 
-from hypvl.data.acquire import fetch, read_checksum_record
-from hypvl.data.mirror import Mirror
+from hypvl.acquire.fetch import fetch, read_checksum_record
+from hypvl.acquire.mirror import Mirror
 from hypvl.errors import InputError
 
 URL = "https://files.example.org/data/archive.bin"

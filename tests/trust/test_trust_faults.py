@@ -26,7 +26,7 @@ from helpers.format_fixtures import BUILDERS
 from helpers.trust import evaluate_argv, one_line
 from helpers.warm import FAKE_RUN, client, wait_for
 from hypvl.cli import main
-from hypvl.data.download import SameSchemeRedirects, fetch_file, url_opener
+from hypvl.acquire.download import SameSchemeRedirects, fetch_file, url_opener
 from hypvl.data.formats.clip_benchmark_wds import index_clip_benchmark_split
 from hypvl.errors import InputError
 from hypvl.io import atomic_write

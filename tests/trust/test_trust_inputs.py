@@ -21,8 +21,8 @@ from hypvl.config import load_config, validate_config
 from hypvl.data.formats.classification_split import read_classification_split
 from hypvl.data.formats.clip_benchmark_wds import ClipBenchmarkDataset, LabelledImage, write_clip_benchmark_wds
 from hypvl.data.formats.images import decode_image
-from hypvl.data.pilot.commands import write_pilot_world
-from hypvl.data.pilot.install import RECORD, STAGING, install
+from hypvl.worlds.pilot.commands import write_pilot_world
+from hypvl.worlds.pilot.install import RECORD, STAGING, install
 from hypvl.errors import InputError
 from hypvl.provenance import file_digest
 from hypvl.yaml_text import MAX_VALUES, safe_load

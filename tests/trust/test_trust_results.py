@@ -25,8 +25,8 @@ from helpers.library import open_clip_folder, transformers_folder
 from helpers.replication_fixture import FIXTURE, OURS, write_metrics
 from helpers.trust import ground_into_the_raw_folder, one_line, probe_into_a_folder_it_did_not_write
 from hypvl.cli import main
-from hypvl.data.synthetic.build import write_raw_corpus
-from hypvl.data.synthetic.settings import WorldSettings
+from hypvl.worlds.smoke.build import write_raw_corpus
+from hypvl.worlds.smoke.settings import WorldSettings
 from hypvl.errors import InputError
 from hypvl.io import OUTPUTS, write_json
 from hypvl.models.checkpoints import save_checkpoint

@@ -12,15 +12,15 @@ import zipfile
 import pytest
 
 from helpers.unpack import empty_files
-from hypvl.data import unpack as unpacking
-from hypvl.data.manifest import load_sources
-from hypvl.data.unpack import unpack
+from hypvl.acquire import unpack as unpacking
+from hypvl.acquire.manifest import load_sources
+from hypvl.acquire.unpack import unpack
 from hypvl.errors import InputError
 
 KILLED = """
 import os, signal, sys
 from pathlib import Path
-from hypvl.data import unpack
+from hypvl.acquire import unpack
 unpack._move_into = lambda *args: os.kill(os.getpid(), signal.SIGKILL)  # killed once every member is out
 unpack.unpack(Path(sys.argv[1]), Path(sys.argv[2]))
 """

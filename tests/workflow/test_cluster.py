@@ -15,7 +15,7 @@ from snakemake_executor_plugin_slurm.utils import set_gres_string
 
 from helpers.cluster import FULL, dry_run, job_of, jobs
 from hypvl.config import load_config
-from hypvl.data.manifest import load_sources
+from hypvl.acquire.manifest import load_sources
 from hypvl.errors import InputError
 from hypvl.workflow import Plan
 

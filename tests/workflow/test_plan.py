@@ -15,7 +15,7 @@ import yaml
 
 from helpers import REPO
 from hypvl.config import DEFAULT_CONFIG, load_config
-from hypvl.data.synthetic.probe_sources import probe_source_sets
+from hypvl.worlds.smoke.probe_sources import probe_source_sets
 from hypvl.errors import InputError
 from hypvl.methods import METHODS, built
 from hypvl.spec.load import load_all_specs

@@ -21,7 +21,7 @@ MODEL_IDENTITY = ("experiment", "method", "backbone", "data", "source", "library
 
 def evaluate_group(args) -> None:
     """Compute every task of `args.group` (or `args.tasks`) and write `<out_dir>/<task>.json` for each."""
-    from hypvl.data.fingerprint import data_manifest_hash
+    from hypvl.acquire.fingerprint import data_manifest_hash
     from hypvl.runtime.devices import on_device, select_device, use_threads
     from hypvl.evaluate.context import EvalContext
     from hypvl.evaluate.features import check_loader_memory, set_loader_workers

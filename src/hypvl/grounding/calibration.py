@@ -19,7 +19,7 @@ from pathlib import Path
 from tabulate import tabulate
 
 from hypvl.config import add_config_arguments, config_from_args, positive_int
-from hypvl.data.mirror import Mirror
+from hypvl.acquire.mirror import Mirror
 from hypvl.errors import InputError
 from hypvl.grounding.commands import box_source_for
 from hypvl.grounding.filters import CONFIDENCE_THRESHOLD, BoxFilter

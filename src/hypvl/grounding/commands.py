@@ -27,7 +27,7 @@ from pathlib import Path
 from hypvl.config import add_config_arguments, config_from_args, positive_int
 from hypvl.data.formats.decoded import write_twin
 from hypvl.data.formats.grounded import GroundedRecord, write_grounded_shards
-from hypvl.data.mirror import Mirror
+from hypvl.acquire.mirror import Mirror
 from hypvl.errors import InputError
 from hypvl.grounding.filters import BoxFilter
 from hypvl.grounding.pipeline import NoBoxes, OracleBoxes, SpanBoxes, ground

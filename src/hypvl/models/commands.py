@@ -15,7 +15,7 @@ def weights_record(outside, path: Path, standin: bool) -> dict:
     """What the checkpoint records of the weights it was made from: where, each file's sha256, whether each
     was verified against a published digest, and whether they are a smoke stand-in. A file whose digest
     differs from the manifest's or from the first-fetch record (SHA256SUMS) is refused."""
-    from hypvl.data.acquire import CHECKSUM_RECORD, RECORDS, ChecksumMismatch, read_checksum_record
+    from hypvl.acquire.fetch import CHECKSUM_RECORD, RECORDS, ChecksumMismatch, read_checksum_record
     from hypvl.models.sources import weights_manifest
     from hypvl.provenance import file_digest
 

@@ -3,7 +3,7 @@
 A folder in open_clip's or transformers' layout is loaded by the library (`library_import.import_library_model`), a
 released-format file by `released.import_released`, a checkpoint of the suite by `checkpoints.load_checkpoint` (a
 plug-in model class included, `hypvl.methods`). A hub id or open_clip release is first fetched into
-`<data_dir>/weights/extra/<name>` as a weights entry of the manifest is (`hypvl.data.acquire.fetch`: the Hub commit
+`<data_dir>/weights/extra/<name>` as a weights entry of the manifest is (`hypvl.acquire.fetch.fetch`: the Hub commit
 and every file's sha256 recorded on the first fetch and checked on later ones; config `fetch.mirror` honoured).
 The model's geometry must be the one declared.
 """
@@ -37,8 +37,8 @@ def hub_repository(extra: ExtraModel) -> str:
 
 def fetch_extra(extra: ExtraModel, config: dict) -> Path:
     """The folder a hub id or open_clip release is fetched into (`<data_dir>/weights/extra/<name>`)."""
-    from hypvl.data.acquire import fetch
-    from hypvl.data.mirror import Mirror
+    from hypvl.acquire.fetch import fetch
+    from hypvl.acquire.mirror import Mirror
 
     folder = Path(config["data_dir"]) / "weights" / "extra" / extra.name
     entry = {"hf_snapshot": {"repo": hub_repository(extra), "repo_type": "model", "revision": "main", "path": ".",

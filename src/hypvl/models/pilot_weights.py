@@ -1,4 +1,4 @@
-"""Full-size stand-ins for weights from outside, served by the pilot world's mirror (hypvl.data.pilot): randomly
+"""Full-size stand-ins for weights from outside, served by the pilot world's mirror (hypvl.worlds.pilot): randomly
 initialised models at the papers' sizes in the release layouts the import and grounding steps read.
 
 - a released MERU/HyCoCLIP checkpoint: `torch.save({"model": state_dict})` under the reference code's names, from a
@@ -18,8 +18,8 @@ import logging
 from pathlib import Path
 
 from hypvl.config import add_config_arguments, config_from_args
-from hypvl.data.manifest import load_sources, pinned
-from hypvl.data.mirror import Mirror
+from hypvl.acquire.manifest import load_sources, pinned
+from hypvl.acquire.mirror import Mirror
 from hypvl.errors import InputError
 from hypvl.io import atomic_write, write_json
 

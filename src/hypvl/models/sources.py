@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from hypvl.data.manifest import load_sources
+from hypvl.acquire.manifest import load_sources
 from hypvl.errors import InputError
 from hypvl.yaml_text import safe_load
 
@@ -48,7 +48,7 @@ class OutsideWeights:
 
     def unrecognised(self, folder: Path) -> list[str]:
         """The files under `folder` (hidden ones and the records of its fetch aside) the entry does not list."""
-        from hypvl.data.acquire import RECORDS  # only here: planning reads this module and needs no download code
+        from hypvl.acquire.fetch import RECORDS  # only here: planning reads this module and needs no download code
 
         found = [path.relative_to(folder).as_posix() for path in Path(folder).rglob("*")
                  if path.is_file() and not any(part.startswith(".") for part in path.relative_to(folder).parts)]

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from hypvl.data.acquire import HUB_RECORD, RECORDS, fetch
-from hypvl.data.mirror import Mirror
+from hypvl.acquire.fetch import HUB_RECORD, RECORDS, fetch
+from hypvl.acquire.mirror import Mirror
 from hypvl.models.commands import weights_record
 from hypvl.models.library_import import import_open_clip, import_transformers
 from hypvl.models.pilot_weights import PILOT_COMMIT, write_open_clip, write_transformers

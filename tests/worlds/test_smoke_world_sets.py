@@ -36,11 +36,11 @@ from hypvl.data.formats.vg_attribution import read_vg_attribution
 from hypvl.data.formats.vlchecklist import read_vlchecklist_corpus
 from hypvl.data.formats.wordnet_isa import read_wordnet_isa
 from hypvl.data.formats.yfcc import read_yfcc
-from hypvl.data.synthetic import world
-from hypvl.data.synthetic.build import build_world
-from hypvl.data.synthetic.captions import SUBREDDITS
-from hypvl.data.synthetic.classification_sets import ALL_CLASSIFICATION_SETS, CLASSIFICATION_SETS, MERU_EXTRA_SETS
-from hypvl.data.synthetic.settings import WorldSettings
+from hypvl.worlds.smoke import world
+from hypvl.worlds.smoke.build import build_world
+from hypvl.worlds.smoke.captions import SUBREDDITS
+from hypvl.worlds.smoke.classification_sets import ALL_CLASSIFICATION_SETS, CLASSIFICATION_SETS, MERU_EXTRA_SETS
+from hypvl.worlds.smoke.settings import WorldSettings
 from hypvl.io import OUTPUTS
 
 CONFIG = load_config()
@@ -307,7 +307,7 @@ def test_manifest_records_paths_and_counts(tiny):
 
 
 def test_another_seed_draws_other_pictures_and_captions():
-    from hypvl.data.synthetic.corpora import corpus_item
+    from hypvl.worlds.smoke.corpora import corpus_item
 
     a, b = corpus_item(TINY, "grit", 0), corpus_item(WorldSettings(seed=4), "grit", 0)
     assert a.image != b.image and a.caption != b.caption

@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from hypvl.data.synthetic import captions, world
-from hypvl.data.synthetic.corpora import corpus_picture
+from hypvl.worlds.smoke import captions, world
+from hypvl.worlds.smoke.corpora import corpus_picture
 
 
 def test_hierarchy_is_a_tree_with_three_levels_above_each_leaf():

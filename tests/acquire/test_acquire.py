@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from helpers.acquire import FixtureOpener, FixtureResponse, FIXTURES, PREFIX
-from hypvl.data.acquire import ChecksumMismatch, ManualStepRequired, fetch
-from hypvl.data.manifest import load_sources
+from hypvl.acquire.fetch import ChecksumMismatch, ManualStepRequired, fetch
+from hypvl.acquire.manifest import load_sources
 from hypvl.errors import InputError
 
 PAYLOAD = (FIXTURES / "payload.txt").read_bytes()
@@ -115,7 +115,7 @@ def test_a_web_page_sent_for_an_archive_is_neither_kept_nor_recorded(tmp_path, s
 def test_an_archive_can_be_unpacked_without_its_one_top_folder(tmp_path):
     """GitHub's source archives hold `<repo>-<commit>/`; `unpack_strip_top` puts the repository's files in the folder
     itself, and refuses an archive with more than one entry at its top."""
-    from hypvl.data.unpack import unpack
+    from hypvl.acquire.unpack import unpack
 
     def archive(path, names):
         with zipfile.ZipFile(path, "w") as handle:

@@ -170,7 +170,7 @@ def _write_shards(folder: Path, corpus: str, items: Iterable[CorpusItem], shard_
 def write_corpus(settings: WorldSettings, corpus: str, folder: Path, count: int,
                  first: Sequence[CorpusItem] = ()) -> list[Path]:
     """Write `count` samples of `corpus`, after the items `first`, as raw shards `<corpus>-NNNNNN.tar` (YFCC15M: its
-    subset list, metadata and images) into `folder`, a new folder (`hypvl.data.synthetic.build` swaps it in), plus the
+    subset list, metadata and images) into `folder`, a new folder (`hypvl.worlds.smoke.build` swaps it in), plus the
     oracle side file for box-less formats; returns the shard (metadata) paths."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)

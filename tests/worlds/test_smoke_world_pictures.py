@@ -4,7 +4,7 @@ smeared along x, a carried object straddling its carrier's top edge."""
 import numpy as np
 
 from helpers.smoke_world import TINY
-from hypvl.data.synthetic import render, vlchecklist_sets
+from hypvl.worlds.smoke import render, vlchecklist_sets
 
 
 def _looks(group: str, count: int = 24) -> dict[str, list[render.Picture]]:

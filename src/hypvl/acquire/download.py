@@ -11,7 +11,7 @@ blocking step (the connection, the TLS handshake, each read) times out after TIM
 (or an HTTP 408, 429 or 5xx; not a host name that does not exist) is retried a limited number of times, BACKOFF
 seconds after the first failure and twice as long after each next one. A redirect is followed only within its
 scheme: an https download never continues in the clear. Only https URLs are fetched, or file:// URLs of a local
-mirror (`hypvl.data.mirror`), whose files are linked (or copied) to `<file>.mirrored`, verified and renamed into
+mirror (`hypvl.acquire.mirror`), whose files are linked (or copied) to `<file>.mirrored`, verified and renamed into
 place. Written on urllib (the standard library's): what it lacks here is the scheme rule, a redirect handler.
 """
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from PIL import Image
 
-from hypvl.data.mirror import Mirror
-from hypvl.data.synthetic.settings import WorldSettings
+from hypvl.acquire.mirror import Mirror
+from hypvl.worlds.smoke.settings import WorldSettings
 from hypvl.errors import InputError
 from hypvl.io import atomic_write
 

@@ -1,4 +1,4 @@
-"""The acquisition manifest (src/hypvl/data/sources.yaml): https only, every pinned digest and commit sourced, paths
+"""The acquisition manifest (src/hypvl/acquire/sources.yaml): https only, every pinned digest and commit sourced, paths
 inside the destination, every dataset covered, and `hypvl acquire --list` saying how each is verified."""
 
 import re
@@ -7,9 +7,9 @@ import pytest
 import yaml
 
 from helpers.acquire import CATALOG, FIXTURES
-from hypvl.data import manifest
-from hypvl.data.acquire import fetch
-from hypvl.data.manifest import load_sources
+from hypvl.acquire import manifest
+from hypvl.acquire.fetch import fetch
+from hypvl.acquire.manifest import load_sources
 from hypvl.errors import InputError
 
 

@@ -20,7 +20,7 @@ from urllib.parse import unquote, urlsplit
 from hypvl.errors import InputError
 from hypvl.io import atomic_write, link_or_copy
 
-from .formats.common import escapes_root
+from hypvl.data.formats.common import escapes_root
 from .manifest import pinned
 
 HUB = "hub"

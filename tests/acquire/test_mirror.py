@@ -1,4 +1,4 @@
-"""Acquisition from a local mirror (hypvl.data.mirror): each URL's file at <host>/<path>, Hub repositories in a
+"""Acquisition from a local mirror (hypvl.acquire.mirror): each URL's file at <host>/<path>, Hub repositories in a
 Hugging Face cache read by huggingface_hub itself; checksums verified or recorded as for a download."""
 
 import hashlib
@@ -6,8 +6,8 @@ import subprocess
 
 import pytest
 
-from hypvl.data.acquire import CHECKSUM_RECORD, ChecksumMismatch, HUB_RECORD, fetch, read_checksum_record
-from hypvl.data.mirror import Mirror
+from hypvl.acquire.fetch import CHECKSUM_RECORD, ChecksumMismatch, HUB_RECORD, fetch, read_checksum_record
+from hypvl.acquire.mirror import Mirror
 from hypvl.errors import InputError
 
 PAYLOAD = b"the mirrored file\n"

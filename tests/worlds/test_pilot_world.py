@@ -1,4 +1,4 @@
-"""The pilot world (hypvl.data.pilot): written in the layouts paper-scale acquisition leaves, fetched from its mirror
+"""The pilot world (hypvl.worlds.pilot): written in the layouts paper-scale acquisition leaves, fetched from its mirror
 through the real acquisition code, and read by the paper-scale readers."""
 
 import importlib
@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from hypvl.config import load_config
-from hypvl.data.acquire import fetch
+from hypvl.acquire.fetch import fetch
 from hypvl.data.catalog import dataset_names, load_dataset_info
 from hypvl.data.formats.breeds import read_breeds_hierarchy, read_breeds_split
 from hypvl.data.formats.cc3m import iter_cc3m
@@ -25,11 +25,11 @@ from hypvl.data.formats.vg_attribution import read_vg_attribution
 from hypvl.data.formats.vlchecklist import read_vlchecklist_corpus
 from hypvl.data.formats.wordnet_isa import read_wordnet_isa
 from hypvl.data.formats.yfcc import read_yfcc
-from hypvl.data.manifest import SOURCES_PATH, load_sources
-from hypvl.data.mirror import Mirror
-from hypvl.data.pilot.commands import write_pilot_world
-from hypvl.data.pilot.evalsets import WRITERS
-from hypvl.data.pilot.manifest import PILOT_SOURCE
+from hypvl.acquire.manifest import SOURCES_PATH, load_sources
+from hypvl.acquire.mirror import Mirror
+from hypvl.worlds.pilot.commands import write_pilot_world
+from hypvl.worlds.pilot.evalsets import WRITERS
+from hypvl.worlds.pilot.manifest import PILOT_SOURCE
 from hypvl.data.probe_splits import build_probe_splits
 from hypvl.evaluate.linprobe import check_labels_agree
 from hypvl.tasks import IMAGE_FOLDERS, NAMED_IMAGE_FOLDERS

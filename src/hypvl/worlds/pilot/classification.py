@@ -19,10 +19,10 @@ from PIL import Image
 
 from hypvl.data.catalog import DatasetInfo, dataset_names, load_dataset_info
 from hypvl.data.formats.clip_benchmark_wds import ClipBenchmarkDataset, LabelledImage, write_clip_benchmark_wds
-from hypvl.data.synthetic import render
-from hypvl.data.synthetic.corpora import random_object
-from hypvl.data.synthetic.settings import rng_for
-from hypvl.data.synthetic.world import SCENES, leaf_concepts
+from hypvl.worlds.smoke import render
+from hypvl.worlds.smoke.corpora import random_object
+from hypvl.worlds.smoke.settings import rng_for
+from hypvl.worlds.smoke.world import SCENES, leaf_concepts
 
 from .world import PilotWorld, image_bytes, tar_bytes, zip_bytes
 

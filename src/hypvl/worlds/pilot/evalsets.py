@@ -1,5 +1,5 @@
 """The pilot world's evaluation sets beyond classification, as acquisition and the manifest's prepare steps leave
-them. Each is drawn by the smoke world's writer (`hypvl.data.synthetic`, in the real file formats) into a
+them. Each is drawn by the smoke world's writer (`hypvl.worlds.smoke`, in the real file formats) into a
 scratch folder and packed as its host serves it:
 
 - COCO 2017: `val2017.zip` (`val2017/<id:012d>.jpg`) and `annotations_trainval2017.zip` (`annotations/`: captions and
@@ -27,7 +27,7 @@ from PIL import Image
 from hypvl.data.formats.breeds import BreedsClass, BreedsHierarchy, BreedsSuperclass, write_breeds_hierarchy, \
     write_breeds_split
 from hypvl.data.formats.wordnet_isa import IsaEdge
-from hypvl.data.synthetic import hierarcaps_sets, hyperlex_set, retrieval_sets, vg_attribution_set, vlchecklist_sets
+from hypvl.worlds.smoke import hierarcaps_sets, hyperlex_set, retrieval_sets, vg_attribution_set, vlchecklist_sets
 
 from .classification import imagenet_wnids
 from .world import PilotWorld, image_bytes, zip_bytes

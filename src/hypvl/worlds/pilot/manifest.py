@@ -41,6 +41,6 @@ def write_manifest(path: Path, datasets: dict, served: dict[str, dict[str, str]]
     manifest's `pretrained`)."""
     body = {**(extra or {}), "datasets": pilot_manifest(datasets, served)}
     with atomic_write(Path(path)) as handle:
-        handle.write("# Written by the pilot world (hypvl.data.pilot): the real manifest, each published digest of a "
+        handle.write("# Written by the pilot world (hypvl.worlds.pilot): the real manifest, each published digest of a "
                      "file it stands in for replaced by the stand-in's.\n")
         yaml.safe_dump(body, handle, sort_keys=False, width=120)

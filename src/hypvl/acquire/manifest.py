@@ -14,7 +14,7 @@ import yaml
 from hypvl.errors import InputError
 from hypvl.yaml_text import error_parts, safe_load
 
-from .formats.common import escapes_root
+from hypvl.data.formats.common import escapes_root
 
 SOURCES_PATH = Path(__file__).with_name("sources.yaml")
 HEX_DIGITS = frozenset("0123456789abcdef")

@@ -6,7 +6,7 @@ beside) for `clip_benchmark_wds` sets, and for `imagefolder` sets (whose slices 
 each image named by its record number, as a TFDS split materialised in order. Only the first `classes` classes have
 images (the pilot evaluates with `eval.max_classes`; the probe splits are cut with the same cap), so an image folder
 holds those classes' folders and names. Sizes are the smoke world's rule for a scaled-down stand-in
-(`hypvl.data.synthetic.probe_sources.source_sizes`: the slices' proportions kept, every slice holding every class,
+(`hypvl.worlds.smoke.probe_sources.source_sizes`: the slices' proportions kept, every slice holding every class,
 `images_per_class` a class in the train slice), so the probe splits are cut with `--scaled-source` (config
 `eval.probe_sources_scaled`). Records take classes in turn; pictures have each set's own size and mode.
 """
@@ -14,8 +14,8 @@ holds those classes' folders and names. Sizes are the smoke world's rule for a s
 from pathlib import Path
 
 from hypvl.data.catalog import dataset_names, load_dataset_info
-from hypvl.data.synthetic.classification import write_split
-from hypvl.data.synthetic.probe_sources import source_sizes
+from hypvl.worlds.smoke.classification import write_split
+from hypvl.worlds.smoke.probe_sources import source_sizes
 from hypvl.io import atomic_directory
 
 from .classification import NATIVE, PHOTO, picture

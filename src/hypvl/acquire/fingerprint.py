@@ -5,9 +5,9 @@ from pathlib import Path
 
 from hypvl.provenance import file_digest
 
-from .acquire import CHECKSUM_RECORD, HUB_RECORD
+from .fetch import CHECKSUM_RECORD, HUB_RECORD
 
-MANIFEST = "manifest.json"  # a generated world's, at its root (hypvl.data.synthetic.build writes it)
+MANIFEST = "manifest.json"  # a generated world's, at its root (hypvl.worlds.smoke.build writes it)
 MANIFESTS = (MANIFEST, CHECKSUM_RECORD, HUB_RECORD)
 DEPTH = 3  # dataset folders sit at most this deep under the data folder (e.g. eval/classification/<name>)
 

@@ -3,8 +3,8 @@
 Each dataset lists HTTPS files (`files`), a Hugging Face Hub snapshot (`hf_snapshot`: repo,
 revision, allow_patterns, and `repo_type: model` for a model repository, e.g. the weights of
 `hypvl/models/weights.yaml`), or is `manual: true` with instructions for a human and the
-files the human step must leave. Files are downloaded by `hypvl.data.download` (resumable, checked against the
-manifest's sha256 or md5, bounded in time, https only) and archives unpacked by `hypvl.data.unpack` (bounded in
+files the human step must leave. Files are downloaded by `hypvl.acquire.download` (resumable, checked against the
+manifest's sha256 or md5, bounded in time, https only) and archives unpacked by `hypvl.acquire.unpack` (bounded in
 size, all or nothing). A published digest names where it was
 published (`checksum_source`), a Hub revision pinned to a commit where that commit was found
 (`revision_source`). Where no checksum is published (`sha256: null`, and every file of a Hub
@@ -139,13 +139,13 @@ def _say_how_verified(path, item, recorded_before: bool, dest) -> None:
 def fetch(name, dest, opener=None, sources=None, retries=2, hub_download=None, hub_resolve=None,
           mirror: Mirror | None = None, backoff=None):
     """Acquire dataset `name` of the manifest into folder `dest` (from the internet, or from `mirror`, a
-    `hypvl.data.mirror.Mirror`); return the fetched paths.
+    `hypvl.acquire.mirror.Mirror`); return the fetched paths.
 
     Manual datasets return their expected files if all exist under `dest`, else raise
     ManualStepRequired with the instructions. Files without a published checksum get theirs
     computed and recorded on first fetch (said in a warning), and verified against the record afterwards;
     a Hub snapshot whose revision is not a commit is pinned to the commit it resolves to on the first fetch. One
-    acquisition writes into `dest` at a time (`hypvl.data.lock`: a second waits). `retries` and `backoff` (seconds)
+    acquisition writes into `dest` at a time (`hypvl.acquire.lock`: a second waits). `retries` and `backoff` (seconds)
     as `download.fetch_file`'s. `hub_resolve(repo, revision, repo_type) -> commit` and `hub_download` stand in for the
     Hub in tests.
     """

@@ -18,8 +18,8 @@ def write_pilot_world(config: dict) -> dict:
     """Write the pilot world of `config`; returns its summary (also written to <mirror>/pilot_world.json). The world
     is written aside and moved into data_dir and the mirror once whole, over no file the suite did not write
     (`install`); the linear-probe sources replace only folders of sources written before (`atomic_directory`)."""
-    from hypvl.data.manifest import load_sources
-    from hypvl.data.mirror import Mirror
+    from hypvl.acquire.manifest import load_sources
+    from hypvl.acquire.mirror import Mirror
 
     from . import classification, corpora, evalsets, probe_sources
     from .install import install, staging

@@ -7,7 +7,7 @@ file system's free inodes (a tar of a million empty files passes any byte limit)
 folder beside the target and moved into place once whole, so a failed unpacking (a zip bomb, a truncated archive, a
 full disk) leaves nothing of it behind, and a file already there is never overwritten by a different one. A staging
 folder a killed unpacking left is removed by the next one of the same archive, where it is recognisably its own (its
-name and the STAGED note inside it); the acquisition's lock (`hypvl.data.lock`) keeps two from running at once.
+name and the STAGED note inside it); the acquisition's lock (`hypvl.acquire.lock`) keeps two from running at once.
 zipfile and tarfile (its "data" filter) keep every member inside the folder. An archive whose members all sit in one
 top folder (GitHub's source archives: `<repo>-<commit>/`) may be unpacked without it (`strip_top`), so that the
 repository's files land in the dataset's folder itself.

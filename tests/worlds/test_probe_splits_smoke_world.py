@@ -15,9 +15,9 @@ from helpers.probe_splits import pixel_bytes
 from hypvl.cli import main
 from hypvl.config import load_config
 from hypvl.data.catalog import CATALOG_DIR, load_dataset_info
-from hypvl.data.synthetic.classification_sets import ALL_CLASSIFICATION_SETS
-from hypvl.data.synthetic.probe_sources import probe_source_sets, write_probe_sources
-from hypvl.data.synthetic.settings import WorldSettings
+from hypvl.worlds.smoke.classification_sets import ALL_CLASSIFICATION_SETS
+from hypvl.worlds.smoke.probe_sources import probe_source_sets, write_probe_sources
+from hypvl.worlds.smoke.settings import WorldSettings
 from hypvl.io import OUTPUTS
 from hypvl.tasks import linear_probe_datasets
 from hypvl.workflow import Plan

@@ -22,8 +22,8 @@ from pathlib import Path
 
 from hypvl.data.formats.shards import json_bytes, write_tar_samples
 from hypvl.data.formats.yfcc import SUBSET
-from hypvl.data.synthetic.corpora import CorpusItem, corpus_item, grit_sample, write_corpus
-from hypvl.data.synthetic.hierarcaps_sets import train_pictures
+from hypvl.worlds.smoke.corpora import CorpusItem, corpus_item, grit_sample, write_corpus
+from hypvl.worlds.smoke.hierarcaps_sets import train_pictures
 from hypvl.errors import require
 from hypvl.io import atomic_write, write_json
 
