@@ -57,7 +57,7 @@ def load_detector(name: str, device: str, batch_size: int) -> PhraseGroundingDet
         detector.batch_size = batch_size
         return detector
     if name == "released":
-        from hypvl.models.pilot_weights import released_owlv2
+        from hypvl.outside.pilot_weights import released_owlv2
 
         return PhraseGroundingDetector(*released_owlv2(seed=0), device, batch_size)
     return PhraseGroundingDetector.from_pretrained(name, device, batch_size)

@@ -21,7 +21,7 @@ from train_step import batch_of, median_seconds, ours
 from hypvl.config import load_config
 from hypvl.models.build import build_model
 from hypvl.models.checkpoints import save_checkpoint
-from hypvl.models.standins import standin_model
+from hypvl.outside.standins import standin_model
 from hypvl.train.optim import build_optimizer
 
 REPO = Path(__file__).resolve().parents[1]

@@ -1,5 +1,5 @@
 # Weights from outside: an experiment whose `source` is released:<name> or pretrained:<hub id> gets its
-# checkpoint.pt by importing its weights folder (hypvl/models/weights.yaml says what each holds). The folder is
+# checkpoint.pt by importing its weights folder (hypvl/outside/weights.yaml says what each holds). The folder is
 # fetched at paper scale (`hypvl acquire`, checksums verified or recorded), or read where config `weights.local`
 # says you keep the files. At smoke scale the import job first writes a stand-in in the same layout from a
 # smoke-trained model (rule import_standin, into results/<scale>/standins/<experiment>/weights), so the import reads

@@ -25,14 +25,14 @@ def command_modules() -> tuple:
     from hypvl.evaluate import commands as evaluate_commands
     from hypvl.grounding import calibration
     from hypvl.grounding import commands as grounding_commands
-    from hypvl.models import commands as model_commands
-    from hypvl.models import pilot_weights
+    from hypvl.outside import commands as outside_commands
+    from hypvl.outside import pilot_weights
     from hypvl.replication import commands as replication_commands
     from hypvl.train import commands as train_commands
     from hypvl.worlds.pilot import commands as pilot_commands
     from hypvl.worlds.smoke import commands as smoke_commands
 
-    return (smoke_commands, pilot_commands, check, fetch, probe_splits, grounding_commands, calibration, train_commands, model_commands, pilot_weights,
+    return (smoke_commands, pilot_commands, check, fetch, probe_splits, grounding_commands, calibration, train_commands, outside_commands, pilot_weights,
             evaluate_commands, replication_commands, coverage)
 
 

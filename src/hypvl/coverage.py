@@ -13,7 +13,7 @@ from pathlib import Path
 
 from hypvl.config import add_config_arguments, config_from_args
 from hypvl.errors import InputError
-from hypvl.extras import entry_problem
+from hypvl.outside.extras import entry_problem
 from hypvl.replication.coverage import REASONS
 from hypvl.replication.markdown import escape
 from hypvl.replication.markdown import table as markdown_table

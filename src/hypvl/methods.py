@@ -9,7 +9,7 @@ it trains on the dependency parses of the grounded shards, whether it reads them
 their boxes' crops and phrases, HyCoCLIP), whether it views whole images as HyCoCLIP's code stores them, and whether
 it aligns another experiment's model instead of training one (`hypvl finetune`). Everything that lists methods reads
 this registry: recipe checks (`hypvl.train.recipe`), planning (`hypvl.workflow`), model building, extra models'
-release format (`hypvl.extras`).
+release format (`hypvl.outside.extras`).
 
 A plug-in is a module listed in config `plugins`, imported (`import_plugins`) by planning and by every command that
 trains, imports or evaluates a model, before it reads a spec or a checkpoint. It registers its methods with
@@ -73,6 +73,7 @@ POS_EMBEDS = ("sincos", "learned")
 EVAL_OVERRIDES = ("eval_prompts",)
 # MERU's contrastive similarity (Table 4 row 3): negative Lorentzian distance, or the Lorentzian inner product
 CONTRASTIVE_SIMILARITIES = ("neg_distance", "lorentz_inner")
+LIBRARIES = ("open_clip", "transformers")  # the libraries whose public dual encoders load as models of ours
 
 register_method(Method("clip", "hypvl.models.clip:CLIP", "euclidean", ("temperature",), released=True))
 register_method(Method("meru", "hypvl.models.meru:MERU", "lorentz",

@@ -1,4 +1,4 @@
-"""Extra models (config `extra_models`, hypvl.extras): declared, planned, and compared as rows of their own that give
+"""Extra models (config `extra_models`, hypvl.outside.extras): declared, planned, and compared as rows of their own that give
 their numbers and no verdict."""
 
 import json
@@ -9,7 +9,7 @@ from helpers import REPO
 from helpers.replication_fixture import write_metrics
 from hypvl.config import load_config
 from hypvl.errors import InputError
-from hypvl.extras import entry_problem, extra_models, parse_extra
+from hypvl.outside.extras import entry_problem, extra_models, parse_extra
 from hypvl.replication.compare import compare_table, read_compare_csv, write_compare_csv
 from hypvl.replication.coverage import Blockers, NOT_RUN
 from hypvl.replication.report import report_markdown
@@ -179,7 +179,7 @@ def test_an_import_refuses_a_model_of_another_geometry(tmp_path):
 
     from hypvl.models.build import build_model
     from hypvl.models.checkpoints import save_checkpoint
-    from hypvl.models.extra_import import import_extra
+    from hypvl.outside.extra_import import import_extra
 
     model_cfg = load_config()["model"]
     torch.manual_seed(0)

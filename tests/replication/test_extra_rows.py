@@ -15,7 +15,7 @@ import yaml
 from helpers.workflow import TINY, snakemake
 from hypvl.models.build import build_model
 from hypvl.models.checkpoints import save_checkpoint
-from hypvl.models.standins import standin_model, write_open_clip
+from hypvl.outside.standins import standin_model, write_open_clip
 from hypvl.replication.compare import read_compare_csv
 
 TABLES = (("hycoclip", "table1"), ("hycoclip", "table2"), ("meru", "table1"), ("meru", "table2"),

@@ -21,7 +21,7 @@ from helpers.distributed import _collate, _free_port, join_gloo
 from helpers.models import TINY, _model
 from helpers.training import TRAIN_CFG, _shards
 from hypvl.errors import InputError
-from hypvl.models.standins import standin_model
+from hypvl.outside.standins import standin_model
 from hypvl.train import distributed
 from hypvl.train.step import Precision, TrainStep
 from hypvl.train.syntax import syntax_targets

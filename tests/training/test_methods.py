@@ -19,7 +19,7 @@ from helpers import REPO
 from helpers.models import TINY
 from helpers.plan_fixture import EXPECTED, TOY_SPEC, toy_plan_in
 from helpers.train_stream import _shards
-from hypvl import extras
+from hypvl.outside import extras
 from hypvl.errors import InputError
 from hypvl.methods import METHODS, RADIAL_METHOD, Method, built, names, register_method
 from hypvl.models.build import build_model, model_class
@@ -46,7 +46,7 @@ def test_the_registry_is_what_it_replaced():
 
 
 def test_the_registry_loads_no_torch():
-    probe = "import sys, hypvl.methods, hypvl.train.recipe, hypvl.extras; print('torch' in sys.modules)"
+    probe = "import sys, hypvl.methods, hypvl.train.recipe, hypvl.outside.extras; print('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout == "False\n"
 
 

@@ -18,7 +18,7 @@ from hypvl.evaluate.radial import entailment_root
 from hypvl.methods import METHODS, RADIAL_METHOD
 from hypvl.models.build import build_model
 from hypvl.models.checkpoints import load_checkpoint, save_checkpoint
-from hypvl.models.standins import standin_model
+from hypvl.outside.standins import standin_model
 from hypvl.train import radial
 from hypvl.train.radial import Root, batch_losses, embed, finetune
 from hypvl.train.radial_recipe import RadialRecipe, radial_recipe, radial_schedule

@@ -6,7 +6,7 @@ import torch
 from helpers.models import TINY, _batch, _model
 from helpers.released import reference_state
 from hypvl.errors import InputError
-from hypvl.models.released import import_released
+from hypvl.outside.released import import_released
 
 
 @pytest.mark.parametrize("method", ["clip", "meru", "hycoclip"])

@@ -12,8 +12,8 @@ from hypvl.errors import InputError
 from hypvl.io import OUTPUTS
 from hypvl.models.checkpoints import load_checkpoint, save_checkpoint
 from hypvl.models.library_import import import_library_model
-from hypvl.models.released import import_released
-from hypvl.models.standins import (
+from hypvl.outside.released import import_released
+from hypvl.outside.standins import (
     open_clip_layout,
     standin_model,
     wordpiece_vocabulary,

@@ -25,8 +25,8 @@ from hypvl.acquire.manifest import load_sources
 from hypvl.errors import InputError
 from hypvl.models.build import build_model
 from hypvl.models.checkpoints import load_checkpoint, read_checkpoint, save_checkpoint
-from hypvl.models.sources import outside_weights, weights_manifest
-from hypvl.models.standins import write_released
+from hypvl.outside.sources import outside_weights, weights_manifest
+from hypvl.outside.standins import write_released
 from hypvl.spec.load import load_all_specs
 
 PAYLOAD = (REPO / "tests" / "data" / "acquire" / "payload.txt").read_bytes()

@@ -123,7 +123,7 @@ def test_paper_scale_fetches_every_model_of_hierarcaps_table1_unless_held_locall
                        "transformers:openai/clip-vit-base-patch32", "transformers:openai/clip-vit-large-patch14"]
     acquire = next(c for c in commands if "transformers:openai/clip-vit-base-patch32" in c)
     assert f"--dest {tmp_path}/data/weights/transformers/openai/clip-vit-base-patch32" in acquire
-    assert "--sources " in acquire and "/hypvl/models/weights.yaml" in acquire
+    assert "--sources " in acquire and "/hypvl/outside/weights.yaml" in acquire
     imports = {c.split("--experiment ")[1].split()[0]: c for c in commands if c.startswith("hypvl import-weights")}
     assert sorted(imports) == ["hcaps_align", "hcaps_clip_b", "hcaps_clip_l", "hcaps_openclip_b", "hcaps_openclip_h"]
     assert f"--weights {held}" in imports["hcaps_align"]  # read where it is held, not fetched

@@ -1,4 +1,4 @@
-"""The pilot's stand-ins for public dual encoders (hypvl.models.pilot_weights): full-size models in the layout the Hub
+"""The pilot's stand-ins for public dual encoders (hypvl.outside.pilot_weights): full-size models in the layout the Hub
 serves for the library that loads them, fetched from the pilot's mirror through the real acquisition code and
 imported through the real import step."""
 
@@ -9,10 +9,10 @@ import torch
 
 from hypvl.acquire.fetch import HUB_RECORD, RECORDS, fetch
 from hypvl.acquire.mirror import Mirror
-from hypvl.models.commands import weights_record
+from hypvl.outside.commands import weights_record
 from hypvl.models.library_import import import_open_clip, import_transformers
-from hypvl.models.pilot_weights import PILOT_COMMIT, write_open_clip, write_transformers
-from hypvl.models.sources import outside_weights, weights_manifest
+from hypvl.outside.pilot_weights import PILOT_COMMIT, write_open_clip, write_transformers
+from hypvl.outside.sources import outside_weights, weights_manifest
 
 # CLIP ViT-B/32 (OpenAI's, and LAION's of the same architecture): 151,277,313 parameters (transformers' and open_clip's
 # counts of openai/clip-vit-base-patch32 agree)

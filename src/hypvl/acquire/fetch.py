@@ -2,7 +2,7 @@
 
 Each dataset lists HTTPS files (`files`), a Hugging Face Hub snapshot (`hf_snapshot`: repo,
 revision, allow_patterns, and `repo_type: model` for a model repository, e.g. the weights of
-`hypvl/models/weights.yaml`), or is `manual: true` with instructions for a human and the
+`hypvl/outside/weights.yaml`), or is `manual: true` with instructions for a human and the
 files the human step must leave. Files are downloaded by `hypvl.acquire.download` (resumable, checked against the
 manifest's sha256 or md5, bounded in time, https only) and archives unpacked by `hypvl.acquire.unpack` (bounded in
 size, all or nothing). A published digest names where it was

@@ -9,7 +9,7 @@ from pathlib import Path
 from hypvl.config import add_config_arguments, config_from_args, positive_int, shared_train_settings, steps_for
 from hypvl.data.catalog import PROMPT_SETS
 from hypvl.errors import InputError
-from hypvl.models.commands import add_extra_arguments
+from hypvl.outside.commands import add_extra_arguments
 from hypvl.tasks import GROUP_MODULES, declared_tasks, group_tasks
 
 log = logging.getLogger(__name__)
@@ -48,7 +48,7 @@ def evaluate_group(args) -> None:
     set_loader_workers(config["eval"]["num_workers"])
     import_plugins(config["plugins"])
     if extra is not None:  # any model, imported in this process as `hypvl import-extra` would
-        from hypvl.models.extra_import import import_extra
+        from hypvl.outside.extra_import import import_extra
 
         model, recipe = import_extra(extra, config)
         args.experiment = extra.experiment
@@ -85,7 +85,7 @@ def outside_model(args):
     never as an experiment of the papers: InputError names an `--experiment` other than that."""
     if getattr(args, "source", None) is None:
         return None
-    from hypvl.models.commands import extra_from_args
+    from hypvl.outside.commands import extra_from_args
 
     extra = extra_from_args(args)
     if args.experiment not in (None, extra.experiment):

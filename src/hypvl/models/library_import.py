@@ -8,6 +8,7 @@ import tempfile
 from pathlib import Path
 
 from hypvl.errors import InputError, listed
+from hypvl.methods import LIBRARIES
 
 from .library import (
     OPEN_CLIP_CONFIG,
@@ -17,7 +18,6 @@ from .library import (
     quiet_libraries,
     wrap_transformers,
 )
-from .sources import LIBRARIES
 from .weight_files import check_library_weights
 
 

@@ -2,7 +2,7 @@
 
 Verdicts, in order of precedence:
   external            the row or column is outside the suite (the spec says why)
-  extra               a row of an extra model (config `extra_models`, hypvl.extras): its number, compared with none
+  extra               a row of an extra model (config `extra_models`, hypvl.outside.extras): its number, compared with none
   missing             a metric the cell needs is not measured; `reason` says why (hypvl.replication.coverage)
   no_paper_value      the paper prints no number there (`-`, `dnc`, `n/a`); ours is still shown
   not_comparable      measured at a scale other than `full` (smoke numbers do not estimate the paper's)
@@ -25,7 +25,7 @@ import pandas as pd
 
 from hypvl.errors import NUMBER_LIMIT, InputError, number_problem, shown
 from hypvl.expected import Cell, load_expected
-from hypvl.extras import EXTRA_ROW
+from hypvl.outside.extras import EXTRA_ROW
 from hypvl.io import atomic_write
 from hypvl.replication.consistency import check_joined
 from hypvl.replication.coverage import Blockers, missing_reason

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from hypvl.config import shared_train_settings, steps_for
 from hypvl.errors import InputError
-from hypvl.extras import EXTRA_EXPERIMENT
+from hypvl.outside.extras import EXTRA_EXPERIMENT
 from hypvl.provenance import config_differences, file_digest
 from hypvl.spec.paper import Experiment
 

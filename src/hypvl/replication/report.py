@@ -8,7 +8,7 @@ import pandas as pd
 
 from hypvl.errors import InputError
 from hypvl.expected import ExpectedTable, load_expected
-from hypvl.extras import EXTRA_ROW
+from hypvl.outside.extras import EXTRA_ROW
 from hypvl.io import atomic_write
 from hypvl.replication.claims.render import table_claims_section
 from hypvl.replication.compare import (
@@ -73,7 +73,7 @@ def outside_mark(spec: PaperSpec, experiment, scale: str, also: str = "") -> str
     """How a row says what it is beside its printed row (`also`: `released` for a printed row's released checkpoint,
     `reading <name>` for another reading of the row) and where its weights come from: `stand-in` where, at any
     scale but full, weights from outside are stood in for by a smoke-trained model written in their format
-    (hypvl.models.standins)."""
+    (hypvl.outside.standins)."""
     outside = isinstance(experiment, str) and spec.experiments[experiment].source != "train"
     marks = ([also] if also else []) + (["stand-in"] if outside and scale != FULL_SCALE else [])
     return f" ({', '.join(marks)})" if marks else ""

@@ -4,7 +4,7 @@ printed (bold, underline), differences, and each cell's verdict mark."""
 import pandas as pd
 
 from hypvl.expected import ExpectedTable
-from hypvl.extras import EXTRA_ROW
+from hypvl.outside.extras import EXTRA_ROW
 from hypvl.replication.markdown import code, escape
 from hypvl.replication.markdown import table as markdown_table
 

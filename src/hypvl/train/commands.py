@@ -36,7 +36,7 @@ def standin_experiment(spec_path, experiment_id: str, config: dict) -> tuple[dic
     """The training run of the smoke stand-in of `experiment_id` (a pretrained source loaded by transformers,
     whose architecture no model of ours converts into): CLIP's contrastive loss on the corpus and at the size
     config `weights.standins` give. Returns it and the architecture (transformers' model type)."""
-    from hypvl.models.sources import outside_weights
+    from hypvl.outside.sources import outside_weights
     from hypvl.spec.load import load_spec
 
     standins = config["weights"]["standins"]
@@ -69,7 +69,7 @@ def corpus_shards(config: dict, corpus: str) -> list[Path]:
 def _standin_builder(architecture: str, config: dict, backbone: str, shards: list[Path]):
     """A callable making the stand-in model (its vocabulary, for ALIGN's BERT, from the corpus's texts)."""
     from hypvl.data.formats.grounded import iter_grounded
-    from hypvl.models.standins import standin_model
+    from hypvl.outside.standins import standin_model
 
     def texts():
         for shard in shards:

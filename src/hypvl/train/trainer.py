@@ -56,7 +56,7 @@ def train(experiment: dict, model_cfg: dict, train_cfg: dict, shards: list[Path]
     checkpoint.pt, train_log.csv, train_summary.json and what `train.telemetry` asks. Returns the summary. An
     experiment with `init_from` starts from the encoders of `init_checkpoint` (frozen with `freeze_encoders`).
     `build`, when given, makes the model instead (after seeding): a smoke stand-in of a library's architecture
-    (`hypvl.models.standins`), whose checkpoint recipe is its own. Under torchrun every process calls it."""
+    (`hypvl.outside.standins`), whose checkpoint recipe is its own. Under torchrun every process calls it."""
     check_recipe(experiment)
     check_telemetry(train_cfg["telemetry"])
     if METHODS[experiment["method"]].aligns:  # check_recipe: a registered method

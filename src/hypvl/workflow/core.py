@@ -13,9 +13,9 @@ import shlex
 from pathlib import Path
 
 from hypvl.errors import InputError
-from hypvl.extras import ExtraModel, extra_models
+from hypvl.outside.extras import ExtraModel, extra_models
 from hypvl.methods import EVAL_OVERRIDES, METHODS, import_plugins, names
-from hypvl.models.sources import OutsideWeights, outside_weights
+from hypvl.outside.sources import OutsideWeights, outside_weights
 from hypvl.replication.coverage import NEEDS_DATA, NEEDS_WEIGHTS, NOT_BUILT
 from hypvl.spec.load import load_all_specs
 from hypvl.spec.paper import SEED_MARK, Experiment, seed_variant

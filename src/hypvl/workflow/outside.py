@@ -11,7 +11,7 @@ can be had at all is the core's word (`Core.obtainable`).
 
 from pathlib import Path
 
-from hypvl.models.sources import WEIGHTS_MANIFEST
+from hypvl.outside.sources import WEIGHTS_MANIFEST
 from hypvl.workflow.core import Core
 from hypvl.workflow.data import DataStage
 from hypvl.workflow.training import TrainingStage

@@ -12,7 +12,7 @@ import shlex
 from pathlib import Path
 
 from hypvl.errors import InputError, first_key
-from hypvl.extras import EXTRA_EXPERIMENT, EXTRA_ROW, entry_problem, extra_needs
+from hypvl.outside.extras import EXTRA_EXPERIMENT, EXTRA_ROW, entry_problem, extra_needs
 from hypvl.replication.coverage import NEEDS_DATA, Blockers
 from hypvl.spec.paper import seed_variant, table_needs
 from hypvl.spec.tables import row_needs
@@ -109,7 +109,7 @@ class ReportStage:
 
     def extras_arg(self, paper: str, table: str) -> str:
         """`hypvl compare`'s `--extras` JSON for a table: {row: {experiment, source, geometry}} of the extra models
-        that enter it (none where it cannot be entered, `hypvl.extras.entry_problem`)."""
+        that enter it (none where it cannot be entered, `hypvl.outside.extras.entry_problem`)."""
         if entry_problem(self.plan.specs[paper].table(table)) is not None:
             return "{}"
         return json.dumps({extra.row: {"experiment": exp, "source": extra.source, "geometry": extra.geometry}

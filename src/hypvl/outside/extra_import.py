@@ -1,4 +1,4 @@
-"""An extra model (`hypvl.extras`) made into a checkpoint of the suite, by the code that imports released weights.
+"""An extra model (`hypvl.outside.extras`) made into a checkpoint of the suite, by the code that imports released weights.
 
 A folder in open_clip's or transformers' layout is loaded by the library (`library_import.import_library_model`), a
 released-format file by `released.import_released`, a checkpoint of the suite by `checkpoints.load_checkpoint` (a
@@ -11,9 +11,9 @@ The model's geometry must be the one declared.
 from pathlib import Path
 
 from hypvl.errors import InputError
-from hypvl.extras import ExtraModel
+from hypvl.outside.extras import ExtraModel
 
-# what a fetched release's folder holds, per library (the transformers files of hypvl/models/weights.yaml)
+# what a fetched release's folder holds, per library (the transformers files of hypvl/outside/weights.yaml)
 HUB_FILES = {
     "open_clip": ["open_clip_config.json", "open_clip_pytorch_model.bin", "open_clip_model.safetensors"],
     "transformers": ["config.json", "preprocessor_config.json", "tokenizer.json", "tokenizer_config.json", "vocab.json",
@@ -61,8 +61,8 @@ def import_extra(extra: ExtraModel, config: dict):
     """(model in eval mode, recipe) of extra model `extra`; the recipe names it (experiment `extra_<name>`), its
     source, and the files it was read from with their sha256. InputError names the source when they do not load, or
     load a model of another geometry than declared."""
-    from .checkpoints import load_checkpoint
-    from .library_import import import_library_model
+    from hypvl.models.checkpoints import load_checkpoint
+    from hypvl.models.library_import import import_library_model
     from .released import import_released
 
     path = Path(extra.location) if extra.local else fetch_extra(extra, config)

@@ -65,7 +65,7 @@ def write_released(path: Path, method: str, backbone: str, model_cfg: dict, seed
     """A randomly initialised `method` model on `backbone` saved at `path` as MERU and HyCoCLIP release theirs."""
     import torch
 
-    from .build import build_model
+    from hypvl.models.build import build_model
     from .released import reference_state
 
     torch.manual_seed(seed)
@@ -139,7 +139,7 @@ def write_open_clip(folder: Path, hub_id: str, seed: int) -> None:
     import open_clip
     import torch
 
-    from .library import OPEN_CLIP_CONFIG
+    from hypvl.models.library import OPEN_CLIP_CONFIG
     from .standins import OPEN_CLIP_WEIGHTS, OPENAI_PIXEL_MEAN, OPENAI_PIXEL_STD
 
     if hub_id not in OPEN_CLIP_NAMES:

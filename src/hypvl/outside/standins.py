@@ -21,9 +21,9 @@ import torch
 from hypvl.errors import InputError
 from hypvl.io import atomic_directory
 
-from .checkpoints import load_checkpoint, read_checkpoint
-from .clip import CLIP
-from .library import OPEN_CLIP_CONFIG, TransformersModel, wrap_transformers
+from hypvl.models.checkpoints import load_checkpoint, read_checkpoint
+from hypvl.models.clip import CLIP
+from hypvl.models.library import OPEN_CLIP_CONFIG, TransformersModel, wrap_transformers
 from .released import reference_state
 
 OPEN_CLIP_WEIGHTS = "open_clip_pytorch_model.bin"

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import torch
 
-from .build import build_model
-from .checkpoints import check_identity, load_state, read_checkpoint
+from hypvl.models.build import build_model
+from hypvl.models.checkpoints import check_identity, load_state, read_checkpoint
 
 # reference-code prefix -> our prefix, first match wins
 PREFIXES = (

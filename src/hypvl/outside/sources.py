@@ -13,11 +13,11 @@ from pathlib import Path
 
 from hypvl.acquire.manifest import load_sources
 from hypvl.errors import InputError
+from hypvl.methods import LIBRARIES
 from hypvl.yaml_text import safe_load
 
 WEIGHTS_MANIFEST = Path(__file__).with_name("weights.yaml")
 KINDS = ("train", "released", "pretrained")
-LIBRARIES = ("open_clip", "transformers")
 ARCHITECTURES = ("clip", "align")  # transformers' model types of the public dual encoders
 
 

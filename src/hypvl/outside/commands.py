@@ -16,7 +16,7 @@ def weights_record(outside, path: Path, standin: bool) -> dict:
     was verified against a published digest, and whether they are a smoke stand-in. A file whose digest
     differs from the manifest's or from the first-fetch record (SHA256SUMS) is refused."""
     from hypvl.acquire.fetch import CHECKSUM_RECORD, RECORDS, ChecksumMismatch, read_checksum_record
-    from hypvl.models.sources import weights_manifest
+    from hypvl.outside.sources import weights_manifest
     from hypvl.provenance import file_digest
 
     folder = path if path.is_dir() else path.parent
@@ -49,8 +49,8 @@ def weights_record(outside, path: Path, standin: bool) -> dict:
 def _import_weights(args) -> None:
     from hypvl.spec.load import load_spec
 
-    from .checkpoints import save_checkpoint
-    from .library_import import import_library_model
+    from hypvl.models.checkpoints import save_checkpoint
+    from hypvl.models.library_import import import_library_model
     from .released import import_released
     from .sources import outside_weights
 
@@ -88,7 +88,7 @@ def _import_weights(args) -> None:
 def extra_from_args(args):
     """The ExtraModel an `import-extra` or `evaluate --model` command line declares (`--name`, `--source`,
     `--geometry`, `--method`, `--backbone`)."""
-    from hypvl.extras import parse_extra
+    from hypvl.outside.extras import parse_extra
 
     entry = {"source": args.source}
     entry.update({key: getattr(args, key) for key in ("geometry", "method", "backbone") if getattr(args, key, None)})
@@ -97,7 +97,7 @@ def extra_from_args(args):
 
 def add_extra_arguments(parser, required: bool = True) -> None:
     """The options declaring an extra model on a command line (as config `extra_models` does)."""
-    from hypvl.extras import GEOMETRIES
+    from hypvl.outside.extras import GEOMETRIES
     from hypvl.methods import names
 
     parser.add_argument("--name", required=required, help="its name (rows extra__<name>, metrics extra_<name>)")
@@ -110,7 +110,7 @@ def add_extra_arguments(parser, required: bool = True) -> None:
 
 
 def _import_extra(args) -> None:
-    from .checkpoints import save_checkpoint
+    from hypvl.models.checkpoints import save_checkpoint
     from .extra_import import import_extra
     from hypvl.methods import import_plugins
 
@@ -121,7 +121,7 @@ def _import_extra(args) -> None:
 
 
 def _write_standin(args) -> None:
-    from .checkpoints import check_identity, read_checkpoint
+    from hypvl.models.checkpoints import check_identity, read_checkpoint
     from .standins import WRITERS, write_released
 
     if args.model_of:  # the model it is written from, checked before anything is written
