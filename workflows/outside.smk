@@ -32,7 +32,7 @@ if PLAN.standins is None:
             entry=lambda w, output: PLAN.outside_weights(WEIGHTS_FOLDERS[output.folder]).entry,
             fetch=PLAN.outside.fetch_options(),  # the weights manifest, and a mirror where configured
         shell:
-            "hypvl acquire {params.entry:q} {params.fetch:q} --dest {output.folder:q} > {log:q} 2>&1"
+            "hypvl fetch-weights {params.entry:q} {params.fetch:q} --dest {output.folder:q} > {log:q} 2>&1"
 
     if PLAN.data.pilot_world():
         PILOT_WEIGHTS = f"{config['fetch']['mirror']}/pilot_weights"
@@ -51,11 +51,11 @@ if PLAN.standins is None:
             params:
                 experiment=lambda w: WEIGHTS_FOLDERS[f"{DATA}/weights/{w.weights}"],
                 spec=lambda w: PLAN.spec_path(WEIGHTS_FOLDERS[f"{DATA}/weights/{w.weights}"]),
-                manifest=PLAN.outside.manifest(),
+                manifest=PLAN.outside.manifest_options(),
                 cfg=PLAN.step_config("pilot_weights"),
             shell:
-                "hypvl pilot-weights --spec {params.spec:q} --experiment {params.experiment} --sources"
-                " {params.manifest:q} --config-json {params.cfg} --out {output.marker:q} > {log:q} 2>&1"
+                "hypvl pilot-weights --spec {params.spec:q} --experiment {params.experiment} {params.manifest:q}"
+                " --config-json {params.cfg} --out {output.marker:q} > {log:q} 2>&1"
 
         rule pilot_detector:
             # the pilot scale: the grounding detector's full-size stand-in, in the mirror's Hub cache

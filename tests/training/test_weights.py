@@ -227,3 +227,14 @@ def test_a_model_the_installed_open_clip_does_not_know_is_refused_naming_the_sou
     code = import_weights("hcaps_openclip_b", folder, out, tiny_config, spec="hierarcaps")
     refused(capsys, code, "pretrained:laion/CLIP-ViT-B-32-laion2B-s34B-b79K", "does not load.*vit_no_such_model",
             out)
+
+
+def test_fetch_weights_reads_the_packaged_weights_manifest_by_default(capsys):
+    """`hypvl fetch-weights` is `hypvl acquire` over the weights manifest, which the workflow never names (its path
+    moves with the checkout); `hypvl acquire` keeps the datasets' manifest."""
+    assert main(["fetch-weights", "--list"]) == 0
+    listed = [line.split("\t")[0] for line in capsys.readouterr().out.splitlines()]
+    assert listed == list(weights_manifest()) and "transformers:openai/clip-vit-base-patch32" in listed
+    assert main(["acquire", "--list"]) == 0
+    datasets = [line.split("\t")[0] for line in capsys.readouterr().out.splitlines()]
+    assert not set(datasets) & set(listed) and "imagenet" in datasets

@@ -233,11 +233,18 @@ def _run_fetch(args):
 
 def add_commands(subparsers):
     """Register `acquire`: fetch one dataset of the manifest (or `--list` them)."""
-    parser = subparsers.add_parser("acquire", help="download a paper-scale dataset")
-    parser.add_argument("name", nargs="?", help="dataset name in the manifest")
+    add_fetch_command(subparsers, "acquire", SOURCES_PATH, "download a paper-scale dataset")
+
+
+def add_fetch_command(subparsers, command: str, manifest, summary: str) -> None:
+    """Register `command`: fetch one entry of `manifest` (the packaged default of `--sources`), or `--list` them. The
+    workflow names no packaged manifest on the command line: its path moves with the checkout, and a job's changed
+    parameters would fetch again."""
+    parser = subparsers.add_parser(command, help=summary)
+    parser.add_argument("name", nargs="?", help="entry name in the manifest")
     parser.add_argument("--dest", help="folder to fetch into")
-    parser.add_argument("--sources", default=SOURCES_PATH, help="manifest (default: built-in)")
-    parser.add_argument("--list", action="store_true", help="list the manifest's datasets")
+    parser.add_argument("--sources", default=manifest, help=f"manifest (default: the package's {Path(manifest).name})")
+    parser.add_argument("--list", action="store_true", help="list the manifest's entries")
     parser.add_argument("--mirror", help="fetch from this local mirror (a folder or file:// URL: each URL's file at "
                                          "<host>/<path>, Hub repositories in a Hub cache under hub/) instead of the "
                                          "internet")

@@ -1,12 +1,16 @@
-"""`hypvl import-weights`: weights from outside (a released MERU/HyCoCLIP checkpoint, a public dual encoder in
+"""`hypvl fetch-weights`: an entry of the weights manifest downloaded (as `hypvl acquire` fetches datasets);
+`hypvl import-weights`: weights from outside (a released MERU/HyCoCLIP checkpoint, a public dual encoder in
 open_clip's or transformers' layout) turned into the experiment's checkpoint.pt; `hypvl write-standin`: a smoke
 stand-in written in such a layout from one of our checkpoints."""
 
 import logging
 from pathlib import Path
 
+from hypvl.acquire.fetch import add_fetch_command
 from hypvl.config import add_config_arguments, config_from_args
 from hypvl.errors import InputError
+
+from .sources import WEIGHTS_MANIFEST
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +139,9 @@ def _write_standin(args) -> None:
 
 
 def add_commands(subparsers) -> None:
-    """Register `import-weights` and `write-standin`."""
+    """Register `fetch-weights`, `import-weights`, `import-extra` and `write-standin`."""
+    add_fetch_command(subparsers, "fetch-weights", WEIGHTS_MANIFEST, "download weights from outside (the weights "
+                                                                     "manifest's entries)")
     weights = subparsers.add_parser("import-weights", help="turn weights from outside into an experiment's checkpoint")
     add_config_arguments(weights)
     weights.add_argument("--spec", required=True, help="replication/<paper>.yaml declaring the experiment")

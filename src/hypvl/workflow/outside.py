@@ -11,7 +11,6 @@ can be had at all is the core's word (`Core.obtainable`).
 
 from pathlib import Path
 
-from hypvl.outside.sources import WEIGHTS_MANIFEST
 from hypvl.workflow.core import Core
 from hypvl.workflow.data import DataStage
 from hypvl.workflow.training import TrainingStage
@@ -85,13 +84,15 @@ class OutsideStage:
                     self._folders.setdefault(self.weights_input(exp), exp)
         return self._folders
 
-    def manifest(self) -> str:
-        """The weights manifest fetches follow: config `fetch.weights`, else the package's."""
-        return self.plan.config["fetch"]["weights"] or str(WEIGHTS_MANIFEST)
+    def manifest_options(self) -> list[str]:
+        """`--sources` and the weights manifest config `fetch.weights` names; none for the package's (the commands'
+        default: its path moves with the checkout, and a changed parameter would run a job again)."""
+        manifest = self.plan.config["fetch"]["weights"]
+        return ["--sources", manifest] if manifest else []
 
     def fetch_options(self) -> list[str]:
-        """`hypvl acquire` options fetching weights: the weights manifest and the mirror, where configured."""
-        return self.data.fetch_options(self.manifest())
+        """`hypvl fetch-weights` options: the mirror and the weights manifest, where configured (manifest_options)."""
+        return self.data.fetch_options(self.plan.config["fetch"]["weights"])
 
     def pilot_weights(self, folder: str) -> list[str]:
         """What fetching weights `folder` needs at the pilot scale: its full-size stand-in in the mirror (rule
