@@ -1,4 +1,4 @@
-"""The largest training batch that fits on a GPU, for benchmarks/gpu: a first guess from hypvl.cost's memory model,
+"""The largest training batch that fits on a GPU, for benchmarks/gpu: a first guess from hypvl.workflow.cost's memory model,
 halved on OOM, then predicted from the measured peak memory (linear in the batch above the resting memory: weights,
 gradients, optimiser state) and bisected after an OOM; a multiple of 8, at most 5 steps tried.
 """
@@ -8,7 +8,7 @@ import gc
 import torch
 from train_step import batch_of
 
-from hypvl.cost import Run
+from hypvl.workflow.cost import Run
 from hypvl.train.step import TrainStep
 
 MULTIPLE = 8
@@ -75,6 +75,6 @@ def largest_batch(fits, first: int, usable: float, max_tries: int = 5) -> tuple[
 
 
 def first_guess(towers, encodings: int, usable: float) -> int:
-    """The batch hypvl.cost's memory model says fills `usable` bytes of one GPU."""
+    """The batch hypvl.workflow.cost's memory model says fills `usable` bytes of one GPU."""
     state = Run(towers, 0, 1, encodings).gpu_bytes(1)
     return int((usable - state) / (Run(towers, 1, 1, encodings).gpu_bytes(1) - state))

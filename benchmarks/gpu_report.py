@@ -45,7 +45,7 @@ def markdown(results: dict) -> str:
              f"used {results['seconds']:.0f} s. Peaks: dense bf16 datasheet {sheet}; measured "
              f"{peaks['measured']['dtype']} matmul {peaks['measured']['matmul']} {peaks['measured']['tflops']:.1f} "
              f"TFLOP/s. A step: the median of up to {settings['steps']} timed after {settings['warmup']} warm-up "
-             "steps. FLOPs: hypvl.cost's per step. pairs/s: the batch's image-text pairs; images/s: images encoded "
+             "steps. FLOPs: hypvl.workflow.cost's per step. pairs/s: the batch's image-text pairs; images/s: images encoded "
              "(HyCoCLIP: 2 per pair). Compiled: the eager configuration's batch.", ""]
     if "error" in ev:
         lines += [f"Evaluation input pipeline: {ev['error']}", ""]

@@ -14,7 +14,7 @@ CLIP's view (pairs: a whole image each) and HyCoCLIP's (compositional: a whole i
 counts both, as benchmarks/gpu's step does; each process's first batch (their start) is left out.
 
 From the largest count: images/s per loader process; box crops/s per process, from the two views' seconds a sample
-(hypvl.cost's `loader_images_per_s` and `loader_box_crops_per_s`, `resources.gpu`); and for each `--gpu-images-per-s`
+(hypvl.workflow.cost's `loader_images_per_s` and `loader_box_crops_per_s`, `resources.gpu`); and for each `--gpu-images-per-s`
 (a training step's images/s on one GPU, from benchmarks/gpu: 2,921 for compiled CLIP ViT-B/16 bf16 on an H200) the
 loader processes, so CPU cores, each GPU needs to be fed. Process counts beyond this machine's cores measure
 contention, not more speed.

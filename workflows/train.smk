@@ -1,7 +1,7 @@
 # Models trained by the suite: one job per distinct recipe of the replication specs (weights from outside:
 # workflows/outside.smk), and HierarCaps' alignments of another experiment's model (rule finetune). A training job
 # also evaluates its model on the `evaluate_with_training` groups, in the same process. Where the config has GPUs
-# (resources.gpu), each run asks for the GPUs, nodes, memory and time its model and schedule need (hypvl.cost) and
+# (resources.gpu), each run asks for the GPUs, nodes, memory and time its model and schedule need (hypvl.workflow.cost) and
 # starts torchrun with a process per GPU (several nodes: srun, one torchrun per node).
 
 
@@ -25,7 +25,7 @@ rule train:
         ENV
     threads: lambda w: PLAN.training.threads(w.experiment)
     resources:
-        # GPUs, nodes, host memory and runtime derived from the model and schedule (hypvl.cost), at paper scale
+        # GPUs, nodes, host memory and runtime derived from the model and schedule (hypvl.workflow.cost), at paper scale
         **{
             name: lambda w, name=name: PLAN.training.resources(w.experiment).get(name)
             for name in PLAN.training.RESOURCES

@@ -19,7 +19,7 @@ SEPARATOR = "::"
 
 def command_modules() -> tuple:
     """The modules that register commands (imported here, not at the top: a client of a warm server imports none)."""
-    from hypvl import coverage
+    from hypvl.workflow import coverage
     from hypvl.acquire import fetch
     from hypvl.data import check, probe_splits
     from hypvl.evaluate import commands as evaluate_commands

@@ -1,5 +1,5 @@
 """benchmarks/gpu on the CPU (`--device cpu`, the smoke model): every configuration measured or failed with its error,
-FLOPs per step as hypvl.cost plans them, throughput and MFU as defined, the budget honoured, JSON and markdown
+FLOPs per step as hypvl.workflow.cost plans them, throughput and MFU as defined, the budget honoured, JSON and markdown
 written and the markdown printed last; and its batch search on a simulated GPU memory."""
 
 import importlib.util
@@ -11,7 +11,7 @@ from importlib.machinery import SourceFileLoader
 import pytest
 
 from hypvl.config import load_config
-from hypvl.cost import Run, model_towers
+from hypvl.workflow.cost import Run, model_towers
 
 from helpers import REPO
 

@@ -19,8 +19,8 @@ SRC = REPO / "src" / "hypvl"
 # top-level module or package -> layer; the same layer may not import each other (train and evaluate)
 # tasks: the torch-free task registry (ids, metrics, units), read by spec, evaluate and replication alike
 LAYERS = {
-    "errors": 0, "yaml_text": 0, "io": 1, "config": 1, "cost": 1,
-    "expected": 2, "provenance": 2,
+    "errors": 0, "yaml_text": 0, "io": 1, "config": 1,
+    "provenance": 2,
     "methods": 3,
     "runtime": 4, "geometry": 4,
     "data": 5,
@@ -33,7 +33,7 @@ LAYERS = {
     "outside": 12,
     "train": 13, "evaluate": 13,
     "replication": 14,
-    "workflow": 15, "coverage": 16, "cli": 17,
+    "workflow": 15, "cli": 16,
 }
 
 

@@ -17,7 +17,7 @@ import yaml
 from helpers import REPO
 from hypvl.cli import main
 from hypvl.config import load_config
-from hypvl.coverage import cell_kind, coverage_frames
+from hypvl.workflow.coverage import cell_kind, coverage_frames
 from hypvl.errors import InputError
 from hypvl.replication.coverage import Blockers, NEEDS_DATA, NEEDS_WEIGHTS, NOT_BUILT, NOT_RUN
 from hypvl.workflow import Plan
@@ -193,7 +193,7 @@ def test_the_coverage_job_plans_with_the_workflows_whole_config(toy):
 def test_coverage_links_the_flagship_report_where_only_it_was_made(tmp_path):
     """HyCoCLIP's tables are also made at the top of reports/ (the flagship target, reports/table1.md): coverage
     links that one where reports/hycoclip/table1.md was not made, and the latter where it was."""
-    from hypvl.coverage import _report_of
+    from hypvl.workflow.coverage import _report_of
 
     plan = Plan(load_config(config_json=[json.dumps({"reports_dir": str(tmp_path)})]))
     assert _report_of(plan, "hycoclip", "table1") == tmp_path / "hycoclip" / "table1.md"  # neither made: the target

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from hypvl.errors import InputError
-from hypvl.expected import load_expected, parse_cell
+from hypvl.spec.expected import load_expected, parse_cell
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 EXPECTED = REPO_ROOT / "expected"

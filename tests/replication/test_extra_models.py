@@ -195,7 +195,7 @@ def test_an_import_refuses_a_model_of_another_geometry(tmp_path):
 
 
 def test_coverage_says_which_tables_an_extra_model_enters_and_why_not(tmp_path):
-    from hypvl.coverage import coverage_frames, render_coverage
+    from hypvl.workflow.coverage import coverage_frames, render_coverage
 
     plan = plan_with(tmp_path, {"mine": {"source": f"open_clip:{tmp_path}", "geometry": "euclidean"}})
     text = render_coverage(plan, coverage_frames(plan, tmp_path / "metrics"), tmp_path / "metrics", tmp_path)

@@ -3,7 +3,7 @@
 import pytest
 
 from helpers import REPO
-from hypvl.expected import load_expected
+from hypvl.spec.expected import load_expected
 from hypvl.losses.contrastive import HCC_TERMS
 from hypvl.losses.entailment import HCE_TERMS
 from hypvl.spec.load import load_all_specs

@@ -14,7 +14,7 @@ from matplotlib.colors import to_rgb
 from helpers import REPO
 from helpers.browser import browse, needs_chromium
 from hypvl.errors import InputError
-from hypvl.expected import load_expected
+from hypvl.spec.expected import load_expected
 from hypvl.replication import plots
 from hypvl.replication.compare import compare_table
 from hypvl.replication.curves import draw_curves, read_log

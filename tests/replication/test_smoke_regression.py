@@ -23,7 +23,7 @@ import pytest
 from helpers import REPO
 from helpers.workflow import snakemake
 from hypvl.worlds.smoke.build import CLASSIFICATION_SETS
-from hypvl.expected import load_expected
+from hypvl.spec.expected import load_expected
 from hypvl.replication.regression import check, failures, load_policy, measured_values, read_baseline
 from hypvl.tasks import GROUP_MODULES, zero_shot_datasets
 

@@ -1,4 +1,4 @@
-"""hypvl.cost: parameter and FLOP counts against real models (timm, torch's FLOP counter), and the jobs it sizes
+"""hypvl.workflow.cost: parameter and FLOP counts against real models (timm, torch's FLOP counter), and the jobs it sizes
 against the hardware and hours the papers report (MERU App., HyCoCLIP Sec. 4 and App. B)."""
 
 import json
@@ -12,7 +12,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
 from hypvl.config import load_config
-from hypvl.cost import Run, Tower, gpu_counts, loader_seconds, model_towers, runtime_minutes
+from hypvl.workflow.cost import Run, Tower, gpu_counts, loader_seconds, model_towers, runtime_minutes
 from hypvl.errors import InputError
 from hypvl.models.build import build_model
 from hypvl.workflow import Plan

@@ -18,7 +18,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from hypvl.expected import ExpectedTable  # noqa: E402
+from hypvl.spec.expected import ExpectedTable  # noqa: E402
 from hypvl.replication.plots import cell_colour, legend_patches  # noqa: E402
 from hypvl.spec.tables import Ablation  # noqa: E402
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 from hypvl.errors import NUMBER_LIMIT, InputError, number_problem, shown
-from hypvl.expected import Cell, load_expected
+from hypvl.spec.expected import Cell, load_expected
 from hypvl.outside.extras import EXTRA_ROW
 from hypvl.io import atomic_write
 from hypvl.replication.consistency import check_joined

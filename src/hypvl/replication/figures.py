@@ -3,7 +3,7 @@
 
 import pandas as pd
 
-from hypvl.expected import load_expected
+from hypvl.spec.expected import load_expected
 from hypvl.replication.ablation_plot import draw_ablation
 from hypvl.replication.plots import draw_verdicts, plt, save_png
 from hypvl.spec.paper import PaperSpec

@@ -3,7 +3,7 @@ compare CSV or spec goes through `escape` or `code`)."""
 
 import re
 
-import pandas as pd
+from tabulate import tabulate
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|])")
 
@@ -28,6 +28,5 @@ def code(text, cell: bool = False) -> str:
 def table(header: list[str], body: list[list[str]], align: list[str] | None = None) -> list[str]:
     """Lines of a pipe table whose cells are markdown already (escaped where needed; kept verbatim, no
     number parsing); `align` gives each column's "left" or "right" (default: all left)."""
-    frame = pd.DataFrame(body, columns=header, dtype=object)
-    text = frame.to_markdown(index=False, tablefmt="pipe", disable_numparse=True, colalign=align)
+    text = tabulate(body, headers=header, tablefmt="pipe", disable_numparse=True, colalign=align)
     return text.splitlines()

@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from hypvl.errors import InputError
-from hypvl.expected import ExpectedTable, load_expected
+from hypvl.spec.expected import ExpectedTable, load_expected
 from hypvl.outside.extras import EXTRA_ROW
 from hypvl.io import atomic_write
 from hypvl.replication.claims.render import table_claims_section

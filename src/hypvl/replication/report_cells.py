@@ -3,7 +3,7 @@ printed (bold, underline), differences, and each cell's verdict mark."""
 
 import pandas as pd
 
-from hypvl.expected import ExpectedTable
+from hypvl.spec.expected import ExpectedTable
 from hypvl.outside.extras import EXTRA_ROW
 from hypvl.replication.markdown import code, escape
 from hypvl.replication.markdown import table as markdown_table

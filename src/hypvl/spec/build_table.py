@@ -6,7 +6,7 @@ import difflib
 from pathlib import Path
 
 from hypvl.errors import InputError
-from hypvl.expected import load_expected
+from hypvl.spec.expected import load_expected
 from hypvl.spec.tables import RELEASED_ROW, ROW_MARK, Ablation, External, TableSpec
 from hypvl.spec.terms import Column, Mean, Measure, Term, measures, with_tasks
 from hypvl.tasks import Task, declared_tasks

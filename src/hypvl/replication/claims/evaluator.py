@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from hypvl.expected import load_expected
+from hypvl.spec.expected import load_expected
 from hypvl.replication.claims.language import OPS, Claim, claim_tables, load_claims, table_layout
 from hypvl.replication.compare import read_compare_csv
 from hypvl.spec.paper import PaperSpec
