@@ -1,6 +1,13 @@
 # Compare each table with the paper's printed numbers and render the reports. Each report's page and picture are
 # flagged for `snakemake --report report.html` (or .zip): a category per paper, a subcategory per table.
 
+# what `hypvl compare` is told of a table, for the whole table and for one row alike
+TABLE_OPTIONS = dict(
+    blockers=lambda w: PLAN.reports.blockers_arg(w.paper, w.table),  # why the plan leaves a cell missing
+    seeds=lambda w: PLAN.reports.seeds_arg(w.paper, w.table),  # rows averaged over several seeds (config `seeds`)
+    extras=lambda w: PLAN.reports.extras_arg(w.paper, w.table),  # config `extra_models`: rows of their own
+)
+
 
 rule compare:
     input:
@@ -14,12 +21,10 @@ rule compare:
     conda:
         ENV
     params:
+        **TABLE_OPTIONS,
         expected_dir=lambda w, input: above(input.expected, 2),
         metrics_dir=lambda w, output: f"{above(output.csv, 3)}/metrics",
         scale=SCALE,
-        blockers=lambda w: PLAN.reports.blockers_arg(w.paper, w.table),  # why the plan leaves a cell missing
-        seeds=lambda w: PLAN.reports.seeds_arg(w.paper, w.table),  # rows averaged over several seeds (config `seeds`)
-        extras=lambda w: PLAN.reports.extras_arg(w.paper, w.table),  # config `extra_models`: rows of their own
     shell:
         "hypvl compare --spec {input.spec:q} --table {wildcards.table} --expected-dir {params.expected_dir:q}"
         " --metrics-dir {params.metrics_dir:q} --scale {params.scale:q} --blockers {params.blockers}"
@@ -42,12 +47,10 @@ rule compare_row:
     conda:
         ENV
     params:
+        **TABLE_OPTIONS,
         expected_dir=lambda w, input: above(input.expected, 2),
         metrics_dir=lambda w, output: f"{above(output.csv, 4)}/metrics",
         scale=SCALE,
-        blockers=lambda w: PLAN.reports.blockers_arg(w.paper, w.table),
-        seeds=lambda w: PLAN.reports.seeds_arg(w.paper, w.table),
-        extras=lambda w: PLAN.reports.extras_arg(w.paper, w.table),
     shell:
         "hypvl compare --spec {input.spec:q} --table {wildcards.table} --row {wildcards.row}"
         " --expected-dir {params.expected_dir:q} --metrics-dir {params.metrics_dir:q} --scale {params.scale:q}"
@@ -76,8 +79,8 @@ rule report:
         " --compare-csv {input.csv:q} --out {output.md:q} {params.curves} > {log:q} 2>&1"
 
 
-rule flagship_report:
-    # reports/tableN.md: the flagship paper's tables (HyCoCLIP's, hypvl.workflow.reports.FLAGSHIP) at the top of reports/
+# reports/tableN.md: the flagship paper's tables (HyCoCLIP's, hypvl.workflow.reports.FLAGSHIP) at the top of reports/
+use rule report as flagship_report with:
     input:
         csv=f"{RESULTS}/tables/{FLAGSHIP}/{{table}}.csv",
         spec=f"{config['replication_dir']}/{FLAGSHIP}.yaml",
@@ -88,14 +91,9 @@ rule flagship_report:
         html=table_result(f"{REPORTS}/{{table}}.html", "report/table.rst", FLAGSHIP),
     log:
         f"{RESULTS}/logs/report/flagship/{{table}}.log",
-    conda:
-        ENV
     params:
         expected_dir=config["expected_dir"],
         curves=lambda w: PLAN.reports.curves_arg(FLAGSHIP, w.table),
-    shell:
-        "hypvl report --spec {input.spec:q} --table {wildcards.table} --expected-dir {params.expected_dir:q}"
-        " --compare-csv {input.csv:q} --out {output.md:q} {params.curves} > {log:q} 2>&1"
 
 
 rule curves:
