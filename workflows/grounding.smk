@@ -50,10 +50,7 @@ if PLAN.data.calibrates():
             ENV
         threads: THREADS
         resources:
-            **{
-                name: lambda w, name=name: PLAN.data.calibration_resources()[name]
-                for name in ("gpu", "mem_mb", "runtime")
-            },
+            **PLAN.step_resources("ground"),  # a grounding job's
         params:
             corpus=config["grounding"]["calibration"]["corpus"],
             cfg=PLAN.step_config("ground"),

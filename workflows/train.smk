@@ -26,10 +26,7 @@ rule train:
     threads: lambda w: PLAN.training.threads(w.experiment)
     resources:
         # GPUs, nodes, host memory and runtime derived from the model and schedule (hypvl.workflow.cost), at paper scale
-        **{
-            name: lambda w, name=name: PLAN.training.resources(w.experiment).get(name)
-            for name in PLAN.training.RESOURCES
-        },
+        **PLAN.training.job_resources(),
     params:
         spec=experiment_spec,
         declared=lambda w: PLAN.declared_id(w.experiment),  # a seed variant trains its experiment with another seed

@@ -102,10 +102,6 @@ class DataStage:
         """`hypvl ground` options for `corpus`: `--no-boxes` where no model reads its boxes (`takes_boxes`)."""
         return [] if self.takes_boxes(corpus) else ["--no-boxes"]
 
-    def calibration_resources(self) -> dict:
-        """Snakemake resources of calibrating the box threshold: a grounding job's (config `resources.jobs.ground`)."""
-        return self.plan.step_resources("ground")
-
     def ground_resources(self, corpus: str) -> dict:
         """Snakemake resources of grounding `corpus`: config `resources.jobs.ground`, no GPU where it runs no
         detector (`takes_boxes`)."""

@@ -127,6 +127,11 @@ class TrainingStage:
                 raise InputError(f"experiment {experiment!r}: {exc}") from None
         return self._jobs[experiment]
 
+    def job_resources(self) -> dict:
+        """The train rule's resources: each RESOURCES name a function of the job's wildcards (`resources`)."""
+        return {name: (lambda wildcards, name=name: self.resources(wildcards.experiment).get(name))
+                for name in self.RESOURCES}
+
     def resources(self, experiment: str) -> dict:
         """Snakemake resources of the job training `experiment` (None: not set), named as the SLURM executor plugin
         reads them: one node asks for `gpu` GPUs; several nodes ask for `gres` GPUs on each, one task per node,
