@@ -91,8 +91,10 @@ def data_ready(wildcards):
 
 # The params every rule making an {experiment}'s model shares (train, finetune, import_weights, import_standin,
 # import_extra): its spec, its folder, and the evaluations it runs in the same process once the model is made.
-def experiment_spec(wildcards):
-    """The replication spec declaring the {experiment}."""
+def experiment_spec(wildcards, threads):
+    """The replication spec declaring the {experiment}: a path into the checkout, so a function of the job's threads,
+    which Snakemake leaves out of the params whose change reruns a job (the path never told the spec's content; a
+    moved or fresh checkout retrains nothing)."""
     return PLAN.spec_path(wildcards.experiment)
 
 

@@ -50,7 +50,7 @@ if PLAN.standins is None:
                 ENV
             params:
                 experiment=lambda w: WEIGHTS_FOLDERS[f"{DATA}/weights/{w.weights}"],
-                spec=lambda w: PLAN.spec_path(WEIGHTS_FOLDERS[f"{DATA}/weights/{w.weights}"]),
+                spec=lambda w, threads: PLAN.spec_path(WEIGHTS_FOLDERS[f"{DATA}/weights/{w.weights}"]),  # untracked
                 manifest=PLAN.outside.manifest_options(),
                 cfg=PLAN.step_config("pilot_weights"),
             shell:
