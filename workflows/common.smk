@@ -89,6 +89,19 @@ def data_ready(wildcards):
     return PLAN.data.inputs(wildcards.get("experiment"))
 
 
+# What every rule importing an {experiment}'s model (import_weights, import_standin, import_extra) and rule train read
+# first, and what they and rule finetune write: the data stage's inputs and what the evaluations run after making the
+# model read; its checkpoint and their metric JSONs (a training's log and summary besides).
+MODEL_INPUTS = [data_ready, PLAN.evaluation.with_training_inputs()]
+MODEL_OUTPUTS = dict(checkpoint=MODEL_CHECKPOINT, metrics=PLAN.evaluation.with_training_outputs())
+TRAINING_OUTPUTS = {  # keys quoted: a line starting `checkpoint` or `log` would read as a Snakemake keyword
+    "checkpoint": MODEL_CHECKPOINT,
+    "log": f"{RESULTS}/models/{{experiment}}/train_log.csv",
+    "summary": f"{RESULTS}/models/{{experiment}}/train_summary.json",
+    "metrics": MODEL_OUTPUTS["metrics"],
+}
+
+
 # The params every rule making an {experiment}'s model shares (train, finetune, import_weights, import_standin,
 # import_extra): its spec, its folder, and the evaluations it runs in the same process once the model is made.
 def experiment_spec(wildcards, threads):

@@ -105,12 +105,10 @@ else:
 
 rule import_weights:
     input:
-        data_ready,
-        PLAN.evaluation.with_training_inputs(),
+        *MODEL_INPUTS,
         weights=lambda w: PLAN.outside.weights_input(w.experiment),
     output:
-        checkpoint=MODEL_CHECKPOINT,
-        metrics=PLAN.evaluation.with_training_outputs(),
+        **MODEL_OUTPUTS,
     log:
         f"{RESULTS}/logs/import_weights/{{experiment}}.log",
     wildcard_constraints:
@@ -136,13 +134,11 @@ rule import_standin:
     # smoke scale: writes the stand-in of an outside source in its real layout from one of our models, imports it
     # through the code path the real files take, and evaluates it on `evaluate_with_training`: one process
     input:
-        data_ready,
-        PLAN.evaluation.with_training_inputs(),
+        *MODEL_INPUTS,
         source=lambda w: PLAN.outside.standin_from(w.experiment),
     output:
+        **MODEL_OUTPUTS,
         weights=directory(f"{RESULTS}/standins/{{experiment}}/weights"),
-        checkpoint=MODEL_CHECKPOINT,
-        metrics=PLAN.evaluation.with_training_outputs(),
     log:
         f"{RESULTS}/logs/import_standin/{{experiment}}.log",
     wildcard_constraints:
@@ -169,12 +165,10 @@ rule import_extra:
     # config `extra_models`: your model, imported from its source (a file or folder here; a hub id or open_clip release
     # fetched into data_dir/weights/extra/<name>) and evaluated on `evaluate_with_training`, in one process
     input:
-        data_ready,
-        PLAN.evaluation.with_training_inputs(),
+        *MODEL_INPUTS,
         weights=lambda w: PLAN.outside.extra_input(w.experiment),
     output:
-        checkpoint=MODEL_CHECKPOINT,
-        metrics=PLAN.evaluation.with_training_outputs(),
+        **MODEL_OUTPUTS,
     log:
         f"{RESULTS}/logs/import_extra/{{experiment}}.log",
     wildcard_constraints:

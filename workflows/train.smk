@@ -7,14 +7,10 @@
 
 rule train:
     input:
-        data_ready,
-        PLAN.evaluation.with_training_inputs(),
+        *MODEL_INPUTS,
         init=lambda w: PLAN.training.init_checkpoint(w.experiment),
     output:
-        checkpoint=MODEL_CHECKPOINT,
-        log=f"{RESULTS}/models/{{experiment}}/train_log.csv",
-        summary=f"{RESULTS}/models/{{experiment}}/train_summary.json",
-        metrics=PLAN.evaluation.with_training_outputs(),
+        **TRAINING_OUTPUTS,
     log:
         f"{RESULTS}/logs/train/{{experiment}}.log",
     wildcard_constraints:
@@ -50,10 +46,7 @@ rule finetune:
         lambda w: PLAN.training.finetune_inputs(w.experiment),
         base=lambda w: PLAN.training.base_checkpoint(w.experiment),
     output:
-        checkpoint=MODEL_CHECKPOINT,
-        log=f"{RESULTS}/models/{{experiment}}/train_log.csv",
-        summary=f"{RESULTS}/models/{{experiment}}/train_summary.json",
-        metrics=PLAN.evaluation.with_training_outputs(),
+        **TRAINING_OUTPUTS,
     log:
         f"{RESULTS}/logs/finetune/{{experiment}}.log",
     wildcard_constraints:
