@@ -89,9 +89,9 @@ def data_ready(wildcards):
     return PLAN.data.inputs(wildcards.get("experiment"))
 
 
-# What every rule importing an {experiment}'s model (import_weights, import_standin, import_extra) and rule train read
-# first, and what they and rule finetune write: the data stage's inputs and what the evaluations run after making the
-# model read; its checkpoint and their metric JSONs (a training's log and summary besides).
+# What the rules making an {experiment}'s model read first (train and the imports: import_weights, import_standin,
+# import_extra), the data stage's inputs and what the evaluations run after making the model read; and what they and
+# the finetune rule write, its checkpoint and those evaluations' metric JSONs (a training's log and summary besides).
 MODEL_INPUTS = [data_ready, PLAN.evaluation.with_training_inputs()]
 MODEL_OUTPUTS = dict(checkpoint=MODEL_CHECKPOINT, metrics=PLAN.evaluation.with_training_outputs())
 TRAINING_OUTPUTS = {  # keys quoted: a line starting `checkpoint` or `log` would read as a Snakemake keyword
