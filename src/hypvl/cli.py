@@ -32,8 +32,8 @@ def command_modules() -> tuple:
     from hypvl.worlds.pilot import commands as pilot_commands
     from hypvl.worlds.smoke import commands as smoke_commands
 
-    return (smoke_commands, pilot_commands, check, fetch, probe_splits, grounding_commands, calibration, train_commands, outside_commands, pilot_weights,
-            evaluate_commands, replication_commands, coverage)
+    return (smoke_commands, pilot_commands, check, fetch, probe_splits, grounding_commands, calibration, train_commands,
+            outside_commands, pilot_weights, evaluate_commands, replication_commands, coverage)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,4 +1,5 @@
-"""An extra model (`hypvl.outside.extras`) made into a checkpoint of the suite, by the code that imports released weights.
+"""An extra model (`hypvl.outside.extras`) made into a checkpoint of the suite, by the code that imports released
+weights.
 
 A folder in open_clip's or transformers' layout is loaded by the library (`library_import.import_library_model`), a
 released-format file by `released.import_released`, a checkpoint of the suite by `checkpoints.load_checkpoint` (a

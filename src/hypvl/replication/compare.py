@@ -2,7 +2,8 @@
 
 Verdicts, in order of precedence:
   external            the row or column is outside the suite (the spec says why)
-  extra               a row of an extra model (config `extra_models`, hypvl.outside.extras): its number, compared with none
+  extra               a row of an extra model (config `extra_models`, hypvl.outside.extras): its number, compared
+                      with none
   missing             a metric the cell needs is not measured; `reason` says why (hypvl.replication.coverage)
   no_paper_value      the paper prints no number there (`-`, `dnc`, `n/a`); ours is still shown
   not_comparable      measured at a scale other than `full` (smoke numbers do not estimate the paper's)

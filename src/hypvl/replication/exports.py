@@ -6,17 +6,17 @@ percent, fraction, correlation, nonnegative), whether higher is better, scale.
 
 For the tasks CLIP_benchmark also has (LAION-AI/CLIP_benchmark, `clip_benchmark eval`), a JSON as it dumps one:
 {"dataset", "model", "pretrained", "task", "metrics", "language"}, under its dataset names (`imagenet1k`,
-`vtab/caltech101`, `mscoco_captions`...) and metric names, as fractions in [0, 1]: zero-shot classification `acc1`
-(our top-1), `acc5` (our top-5; null, CLIP_benchmark's NaN, on a set of fewer than five classes or in a record
-measured before hypvl computed it) and `mean_per_class_recall` (our mean per-class accuracy: the balanced accuracy it
-computes); retrieval `image_retrieval_recall@K` (text -> image, our t2i) and `text_retrieval_recall@K` (image -> text, our i2t). `model`
-and `pretrained` name the model as its `--model` and `--pretrained` would (`clip_benchmark_model`), the same whether
-it was measured by the workflow or by `hypvl evaluate --source`. Keys beside them, which `clip_benchmark build` turns
-into columns: `model_type` (its `--model_type`: the library that loads the model, `hypvl` for ours),
+`vtab/caltech101`, `mscoco_captions`...) and metric names, as fractions in [0, 1]: zero-shot classification `acc1` (our
+top-1), `acc5` (our top-5; null, CLIP_benchmark's NaN, on a set of fewer than five classes or in a record measured
+before hypvl computed it) and `mean_per_class_recall` (our mean per-class accuracy: the balanced accuracy it computes);
+retrieval `image_retrieval_recall@K` (text -> image, our t2i) and `text_retrieval_recall@K` (image -> text, our i2t).
+`model` and `pretrained` name the model as its `--model` and `--pretrained` would (`clip_benchmark_model`), the same
+whether it was measured by the workflow or by `hypvl evaluate --source`. Keys beside them, which `clip_benchmark build`
+turns into columns: `model_type` (its `--model_type`: the library that loads the model, `hypvl` for ours),
 `hypvl_experiment`, and for zero-shot classification `prompts`, the prompt set the classifiers were built from (MERU's
 Table 8 prompts by default, CLIP's under `eval_prompts: clip`; CLIP_benchmark's own are neither). The linear probe is
-MERU's protocol (L-BFGS logistic regression, its cost searched on val, refit on train + val), not CLIP_benchmark's
-(a linear layer trained by SGD): its score is `logreg_mean_per_class_recall`, never CLIP_benchmark's
+MERU's protocol (L-BFGS logistic regression, its cost searched on val, refit on train + val), not CLIP_benchmark's (a
+linear layer trained by SGD): its score is `logreg_mean_per_class_recall`, never CLIP_benchmark's
 `lp_mean_per_class_recall`, and `protocol` says which. CUB is none of its sets.
 """
 

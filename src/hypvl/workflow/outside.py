@@ -1,12 +1,12 @@
 """The plan of weights from outside (workflows/outside.smk): an experiment whose `source` is released:<name> or
 pretrained:<hub id> gets its model by importing its weights folder.
 
-The folder is fetched at paper scale (from the internet or config `fetch`'s mirror; at the pilot scale from the
-mirror, where a full-size stand-in is written first), or read where config `weights.local` says the files are kept. At smoke scale
-the import job first writes a stand-in in the same layout from a model trained here (`weights.standins`): a released
-checkpoint's from its table row's model, an open_clip CLIP's from our CLIP, a transformers model's from a stand-in
-trained under the name of the first outside experiment of its architecture. Whether an outside experiment's weights
-can be had at all is the core's word (`Core.obtainable`).
+The folder is fetched at paper scale (from the internet or config `fetch`'s mirror; at the pilot scale from the mirror,
+where a full-size stand-in is written first), or read where config `weights.local` says the files are kept. At smoke
+scale the import job first writes a stand-in in the same layout from a model trained here (`weights.standins`): a
+released checkpoint's from its table row's model, an open_clip CLIP's from our CLIP, a transformers model's from a
+stand-in trained under the name of the first outside experiment of its architecture. Whether an outside experiment's
+weights can be had at all is the core's word (`Core.obtainable`).
 """
 
 from pathlib import Path

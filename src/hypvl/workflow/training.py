@@ -1,11 +1,11 @@
 """The training stage's plan (workflows/train.smk): the jobs that train a model (rule train) or align one (rule
 finetune), what they read, and what they ask of the machine.
 
-One job trains each distinct recipe (`Core.model_of`). At paper scale a training job asks for the GPUs, nodes,
-memory and time its model and schedule need (hypvl.workflow.cost), accumulating gradients over micro-batches where fewer GPUs
-than the papers' batch needs are allowed (its config's `train.accum_steps`), and starts torchrun with a process per
-GPU; a run longer than `resources.max_runtime` continues from its checkpoint in a retry. Jobs are prioritised by
-their cost, so the longest runs start first.
+One job trains each distinct recipe (`Core.model_of`). At paper scale a training job asks for the GPUs, nodes, memory
+and time its model and schedule need (hypvl.workflow.cost), accumulating gradients over micro-batches where fewer GPUs
+than the papers' batch needs are allowed (its config's `train.accum_steps`), and starts torchrun with a process per GPU;
+a run longer than `resources.max_runtime` continues from its checkpoint in a retry. Jobs are prioritised by their cost,
+so the longest runs start first.
 """
 
 import json
@@ -112,8 +112,9 @@ class TrainingStage:
         return 1 + max((self.cost(exp) for exp in self._trained()), default=0)
 
     def job(self, experiment: str) -> Job | None:
-        """The GPU job that trains `experiment` (hypvl.workflow.cost: its GPUs, and the micro-batches of each one's share of
-        the batch where fewer GPUs than the batch needs are allowed), or None where training is one CPU process."""
+        """The GPU job that trains `experiment` (hypvl.workflow.cost: its GPUs, and the micro-batches of each one's
+        share of the batch where fewer GPUs than the batch needs are allowed), or None where training is one CPU
+        process."""
         resources = self.config["resources"]
         if resources["gpu"] is None:
             return None

@@ -1,4 +1,5 @@
-"""What a pilot-world writer works with: the sizes, the mirror, the dataset folders, and the digests of what it served."""
+"""What a pilot-world writer works with: the sizes, the mirror, the dataset folders, and the digests of what it
+served."""
 
 import gzip as gzip_module
 import hashlib

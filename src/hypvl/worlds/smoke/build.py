@@ -12,7 +12,8 @@ corpora into HyCoCLIP's grounded shards is the next step (`hypvl ground`).
 
 from pathlib import Path
 
-from hypvl.acquire.fingerprint import MANIFEST  # at the root of the world: every evaluation set, the settings, the hierarchy
+# MANIFEST: at the root of the world, every evaluation set, the settings, the hierarchy
+from hypvl.acquire.fingerprint import MANIFEST
 from hypvl.io import atomic_directory, write_json
 
 from .classification import write_classification_set
